@@ -1,0 +1,8 @@
+"""Pure library behind the inspector: load dsh session logs, fold request
+headers, derive messages, rebuild every request and check it.
+
+Nothing in this package imports Textual, sqlite-utils or the CLI, so a CI job
+that only runs ``inspector check`` pays for none of them.
+"""
+
+__version__ = "0.1.0"

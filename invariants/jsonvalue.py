@@ -1,0 +1,145 @@
+"""JSON values as the harness sees them.
+
+The harness compares headers and message arrays by ``JSON.stringify`` text,
+so key order matters there, while our structural verdict must not depend on
+it.  These helpers give both views over plain parsed JSON (dicts keep the
+order they were logged in): a type-strict structural walk that finds the first
+differing path, and a key-order walk for differences that only change bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+MISSING: Any = type("Missing", (), {"__repr__": lambda self: "<absent>", "__bool__": lambda self: False})()
+"""Stands for an absent key; distinct from ``None`` (JSON null) and from ``[]``."""
+
+
+def kind(value: Any) -> str:
+    """The JSON kind of a value, separating booleans from numbers as JS does."""
+    if value is MISSING:
+        return "absent"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def join_path(base: str, key: Any) -> str:
+    """Extend a display path: ``messages[3].content[0].text``."""
+    if isinstance(key, int):
+        return f"{base}[{key}]"
+    if isinstance(key, str) and key.isidentifier():
+        return f"{base}.{key}" if base else key
+    return f"{base}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def first_difference(a: Any, b: Any, path: str = "") -> str | None:
+    """Path of the first structural difference between two JSON values, or None.
+
+    Objects compare as key sets (order ignored), arrays by position, numbers by
+    value (``1 == 1.0`` as in JS) but never equal to booleans.
+    """
+    ka, kb = kind(a), kind(b)
+    if ka != kb:
+        return path
+    if ka == "object":
+        for key in a:
+            if key not in b:
+                return join_path(path, key)
+            sub = first_difference(a[key], b[key], join_path(path, key))
+            if sub is not None:
+                return sub
+        for key in b:
+            if key not in a:
+                return join_path(path, key)
+        return None
+    if ka == "array":
+        for i, (x, y) in enumerate(zip(a, b)):
+            sub = first_difference(x, y, join_path(path, i))
+            if sub is not None:
+                return sub
+        if len(a) != len(b):
+            return join_path(path, min(len(a), len(b)))
+        return None
+    return None if a == b else path
+
+
+def key_order_difference(a: Any, b: Any, path: str = "") -> str | None:
+    """Path of the first object whose keys are the same but ordered differently.
+
+    Call only on structurally equal values.
+    """
+    if isinstance(a, dict) and isinstance(b, dict):
+        if list(a) != list(b):
+            return path or "(root)"
+        for key in a:
+            sub = key_order_difference(a[key], b[key], join_path(path, key))
+            if sub is not None:
+                return sub
+    elif isinstance(a, list) and isinstance(b, list):
+        for i, (x, y) in enumerate(zip(a, b)):
+            sub = key_order_difference(x, y, join_path(path, i))
+            if sub is not None:
+                return sub
+    return None
+
+
+def js_equal(a: Any, b: Any) -> bool:
+    """``JSON.stringify(a) === JSON.stringify(b)`` for values parsed from JSON."""
+    return first_difference(a, b) is None and key_order_difference(a, b) is None
+
+
+def get_path(value: Any, path: str) -> Any:
+    """Resolve a path made by :func:`join_path`; MISSING when it does not exist."""
+    if not path or path == "(root)":
+        return value
+    import re
+
+    for m in re.finditer(r'\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]|\.?([A-Za-z_][A-Za-z0-9_]*)', path):
+        idx, quoted, name = m.groups()
+        if idx is not None:
+            if not isinstance(value, list) or int(idx) >= len(value):
+                return MISSING
+            value = value[int(idx)]
+        else:
+            key = json.loads(quoted) if quoted is not None else name
+            if not isinstance(value, dict) or key not in value:
+                return MISSING
+            value = value[key]
+    return value
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text keeping key order, tolerant of values orjson refuses."""
+    if value is MISSING:
+        return "<absent>"
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=repr)
+
+
+def shorten(value: Any, limit: int = 160) -> str:
+    """A one-line preview of a value for messages and reports."""
+    text = dumps(value)
+    if len(text) <= limit:
+        return text
+    return text[: limit - 12] + f"…(+{len(text) - limit + 12} chars)"
+
+
+def is_safe_int(value: Any) -> bool:
+    """An integer JS can represent exactly (``Number.isSafeInteger``)."""
+    return isinstance(value, int) and not isinstance(value, bool) and -(2**53 - 1) <= value <= 2**53 - 1
