@@ -1,0 +1,1 @@
+"""The inspector: command line and Textual TUI over the ``invariants`` library."""

@@ -262,3 +262,11 @@ def rules_by_category() -> dict[str, list[Rule]]:
     for r in _TABLE:
         out.setdefault(r.category, []).append(r)
     return out
+
+
+def make_finding(code: str, message: str, **where):
+    """A Finding for rule ``code`` with the rule's category and default severity."""
+    from ..findings import Finding
+
+    rule = RULES[code]
+    return Finding(rule=code, category=rule.category, severity=rule.severity, message=message, **where)

@@ -1,0 +1,37 @@
+"""Flags and helpers shared by several subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_input_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--captures", action="append", metavar="FILE", type=Path,
+                   help="recorded-request capture file(s); default: requests.jsonl or <log>.requests.jsonl beside each log")
+    p.add_argument("--profile", metavar="NAME", help="judge logs by this format profile instead of sniffing the era (see `inspector rules --profiles`)")
+
+
+def split_codes(values: list[str] | None) -> list[str] | None:
+    if values is None:
+        return None
+    out: list[str] = []
+    for v in values:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def fail(message: str) -> int:
+    from invariants.inert import inert
+
+    print(f"inspector: error: {inert(message)}", file=sys.stderr)
+    return 2
+
+
+def check_profile(name: str | None) -> str | None:
+    from invariants.profiles import PROFILES
+
+    if name is not None and name not in PROFILES:
+        raise SystemExit(fail(f"unknown profile {name!r}; known: {', '.join(PROFILES)}"))
+    return name

@@ -1,0 +1,55 @@
+"""``inspector replay``: print the rebuilt request(s) of a session as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .common import check_profile, fail
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("replay", help="print the request(s) the log says were sent, as JSON",
+                       description="Rebuild the request of every step (or one step) from the log alone. "
+                       "With --turn/--step: one pretty-printed request object. Without: one JSON line per step "
+                       '({"session","turn","step","seq","request"}).')
+    p.add_argument("log", metavar="LOG", help="a log file (or a folder, with --session)")
+    p.add_argument("--turn", type=int, help="turn of the step to rebuild")
+    p.add_argument("--step", type=int, help="step within --turn (default 1)")
+    p.add_argument("--session", metavar="ID", help="which session, when LOG holds several")
+    p.add_argument("--profile", metavar="NAME", help="force a format profile")
+
+
+def run(args: argparse.Namespace) -> int:
+    from invariants.discover import discover
+    from invariants.replay import replay
+    from invariants.report import dumps_json
+
+    sources, problems = discover([args.log])
+    if problems:
+        return fail("; ".join(problems))
+    profile = check_profile(args.profile)
+    models = [replay(s, profile) for s in sources]
+    if args.session is not None:
+        models = [m for m in models if m.id == args.session]
+        if not models:
+            return fail(f"no session {args.session!r} under {args.log}")
+    if len(models) != 1:
+        ids = ", ".join(m.id for m in models[:10])
+        return fail(f"{args.log} holds {len(models)} sessions; pick one with --session ({ids})")
+    model = models[0]
+    if args.turn is not None:
+        step = model.step_for(args.turn, args.step or 1)
+        if step is None:
+            return fail(f"session {model.id} has no turn {args.turn} step {args.step or 1}")
+        expected = model.expected(step)
+        if expected is None:
+            return fail(f"turn {args.turn} step {args.step or 1} has no request header in force: the log cannot rebuild it")
+        sys.stdout.write(dumps_json(expected.request, indent=True) + "\n")
+        return 0
+    for step in model.steps:
+        expected = model.expected(step)
+        line = {"session": model.id, "turn": step.turn, "step": step.step, "seq": step.seq,
+                "request": expected.request if expected else None}
+        sys.stdout.write(dumps_json(line) + "\n")
+    return 0

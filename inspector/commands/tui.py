@@ -1,0 +1,28 @@
+"""``inspector PATH``: open the TUI (the default command)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .common import add_input_flags, check_profile, fail
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("tui", help="open the replay debugger TUI (default: `inspector PATH`)",
+                       description="Replay a session step by step and see where a request went wrong.")
+    p.add_argument("path", metavar="PATH", help="a log file, a folder of logs, or a sessions root")
+    add_input_flags(p)
+    p.add_argument("--session", metavar="ID", help="open this session directly")
+    p.add_argument("--follow", action="store_true", help="watch a log that is still being written")
+
+
+def run(args: argparse.Namespace) -> int:
+    if not Path(args.path).exists():
+        return fail(f"{args.path}: no such file or directory")
+    from inspector.app import create_app
+
+    app = create_app(path=args.path, captures=args.captures, session=args.session,
+                     follow=args.follow, profile=check_profile(args.profile))
+    app.run()
+    return getattr(app, "exit_code", 0) or 0

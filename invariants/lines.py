@@ -1,0 +1,108 @@
+"""Physical lines of a log file, plain or zstd, read-only and bounded.
+
+Yields each line with its number, byte offset (in the decompressed text) and
+whether it ended in a newline.  A line longer than ``max_line`` is never held
+in memory: it is skipped to its end and reported as oversized.  zstd frame
+problems surface as :class:`FrameProblem` items in the stream, after the
+lines that could still be recovered, so the caller reports them in order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Iterator
+
+DEFAULT_MAX_LINE = 64 * 1024 * 1024
+_BLOCK = 1 << 20
+
+
+@dataclass(slots=True)
+class RawLine:
+    number: int
+    offset: int
+    data: bytes  # without the newline; empty when oversized
+    complete: bool  # ended with a newline
+    oversized: int = 0  # byte length when the line exceeded max_line
+
+
+@dataclass(slots=True)
+class FrameProblem:
+    kind: str  # "corrupt" | "torn" | "no-header-frame"
+    message: str
+    frame_index: int
+    offset: int
+
+
+def open_readonly(path: Path) -> BinaryIO:
+    """Open for reading only; the tool never writes to a log."""
+    return open(path, "rb", buffering=0)
+
+
+def _chunks(path: Path) -> Iterator[bytes | FrameProblem]:
+    with open_readonly(path) as fh:
+        if path.name.endswith((".zstd", ".zst")):
+            from .zstdio import FrameError, iter_frames
+
+            try:
+                for block in iter_frames(fh):
+                    yield block
+            except FrameError as exc:
+                yield FrameProblem(exc.kind, str(exc), exc.frame_index, exc.offset)
+        else:
+            while True:
+                block = fh.read(_BLOCK)
+                if not block:
+                    break
+                yield block
+
+
+def iter_lines(path: Path, max_line: int = DEFAULT_MAX_LINE) -> Iterator[RawLine | FrameProblem]:
+    number = 0
+    offset = 0
+    pending: list[bytes] = []
+    pending_len = 0
+    skipping = 0  # >0 while discarding an oversized line; its length so far
+    line_start = 0
+    for block in _chunks(path):
+        if isinstance(block, FrameProblem):
+            if pending or skipping:
+                number += 1
+                yield _tail(number, line_start, pending, skipping)
+                pending, pending_len, skipping = [], 0, 0
+            yield block
+            return
+        pos = 0
+        n = len(block)
+        while pos < n:
+            nl = block.find(b"\n", pos)
+            end = n if nl < 0 else nl
+            piece_len = end - pos
+            if skipping:
+                skipping += piece_len
+            elif pending_len + piece_len > max_line:
+                skipping = pending_len + piece_len
+                pending, pending_len = [], 0
+            else:
+                pending.append(block[pos:end])
+                pending_len += piece_len
+            if nl < 0:
+                break
+            number += 1
+            if skipping:
+                yield RawLine(number, line_start, b"", True, oversized=skipping)
+            else:
+                yield RawLine(number, line_start, b"".join(pending) if len(pending) != 1 else pending[0], True)
+            offset = line_start + (skipping or pending_len) + 1
+            line_start = offset
+            pending, pending_len, skipping = [], 0, 0
+            pos = nl + 1
+    if pending or skipping:
+        number += 1
+        yield _tail(number, line_start, pending, skipping)
+
+
+def _tail(number: int, start: int, pending: list[bytes], skipping: int) -> RawLine:
+    if skipping:
+        return RawLine(number, start, b"", False, oversized=skipping)
+    return RawLine(number, start, b"".join(pending), False)

@@ -1,0 +1,261 @@
+"""Turn a log file into its session header and a stream of events.
+
+Integrity problems become findings on the way (file, line, seq), never
+exceptions: an unparsable line, a bad envelope, a seq gap, a malformed chunk
+row, a torn tail, a broken zstd frame.  A defect is only a *torn tail* when no
+committed ``turn/end`` follows it (the harness cuts such tails and repairs the
+open turn); a defect with a ``turn/end`` after it makes the log corrupt, as
+the harness's loader says.  Events are yielded one at a time and chunk
+payloads are not kept, so memory does not grow with the number of chunks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from .discover import LogSource, strip_log_suffix
+from .findings import Finding
+from .jsonvalue import is_safe_int, shorten
+from .lines import DEFAULT_MAX_LINE, FrameProblem, RawLine, iter_lines
+from .records import ENVELOPE_KEYS, Event, SessionHeader
+from .rules.registry import make_finding
+
+_ROW_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
+
+
+class _Reject(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise _Reject(f"{name} is not JSON")
+
+
+def parse_json(data: bytes) -> tuple[Any, str | None]:
+    """Parse one line; returns (value, None) or (None, reason)."""
+    try:
+        return orjson.loads(data), None
+    except orjson.JSONDecodeError as exc:
+        first = str(exc)
+    # orjson refuses some valid JSON (integers beyond 64 bits); let the
+    # standard parser decide, but never accept NaN/Infinity.
+    try:
+        return json.loads(data, parse_constant=_reject_constant), None
+    except RecursionError:
+        return None, "nesting is too deep"
+    except (ValueError, _Reject) as exc:
+        if "recursion" in first.lower():
+            return None, "nesting is too deep"
+        return None, _short_reason(str(exc) or first)
+
+
+def _short_reason(text: str) -> str:
+    text = text.replace("\n", " ")
+    return text if len(text) < 160 else text[:157] + "…"
+
+
+def envelope_problem(obj: Any) -> str | None:
+    """Why ``obj`` is not a valid event envelope, or None."""
+    if not isinstance(obj, dict):
+        return f"line is a JSON {type(obj).__name__ if obj is not None else 'null'}, not an event object"
+    t = obj.get("type")
+    if not isinstance(t, str) or not t:
+        return "event has no string `type`"
+    extra = [k for k in obj if k not in ENVELOPE_KEYS]
+    if extra:
+        return f"{t} has unexpected envelope key(s) {', '.join(sorted(extra)[:5])}"
+    if not is_safe_int(obj.get("seq")) or obj["seq"] < 0:
+        return f"{t} has a seq that is not a safe integer >= 0: {shorten(obj.get('seq'), 40)}"
+    if "time" not in obj or not is_safe_int(obj["time"]):
+        return f"{t} has a time that is not a safe integer: {shorten(obj.get('time'), 40)}"
+    if "data" not in obj:
+        return f"{t} has no `data`"
+    if "ignorable" in obj and obj["ignorable"] is not True:
+        return f"{t} has `ignorable` other than true"
+    return None
+
+
+def header_problem(obj: Any) -> str | None:
+    """Why the first line is not a valid session header, or None."""
+    if not isinstance(obj, dict):
+        return "first line is not a JSON object"
+    if obj.get("type") != "session":
+        return f"first line has type {shorten(obj.get('type'), 40)}, not \"session\""
+    if obj.get("version") != 0 or isinstance(obj.get("version"), bool):
+        return f"unsupported format version {shorten(obj.get('version'), 40)} (only 0 is known)"
+    if not isinstance(obj.get("id"), str) or not obj["id"]:
+        return "session header has no string id"
+    ca = obj.get("createdAt")
+    if not isinstance(ca, (int, float)) or isinstance(ca, bool) or (isinstance(ca, float) and not math.isfinite(ca)):
+        return "session header createdAt is not a finite number"
+    if "cwd" in obj and not isinstance(obj["cwd"], str):
+        return "session header cwd is not a string"
+    if "parentSession" in obj and not isinstance(obj["parentSession"], str):
+        return "session header parentSession is not a string"
+    if "seedLength" in obj and (not is_safe_int(obj["seedLength"]) or obj["seedLength"] < 0):
+        return "session header seedLength is not an integer >= 0"
+    if "delegationDepth" in obj and (not is_safe_int(obj["delegationDepth"]) or obj["delegationDepth"] < 0):
+        return "session header delegationDepth is not an integer >= 0"
+    return None
+
+
+@dataclass(slots=True)
+class _Defect:
+    code: str
+    line: int
+    seq: int | None
+    message: str
+
+
+class LogReader:
+    """Read one log: ``header`` is set once iteration starts; ``findings`` grows."""
+
+    def __init__(self, source: LogSource | Path | str, max_line: int = DEFAULT_MAX_LINE):
+        if not isinstance(source, LogSource):
+            p = Path(source)
+            source = LogSource(p, p.parent)
+        self.source = source
+        self.file = source.display
+        self.max_line = max_line
+        self.header: SessionHeader | None = None
+        self.findings: list[Finding] = []
+        self.lines = 0
+        self.events = 0
+        self.chunks = 0
+        self.chunk_rows = 0
+        self.bytes = 0
+        self.ended_torn = False
+        self.frame_problem: FrameProblem | None = None
+
+    # -- reporting ---------------------------------------------------------
+    def _emit(self, code: str, message: str, **where: Any) -> None:
+        sid = self.header.id if self.header else None
+        self.findings.append(make_finding(code, message, file=self.file, session=sid, **where))
+
+    def _flush_defects(self, defects: list[_Defect], torn: bool) -> None:
+        for d in defects:
+            if torn:
+                self._emit("LOG004", f"crash-truncated tail: {d.message}", line=d.line, seq=d.seq)
+            else:
+                self._emit(d.code, d.message, line=d.line, seq=d.seq)
+        if torn and defects:
+            self.ended_torn = True
+        defects.clear()
+
+    # -- reading -----------------------------------------------------------
+    def __iter__(self) -> Iterator[Event]:
+        defects: list[_Defect] = []
+        expected_seq = 0
+        bad_since_good = 0
+        first = True
+        for raw in iter_lines(self.source.path, self.max_line):
+            if isinstance(raw, FrameProblem):
+                self.frame_problem = raw
+                if raw.kind == "torn":
+                    self._emit("LOG010", f"file ends inside zstd frame {raw.frame_index} (byte {raw.offset}): {raw.message}", line=self.lines or None)
+                else:
+                    self._emit("LOG009", f"zstd frame {raw.frame_index} at byte {raw.offset}: {raw.message}", line=self.lines or None)
+                break
+            self.lines = raw.number
+            self.bytes += len(raw.data) + (1 if raw.complete else 0)
+            if first:
+                first = False
+                if self._read_header(raw):
+                    continue
+            if raw.oversized:
+                defects.append(_Defect("LOG008", raw.number, None, f"line {raw.number} is {raw.oversized} bytes, over the {self.max_line}-byte limit; not parsed"))
+                bad_since_good += 1
+                continue
+            obj, err = parse_json(raw.data)
+            if err is not None:
+                what = "fragment without newline" if not raw.complete else "unparsable line"
+                defects.append(_Defect("LOG001", raw.number, None, f"line {raw.number}: {what} ({err})"))
+                bad_since_good += 1
+                continue
+            if isinstance(obj, dict) and obj.get("type") in _ROW_TYPES and "seq0" in obj:
+                events = self._expand_row(obj, raw, defects)
+                if events is None:
+                    bad_since_good += 1
+                    continue
+            else:
+                problem = envelope_problem(obj)
+                if problem is not None:
+                    seq = obj.get("seq") if isinstance(obj, dict) and is_safe_int(obj.get("seq")) else None
+                    defects.append(_Defect("LOG002", raw.number, seq, f"line {raw.number}: {problem}"))
+                    bad_since_good += 1
+                    continue
+                events = [self._event(obj, raw)]
+            if not raw.complete:
+                self._emit("LOG004", f"line {raw.number} has no trailing newline: the harness treats the final fragment as torn and drops it", line=raw.number, seq=events[-1].seq)
+                self.ended_torn = True
+            for ev in events:
+                if ev.seq != expected_seq:
+                    if ev.seq < expected_seq:
+                        self._emit("LOG003", f"seq {ev.seq} does not increase (expected {expected_seq}); event skipped", line=raw.number, seq=ev.seq)
+                        continue
+                    missing = ev.seq - expected_seq
+                    if missing != bad_since_good:
+                        defects.append(_Defect("LOG003", raw.number, ev.seq, f"seq {ev.seq} follows seq {expected_seq - 1}: {missing} event(s) missing"))
+                bad_since_good = 0
+                expected_seq = ev.seq + 1
+                if ev.type == "turn/end" and defects:
+                    self._flush_defects(defects, torn=False)
+                self.events += 1
+                yield ev
+        if first and self.header is None and self.frame_problem is None:
+            self._emit("LOG005", "empty file: no session header line", line=1)
+        self._flush_defects(defects, torn=True)
+
+    def _read_header(self, raw: RawLine) -> bool:
+        """Parse line 1 as the session header; True when it was consumed as one."""
+        fallback_id = strip_log_suffix(self.source.path.name)
+        if fallback_id == "session":
+            fallback_id = self.source.path.parent.name
+        obj, err = (None, "oversized") if raw.oversized else parse_json(raw.data)
+        problem = err and f"first line is not JSON ({err})" or header_problem(obj)
+        if problem is None:
+            self.header = SessionHeader(
+                id=obj["id"], version=obj["version"], created_at=obj.get("createdAt"), cwd=obj.get("cwd"),
+                parent_session=obj.get("parentSession"), seed_length=obj.get("seedLength") or 0, raw=obj, line=1,
+            )
+            return True
+        looks_like_event = isinstance(obj, dict) and isinstance(obj.get("type"), str) and "/" in obj.get("type", "")
+        if isinstance(obj, dict) and obj.get("type") == "session" and isinstance(obj.get("id"), str):
+            fallback_id = obj["id"]
+        self.header = SessionHeader(id=fallback_id, version=None, raw=obj if isinstance(obj, dict) else {}, line=1)
+        self._emit("LOG005", f"line 1: {problem}", line=1)
+        return not looks_like_event
+
+    def _event(self, obj: dict, raw: RawLine) -> Event:
+        t = obj["type"]
+        if t == "assistant/chunk":
+            self.chunks += 1
+        return Event(
+            type=t, seq=obj["seq"], time=obj["time"], data=obj["data"],
+            surface_op=obj.get("surfaceOp"), source_seqs=obj.get("sourceEventSeqs"),
+            ignorable=obj.get("ignorable", False) is True, line=raw.number,
+            has_surface_op="surfaceOp" in obj, has_source_seqs="sourceEventSeqs" in obj, offset=raw.offset,
+        )
+
+    def _expand_row(self, obj: dict, raw: RawLine, defects: list[_Defect]) -> list[Event] | None:
+        from .chunk_rows import ChunkRowError, expand_row
+
+        try:
+            expanded = expand_row(obj)
+        except ChunkRowError as exc:
+            seq = obj.get("seq0") if is_safe_int(obj.get("seq0")) else None
+            defects.append(_Defect("LOG012", raw.number, seq, f"line {raw.number}: malformed {obj.get('type')} row: {exc}"))
+            return None
+        self.chunk_rows += 1
+        return [self._event(e, raw) for e in expanded]
+
+
+def session_id_from_path(path: Path) -> str:
+    name = strip_log_suffix(path.name)
+    return path.parent.name if name == "session" else name

@@ -1,0 +1,61 @@
+"""Format profiles: which rules of which era a log is judged by.
+
+The header ``version`` is 0 in every era, so the era is sniffed from shapes
+(LOG-FORMAT.md §9).  A profile bundles everything that differs: surface
+types, message projection, header reasons, whether deltas are legal, which
+request equation holds (boundary derivation vs whole-log-at-dispatch), and
+the event-contract variant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .derive import PROJECTIONS, Projector
+
+SEED_SURFACE = frozenset({"user/message", "assistant/message", "tool/result", "context/message", "steering/message"})
+HEAD_SURFACE = frozenset({"user/message", "assistant/message", "tool/result"})
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    era: str  # "seed" | "late"
+    description: str
+    surface_types: frozenset[str]
+    projection: dict[str, Projector]
+    reasons: frozenset[str]
+    deltas_allowed: bool
+    request_rule: str  # "boundary": derive(events < step/start); "dispatch": derive(events < logLength)
+    turn_enclosure: bool  # every unknown event must be inside a turn
+    unknown_types_need_ignorable: bool
+    config_keys: tuple[str, ...]
+
+
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile(
+            "seed", "seed", "seed era (a7b569850b..d060c0dd4f): deltas, tagged context/steering, prefix ++ derive(<step/start)",
+            SEED_SURFACE, PROJECTIONS["seed"], frozenset({"initial", "resume", "fallback"}), True, "boundary", True, False,
+            ("model", "temperature", "maxTokens"),
+        ),
+        Profile(
+            "late-early", "late", "late era before the message-object shapes (1123e946c0..6816e8a3d5): snapshots only, reason change",
+            SEED_SURFACE, PROJECTIONS["late-early"], frozenset({"initial", "resume", "change"}), False, "boundary", True, False,
+            ("model", "temperature", "maxTokens", "provider", "reasoningEffort"),
+        ),
+        Profile(
+            "late-unwrapped", "late", "late era after b25b78fd02/f593ef5ab5: context and steering projected without tags",
+            SEED_SURFACE, PROJECTIONS["late-unwrapped"], frozenset({"initial", "resume", "change"}), False, "boundary", True, False,
+            ("model", "temperature", "maxTokens", "provider", "reasoningEffort"),
+        ),
+        Profile(
+            "head", "late", "late era at HEAD 611615650f: message objects, no prefix, derive(log at dispatch)",
+            HEAD_SURFACE, PROJECTIONS["head"], frozenset({"initial", "resume", "change"}), False, "dispatch", False, True,
+            ("model", "temperature", "maxTokens", "provider", "reasoningEffort"),
+        ),
+    )
+}
+
+DEFAULT_PROFILE = "seed"

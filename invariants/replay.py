@@ -1,0 +1,332 @@
+"""One pass over a session: the fold that every check and view stands on.
+
+For each event, in order: the event contract, the header fold, the surface
+and, at every ``step/start``, a small :class:`StepState` (turn, step, seq,
+surface position, instance, header in force at dispatch).  Requests are not
+built here; :meth:`SessionModel.expected` materialises one on demand from a
+step state or a dispatch position, in time proportional to its size, so a
+whole session costs one pass plus the requests someone asks for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .discover import LogSource
+from .findings import Finding
+from .load import LogReader
+from .profiles import PROFILES, Profile
+from .records import Event, SessionHeader
+from .rules.codec import HeaderFold, HeaderVersion, Instance, prefix_of
+from .rules.contract import ContractTracer, surface_op_problem
+from .rules.registry import make_finding
+from .surface import Surface
+
+RETRY_TYPES = frozenset({"llm/retry", "llm/retry-started"})
+COMPACTION_SUMMARY = frozenset({"compact/summary", "compaction/summary"})
+
+
+@dataclass(slots=True)
+class StepState:
+    index: int
+    turn: Any
+    step: Any
+    seq: int
+    line: int
+    surface: tuple[int, int]  # surface position over events < step/start
+    instance: int | None = None
+    header_version: int | None = None  # version index in force when the step dispatched
+    header_event: int | None = None  # version index written inside this step
+    first_chunk_seq: int | None = None
+    end_seq: int | None = None
+    last_seq: int = -1
+    last_line: int = 0
+    chunks: int = 0
+    usage: dict | None = None
+    compaction_before: bool = False
+    status: str = "unchecked"  # ok | diverges | header | unexplained | unchecked
+    requests: list = field(default_factory=list)  # indexes into SessionModel.requests
+
+    @property
+    def dispatched(self) -> bool:
+        return self.first_chunk_seq is not None
+
+
+@dataclass
+class Expected:
+    """A rebuilt request, with where each message came from."""
+
+    request: dict
+    prefix_len: int
+    derived_len: int
+    suffix_len: int
+    origins: list[int]  # event seq of each derived message
+    header_version: HeaderVersion | None
+    boundary_seq: int
+
+    def region(self, index: int) -> str:
+        if index < self.prefix_len:
+            return "prefix"
+        if index < self.prefix_len + self.derived_len:
+            return "derived"
+        if index < self.prefix_len + self.derived_len + self.suffix_len:
+            return "suffix"
+        return "beyond"
+
+
+@dataclass
+class SessionModel:
+    source: LogSource
+    header: SessionHeader | None
+    profile: Profile
+    era_evidence: list[str]
+    steps: list[StepState]
+    fold: HeaderFold
+    surface: Surface
+    findings: list[Finding]
+    events: int = 0
+    chunks: int = 0
+    chunk_rows: int = 0
+    turns: int = 0
+    lines: int = 0
+    bytes: int = 0
+    compactions: list[int] = field(default_factory=list)
+    end_seed_seqs: list[int] = field(default_factory=list)
+    torn: bool = False
+    open_turn_at_end: bool = False
+    requests: list = field(default_factory=list)  # filled by capture matching
+
+    @property
+    def id(self) -> str:
+        return self.header.id if self.header else self.source.path.stem
+
+    @property
+    def file(self) -> str:
+        return self.source.display
+
+    @property
+    def instances(self) -> list[Instance]:
+        return self.fold.instances
+
+    @property
+    def versions(self) -> list[HeaderVersion]:
+        return self.fold.versions
+
+    def step_for_log_length(self, log_length: int) -> StepState | None:
+        """The step a request dispatched at ``log_length`` events belongs to: the last step/start before it."""
+        import bisect
+
+        k = bisect.bisect_left([s.seq for s in self.steps], log_length)
+        return self.steps[k - 1] if k else None
+
+    def step_for(self, turn: Any, step: Any) -> StepState | None:
+        for s in reversed(self.steps):
+            if s.turn == turn and s.step == step:
+                return s
+        return None
+
+    def expected(self, step: StepState, log_length: int | None = None) -> Expected | None:
+        """The request the loop must have sent for ``step`` (dispatched at ``log_length`` when known)."""
+        if log_length is not None:
+            version = self.fold.version_before(log_length)
+        else:
+            version = self.versions[step.header_version] if step.header_version is not None else None
+        if version is None:
+            return None
+        if self.profile.request_rule == "dispatch":
+            position = self.surface.position_before(log_length if log_length is not None else (step.first_chunk_seq or step.last_seq + 1))
+        else:
+            position = step.surface
+        header = version.header
+        derived, origins = self.surface.messages_at(position)
+        prefix = prefix_of(header)
+        suffix = header.get("messageSuffix", [])
+        suffix = suffix if isinstance(suffix, list) else [suffix]
+        config = header.get("config") or {}
+        request: dict = {}
+        if "provider" in config:
+            request["provider"] = config["provider"]
+        request["model"] = config.get("model")
+        for key in ("system", "tools"):
+            if key in header:
+                request[key] = header[key]
+        for key in ("temperature", "maxTokens", "stop", "reasoningEffort"):
+            if key in config:
+                request[key] = config[key]
+        request["messages"] = [*prefix, *derived, *suffix]
+        return Expected(request, len(prefix), len(derived), len(suffix), origins, version, step.seq)
+
+
+class _Replay:
+    def __init__(self, reader: LogReader, profile: Profile, evidence: list[str]) -> None:
+        self.reader = reader
+        self.profile = profile
+        self.findings: list[Finding] = []
+        self.tracer = ContractTracer(profile, self._emit)
+        self.fold = HeaderFold(profile, self._emit)
+        self.surface = Surface()
+        self.steps: list[StepState] = []
+        self.current: StepState | None = None
+        self.chunks_since_attempt = 0
+        self.compaction_pending = False
+        self.model = SessionModel(reader.source, None, profile, evidence, self.steps, self.fold, self.surface, self.findings)
+        self.last_event: Event | None = None
+
+    def _emit(self, code: str, message: str, **where: Any) -> None:
+        hdr = self.reader.header
+        self.findings.append(make_finding(code, message, file=self.reader.file, session=hdr.id if hdr else None, **where))
+
+    def _where(self) -> dict:
+        t = self.tracer
+        return {"turn": t.open_turn, "step": t.open_step}
+
+    def run(self) -> SessionModel:
+        seed_length = None
+        for ev in self.reader:
+            if seed_length is None:
+                hdr = self.reader.header
+                seed_length = hdr.seed_length if hdr else 0
+            if seed_length and ev.seq == seed_length:
+                self.fold.expect_anchor = True  # a forked child's own first request must anchor
+            self._event(ev)
+            self.last_event = ev
+        self._finish()
+        return self.model
+
+    def _event(self, ev: Event) -> None:
+        if not isinstance(ev.data, dict):
+            self._emit("EVT011", f"{ev.type} data is not an object", seq=ev.seq, line=ev.line, **self._where())
+            return
+        surface_type = ev.type in self.profile.surface_types
+        self.tracer.observe(ev, surface_type)
+        t = ev.type
+        if t == "step/start":
+            self._step_start(ev)
+        elif t in ("request/header", "request/header-delta"):
+            self._header(ev)
+        elif t == "assistant/chunk":
+            self._chunk(ev)
+        elif t in RETRY_TYPES:
+            self.chunks_since_attempt = 0
+        elif t == "turn/start":
+            self.model.turns += 1
+        elif t == "session/end-seed":
+            self.model.end_seed_seqs.append(ev.seq)
+            self.fold.expect_anchor = True
+        elif t in COMPACTION_SUMMARY:
+            self.compaction_pending = True
+        if surface_type and ev.has_surface_op:
+            self._surface(ev)
+        cur = self.current
+        if cur is not None:
+            cur.last_seq, cur.last_line = ev.seq, ev.line
+            if t == "step/end":
+                cur.end_seq = ev.seq
+                self._settle_header(cur)
+                self.current = None
+            elif t == "assistant/message" and isinstance(ev.data.get("usage"), dict):
+                cur.usage = ev.data["usage"]
+
+    def _step_start(self, ev: Event) -> None:
+        if self.current is not None:
+            self._settle_header(self.current)
+        st = StepState(len(self.steps), ev.data.get("turn"), ev.data.get("step"), ev.seq, ev.line, self.surface.position())
+        st.compaction_before = self.compaction_pending
+        self.compaction_pending = False
+        st.last_seq, st.last_line = ev.seq, ev.line
+        self.steps.append(st)
+        self.current = st
+        self.chunks_since_attempt = 0
+
+    def _header(self, ev: Event) -> None:
+        where = self._where()
+        cur = self.current
+        if cur is None:
+            self._emit("HDR010", f"{ev.type} outside any step: it cannot govern a request", seq=ev.seq, line=ev.line, **where)
+        elif self.chunks_since_attempt:
+            self._emit("HDR010", f"{ev.type} after the step's first assistant/chunk: the request was already dispatched", seq=ev.seq, line=ev.line, **where)
+        before = len(self.fold.versions)
+        self.fold.observe(ev, where)
+        if cur is not None and len(self.fold.versions) > before:
+            cur.header_event = len(self.fold.versions) - 1
+            inst = self.fold.instances
+            if inst and inst[-1].seq == ev.seq and inst[-1].first_step is None:
+                inst[-1].first_step = cur.index
+
+    def _chunk(self, ev: Event) -> None:
+        cur = self.current
+        self.chunks_since_attempt += 1
+        if cur is None:
+            return
+        cur.chunks += 1
+        self.fold.dispatched_in_instance = True
+        if cur.first_chunk_seq is None:
+            cur.first_chunk_seq = ev.seq
+            self._settle_header(cur)
+            if cur.header_version is None:
+                self._emit("REQ001", "this step streamed a response but no request header was in force: the log cannot explain its request",
+                           seq=ev.seq, line=ev.line, turn=cur.turn, step=cur.step)
+        chunk = ev.data.get("chunk")
+        if isinstance(chunk, dict) and chunk.get("type") == "usage" and isinstance(chunk.get("usage"), dict):
+            cur.usage = chunk["usage"]
+
+    def _settle_header(self, st: StepState) -> None:
+        if st.first_chunk_seq is not None and st.header_version is not None:
+            return
+        if self.fold.versions:
+            st.header_version = len(self.fold.versions) - 1
+            st.instance = self.fold.versions[-1].instance if self.fold.versions[-1].instance >= 0 else None
+
+    def _surface(self, ev: Event) -> None:
+        op = ev.surface_op
+        if surface_op_problem(op) is not None:
+            return
+        message = self.profile.projection[ev.type](ev.data) if ev.type in self.profile.projection else None
+        if op == "append":
+            self.surface.append(ev.seq, message, ev.line)
+            return
+        outcome = self.surface.check_replace(op["start"], op["end"])
+        where = self._where()
+        if not outcome.ok:
+            self._emit("EVT004", f"surface replace: {outcome.problem}", seq=ev.seq, line=ev.line, **where)
+            return
+        recorded = set(ev.source_seqs) if isinstance(ev.source_seqs, list) and all(isinstance(x, int) for x in ev.source_seqs) else set()
+        missing = [s for s in outcome.shadowed if s not in recorded]
+        if missing:
+            self._emit("EVT005", f"surface replace: sourceEventSeqs must include every shadowed surface node; missing {', '.join(map(str, missing[:10]))}",
+                       seq=ev.seq, line=ev.line, **where, detail={"missing": missing[:50]})
+        self.surface.replace(ev.seq, op["start"], op["end"], message, ev.line)
+        self.model.compactions.append(ev.seq)
+
+    def _finish(self) -> None:
+        m = self.model
+        r = self.reader
+        m.header = r.header
+        m.events, m.chunks, m.chunk_rows, m.lines, m.bytes, m.torn = r.events, r.chunks, r.chunk_rows, r.lines, r.bytes, r.ended_torn
+        if self.current is not None:
+            self._settle_header(self.current)
+        if self.tracer.open_turn is not None and self.last_event is not None:
+            m.open_turn_at_end = True
+            self._emit("LOG006", f"log ends inside turn {self.tracer.open_turn}" + (f", step {self.tracer.open_step}" if self.tracer.open_step is not None else "")
+                       + ": the harness would append interrupted closers on the next load",
+                       seq=self.last_event.seq, line=self.last_event.line, turn=self.tracer.open_turn, step=self.tracer.open_step)
+        self.findings[:0] = r.findings
+
+
+def replay(source: LogSource, profile: Profile | str | None = None, evidence: Iterable[str] = (), max_line: int | None = None) -> SessionModel:
+    """Read and fold one log. ``profile`` None means: sniff the era from the log's shapes."""
+    from .era import sniff
+
+    conflicts: list[str] = []
+    if profile is None:
+        guess = sniff(source)
+        profile, evidence, conflicts = guess.profile, guess.evidence, guess.conflicts
+    if isinstance(profile, str):
+        profile = PROFILES[profile]
+    reader = LogReader(source) if max_line is None else LogReader(source, max_line=max_line)
+    model = _Replay(reader, profile, list(evidence)).run()
+    if conflicts:
+        model.findings.append(make_finding("LOG011", f"log mixes format eras; judged as {profile.name}, but it also shows {', '.join(conflicts)}",
+                                           file=model.file, session=model.id, detail={"evidence": list(evidence)}))
+    return model

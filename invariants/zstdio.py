@@ -1,0 +1,161 @@
+"""Read and write ``.jsonl.zstd`` session logs (LOG-FORMAT §1.5/§1.6).
+
+Such a file is a run of independent, checksummed zstd frames: frame 0 holds
+the header line, each later frame one append batch. ``iter_frames`` walks
+the frames the way the harness does: it finds each frame's end from the
+frame and block headers, then decompresses the whole frame and checks its
+checksum before handing the bytes over. Memory use is bounded by one frame.
+
+Failures (``FrameError.kind``):
+
+* ``"no-header-frame"``: the file is empty, or ends before frame 0 is
+  complete. Nothing is yielded (the harness recovers nothing here either).
+* ``"torn"``: the file ends inside a later frame. The bytes that partial
+  frame decodes to are yielded first (nothing if it decodes to nothing or
+  its available blocks are bad), then the error is raised. A tail of 1-3
+  bytes, too short to be checked as a frame magic, also counts as torn.
+* ``"corrupt"``: bad magic, reserved header bits or block type, or a
+  complete frame that fails to decompress or fails its checksum.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import BinaryIO, Iterator
+
+import zstandard
+
+__all__ = ["FrameError", "is_zstd_path", "iter_frames", "write_frames"]
+
+_MAGIC = b"\x28\xb5\x2f\xfd"  # 0xFD2FB528, little-endian
+_READ_SIZE = 1 << 20
+
+
+class FrameError(Exception):
+    """A zstd session log that does not decode cleanly; see the module docstring."""
+
+    def __init__(self, kind: str, frame_index: int, offset: int, detail: str) -> None:
+        self.kind = kind
+        self.frame_index = frame_index
+        self.offset = offset
+        self.detail = detail
+        super().__init__(f"{kind} zstd log: frame {frame_index} (starting at byte {offset}): {detail}")
+
+
+class _Source:
+    """Buffered exact-size reads over a binary file, tracking the byte offset."""
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self._fh = fh
+        self._buf = b""
+        self._at = 0
+        self._eof = False
+        self.offset = 0
+
+    def _fill(self, n: int) -> None:
+        while len(self._buf) - self._at < n and not self._eof:
+            data = self._fh.read(max(_READ_SIZE, n))
+            if not data:
+                self._eof = True
+            else:
+                self._buf = self._buf[self._at:] + bytes(data)
+                self._at = 0
+
+    def take(self, n: int) -> bytes:
+        """Up to ``n`` bytes; fewer only at end of file."""
+        self._fill(n)
+        out = self._buf[self._at:self._at + n]
+        self._at += len(out)
+        self.offset += len(out)
+        return out
+
+    def exhausted(self) -> bool:
+        self._fill(1)
+        return self._at >= len(self._buf)
+
+
+class _Torn(Exception):
+    pass
+
+
+def _read_frame(src: _Source, parts: list[bytes]) -> None:
+    """Append one frame's bytes to ``parts``; raise _Torn at EOF, ValueError on bad structure."""
+
+    def need(n: int) -> bytes:
+        chunk = src.take(n)
+        parts.append(chunk)
+        if len(chunk) < n:
+            raise _Torn
+        return chunk
+
+    if need(4) != _MAGIC:
+        raise ValueError("bad frame magic")
+    descriptor = need(1)[0]
+    if descriptor & 0x18:
+        raise ValueError("reserved bit set in the frame header")
+    size_flag, single_segment = descriptor >> 6, bool(descriptor & 0x20)
+    dict_bytes = (0, 1, 2, 4)[descriptor & 0x03]
+    size_bytes = (1 if single_segment else 0) if size_flag == 0 else 1 << size_flag
+    need((0 if single_segment else 1) + dict_bytes + size_bytes)
+    while True:
+        header = int.from_bytes(need(3), "little")
+        block_type = (header >> 1) & 0x03
+        if block_type == 3:
+            raise ValueError("reserved block type")
+        need(1 if block_type == 1 else header >> 3)
+        if header & 1:
+            break
+    if descriptor & 0x04:
+        need(4)
+
+
+def iter_frames(fh: BinaryIO) -> Iterator[bytes]:
+    """Yield the decompressed bytes of each frame in order; see the module docstring."""
+    dctx = zstandard.ZstdDecompressor()
+    src = _Source(fh)
+    index = 0
+    while index == 0 or not src.exhausted():
+        start = src.offset
+        parts: list[bytes] = []
+        try:
+            _read_frame(src, parts)
+        except ValueError as exc:
+            raise FrameError("corrupt", index, start, str(exc)) from None
+        except _Torn:
+            if index == 0:
+                what = "the file is empty" if start == src.offset else "the header frame is incomplete"
+                raise FrameError("no-header-frame", 0, start, what) from None
+            try:
+                partial = dctx.decompressobj().decompress(b"".join(parts))
+            except zstandard.ZstdError:
+                partial = b""
+            if partial:
+                yield partial
+            raise FrameError("torn", index, start, "the file ends inside this frame") from None
+        try:
+            obj = dctx.decompressobj()
+            plain = obj.decompress(b"".join(parts))
+            complete = obj.eof and not obj.unused_data
+        except zstandard.ZstdError as exc:
+            raise FrameError("corrupt", index, start, f"decompression failed ({exc})") from None
+        if not complete:
+            raise FrameError("corrupt", index, start, "the decoder did not finish at the frame end")
+        yield plain
+        index += 1
+
+
+def write_frames(path_or_fh: str | os.PathLike | BinaryIO, batches: list[bytes], level: int = 3) -> None:
+    """Write each batch as its own checksummed frame (batch 0 = the header line)."""
+    cctx = zstandard.ZstdCompressor(level=level, write_checksum=True)
+    if hasattr(path_or_fh, "write"):
+        for batch in batches:
+            path_or_fh.write(cctx.compress(batch))
+        return
+    with open(path_or_fh, "wb") as fh:
+        for batch in batches:
+            fh.write(cctx.compress(batch))
+
+
+def is_zstd_path(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names a zstd-compressed log (suffix ``.zstd`` or ``.zst``)."""
+    return os.fsdecode(path).endswith((".zstd", ".zst"))
