@@ -214,11 +214,11 @@ def _continues(prev: dict, nxt: dict, kind: str) -> bool:
     if not (_same(a["turn"], b["turn"]) and _same(a["step"], b["step"])):
         return False
     ca, cb = a["chunk"], b["chunk"]
-    if False:
+    if not _same(ca["index"], cb["index"]):
         return False
     if kind != "tool-call-delta":
         return True
-    return ca["id"] == cb["id"] and ("name" in ca) == ("name" in cb) and ca.get("name") == cb.get("name")
+    return ca["id"] == cb["id"] and ("name" in ca) == ("name" in cb)
 
 
 def _build_row(kind: str, run: list[dict]) -> dict:

@@ -26,6 +26,7 @@ from .lines import DEFAULT_MAX_LINE, FrameProblem, RawLine, iter_lines
 from .records import ENVELOPE_KEYS, Event, SessionHeader
 from .rules.registry import make_finding
 
+_MAX_SAFE = 2**53 - 1
 _ROW_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
 
 
@@ -150,64 +151,91 @@ class LogReader:
 
     # -- reading -----------------------------------------------------------
     def __iter__(self) -> Iterator[Event]:
+        for obj, line, offset in self.iter_objects():
+            yield event_from(obj, line, offset)
+
+    def iter_objects(self) -> Iterator[tuple[dict, int, int]]:
+        """Valid event envelopes as ``(object, line, offset)``, seq-checked, rows expanded.
+
+        This is the hot loop of the tool: the common case (a well-formed event)
+        costs one parse and a handful of C-level checks.
+        """
         defects: list[_Defect] = []
         expected_seq = 0
         bad_since_good = 0
         first = True
+        keys_ok = ENVELOPE_KEYS.issuperset
+        loads = orjson.loads
         for raw in iter_lines(self.source.path, self.max_line):
-            if isinstance(raw, FrameProblem):
+            if type(raw) is FrameProblem:
                 self.frame_problem = raw
                 if raw.kind == "torn":
                     self._emit("LOG010", f"file ends inside zstd frame {raw.frame_index} (byte {raw.offset}): {raw.message}", line=self.lines or None)
                 else:
                     self._emit("LOG009", f"zstd frame {raw.frame_index} at byte {raw.offset}: {raw.message}", line=self.lines or None)
                 break
-            self.lines = raw.number
-            self.bytes += len(raw.data) + (1 if raw.complete else 0)
+            number = raw.number
+            self.lines = number
             if first:
                 first = False
                 if self._read_header(raw):
                     continue
             if raw.oversized:
-                defects.append(_Defect("LOG008", raw.number, None, f"line {raw.number} is {raw.oversized} bytes, over the {self.max_line}-byte limit; not parsed"))
+                defects.append(_Defect("LOG008", number, None, f"line {number} is {raw.oversized} bytes, over the {self.max_line}-byte limit; not parsed"))
                 bad_since_good += 1
                 continue
-            obj, err = parse_json(raw.data)
-            if err is not None:
-                what = "fragment without newline" if not raw.complete else "unparsable line"
-                defects.append(_Defect("LOG001", raw.number, None, f"line {raw.number}: {what} ({err})"))
-                bad_since_good += 1
-                continue
-            if isinstance(obj, dict) and obj.get("type") in _ROW_TYPES and "seq0" in obj:
-                events = self._expand_row(obj, raw, defects)
-                if events is None:
+            try:
+                obj = loads(raw.data)
+            except orjson.JSONDecodeError:
+                obj, err = parse_json(raw.data)
+                if err is not None:
+                    what = "fragment without newline" if not raw.complete else "unparsable line"
+                    defects.append(_Defect("LOG001", number, None, f"line {number}: {what} ({err})"))
+                    bad_since_good += 1
+                    continue
+            if (
+                type(obj) is dict
+                and keys_ok(obj)
+                and type(obj.get("type")) is str
+                and type(obj.get("seq")) is int
+                and 0 <= obj["seq"] <= _MAX_SAFE
+                and type(obj.get("time")) is int
+                and -_MAX_SAFE <= obj["time"] <= _MAX_SAFE
+                and "data" in obj
+                and obj.get("ignorable", True) is True
+                and obj["type"]
+            ):
+                objs = (obj,)
+            elif isinstance(obj, dict) and obj.get("type") in _ROW_TYPES and "seq0" in obj:
+                objs = self._expand_row(obj, raw, defects)
+                if objs is None:
                     bad_since_good += 1
                     continue
             else:
-                problem = envelope_problem(obj)
-                if problem is not None:
-                    seq = obj.get("seq") if isinstance(obj, dict) and is_safe_int(obj.get("seq")) else None
-                    defects.append(_Defect("LOG002", raw.number, seq, f"line {raw.number}: {problem}"))
-                    bad_since_good += 1
-                    continue
-                events = [self._event(obj, raw)]
+                problem = envelope_problem(obj) or "malformed event envelope"
+                seq = obj.get("seq") if isinstance(obj, dict) and is_safe_int(obj.get("seq")) else None
+                defects.append(_Defect("LOG002", number, seq, f"line {number}: {problem}"))
+                bad_since_good += 1
+                continue
             if not raw.complete:
-                self._emit("LOG004", f"line {raw.number} has no trailing newline: the harness treats the final fragment as torn and drops it", line=raw.number, seq=events[-1].seq)
+                self._emit("LOG004", f"line {number} has no trailing newline: the harness treats the final fragment as torn and drops it", line=number, seq=objs[-1]["seq"])
                 self.ended_torn = True
-            for ev in events:
-                if ev.seq != expected_seq:
-                    if ev.seq < expected_seq:
-                        self._emit("LOG003", f"seq {ev.seq} does not increase (expected {expected_seq}); event skipped", line=raw.number, seq=ev.seq)
+            for ev in objs:
+                seq = ev["seq"]
+                if seq != expected_seq:
+                    if seq < expected_seq:
+                        self._emit("LOG003", f"seq {seq} does not increase (expected {expected_seq}); event skipped", line=number, seq=seq)
                         continue
-                    missing = ev.seq - expected_seq
+                    missing = seq - expected_seq
                     if missing != bad_since_good:
-                        defects.append(_Defect("LOG003", raw.number, ev.seq, f"seq {ev.seq} follows seq {expected_seq - 1}: {missing} event(s) missing"))
+                        defects.append(_Defect("LOG003", number, seq, f"seq {seq} follows seq {expected_seq - 1}: {missing} event(s) missing"))
                 bad_since_good = 0
-                expected_seq = ev.seq + 1
-                if ev.type == "turn/end" and defects:
+                expected_seq = seq + 1
+                if defects and ev["type"] == "turn/end":
                     self._flush_defects(defects, torn=False)
-                self.events += 1
-                yield ev
+                yield ev, number, raw.offset
+            self.events += len(objs)
+            self.bytes = raw.offset + len(raw.data) + (1 if raw.complete else 0)
         if first and self.header is None and self.frame_problem is None:
             self._emit("LOG005", "empty file: no session header line", line=1)
         self._flush_defects(defects, torn=True)
@@ -232,18 +260,7 @@ class LogReader:
         self._emit("LOG005", f"line 1: {problem}", line=1)
         return not looks_like_event
 
-    def _event(self, obj: dict, raw: RawLine) -> Event:
-        t = obj["type"]
-        if t == "assistant/chunk":
-            self.chunks += 1
-        return Event(
-            type=t, seq=obj["seq"], time=obj["time"], data=obj["data"],
-            surface_op=obj.get("surfaceOp"), source_seqs=obj.get("sourceEventSeqs"),
-            ignorable=obj.get("ignorable", False) is True, line=raw.number,
-            has_surface_op="surfaceOp" in obj, has_source_seqs="sourceEventSeqs" in obj, offset=raw.offset,
-        )
-
-    def _expand_row(self, obj: dict, raw: RawLine, defects: list[_Defect]) -> list[Event] | None:
+    def _expand_row(self, obj: dict, raw: RawLine, defects: list[_Defect]) -> list[dict] | None:
         from .chunk_rows import ChunkRowError, expand_row
 
         try:
@@ -253,7 +270,15 @@ class LogReader:
             defects.append(_Defect("LOG012", raw.number, seq, f"line {raw.number}: malformed {obj.get('type')} row: {exc}"))
             return None
         self.chunk_rows += 1
-        return [self._event(e, raw) for e in expanded]
+        return expanded
+
+
+def event_from(obj: dict, line: int, offset: int = -1) -> Event:
+    """An :class:`Event` for a validated envelope object."""
+    return Event(
+        obj["type"], obj["seq"], obj["time"], obj["data"], obj.get("surfaceOp"), obj.get("sourceEventSeqs"),
+        obj.get("ignorable", False) is True, line, "surfaceOp" in obj, "sourceEventSeqs" in obj, offset,
+    )
 
 
 def session_id_from_path(path: Path) -> str:

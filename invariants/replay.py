@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 from .discover import LogSource
 from .findings import Finding
-from .load import LogReader
+from .load import LogReader, event_from
 from .profiles import PROFILES, Profile
 from .records import Event, SessionHeader
 from .rules.codec import HeaderFold, HeaderVersion, Instance, prefix_of
@@ -183,18 +183,48 @@ class _Replay:
 
     def run(self) -> SessionModel:
         seed_length = None
-        for ev in self.reader:
+        tracer = self.tracer
+        chunks = 0
+        last: tuple | None = None
+        for obj, line, offset in self.reader.iter_objects():
+            seq = obj["seq"]
+            if obj["type"] == "assistant/chunk" and len(obj) == 4:
+                # Hot path: a plain chunk inside its open step, after the step's
+                # first chunk. Anything else takes the full route below.
+                d = obj["data"]
+                cur = self.current
+                if (
+                    cur is not None
+                    and cur.first_chunk_seq is not None
+                    and type(d) is dict
+                    and type(d.get("turn")) is int
+                    and d["turn"] == tracer.open_turn
+                    and d.get("step") == tracer.open_step
+                    and type(d["step"]) is int
+                    and type(d.get("chunk")) is dict
+                    and d["chunk"].get("type") != "usage"
+                ):
+                    chunks += 1
+                    cur.chunks += 1
+                    cur.last_seq = seq
+                    cur.last_line = line
+                    self.chunks_since_attempt += 1
+                    last = (obj, line, offset)
+                    continue
+                chunks += 1
             if seed_length is None:
                 hdr = self.reader.header
                 seed_length = hdr.seed_length if hdr else 0
-            if seed_length and ev.seq == seed_length:
+            if seed_length and seq == seed_length:
                 self.fold.expect_anchor = True  # a forked child's own first request must anchor
-            self._event(ev)
-            self.last_event = ev
+            self._event(event_from(obj, line, offset))
+            last = (obj, line, offset)
+        self.last_event = event_from(*last) if last else None
+        self.model.chunks = chunks
         self._finish()
         return self.model
 
-    def _event(self, ev: Event) -> None:
+    def _event(self, ev: Event) -> None:  # noqa: C901 - one dispatch point by design
         if not isinstance(ev.data, dict):
             self._emit("EVT011", f"{ev.type} data is not an object", seq=ev.seq, line=ev.line, **self._where())
             return
@@ -303,7 +333,7 @@ class _Replay:
         m = self.model
         r = self.reader
         m.header = r.header
-        m.events, m.chunks, m.chunk_rows, m.lines, m.bytes, m.torn = r.events, r.chunks, r.chunk_rows, r.lines, r.bytes, r.ended_torn
+        m.events, m.chunk_rows, m.lines, m.bytes, m.torn = r.events, r.chunk_rows, r.lines, r.bytes, r.ended_torn
         if self.current is not None:
             self._settle_header(self.current)
         if self.tracer.open_turn is not None and self.last_event is not None:

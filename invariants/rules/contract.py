@@ -146,10 +146,13 @@ class ContractTracer:
             if not (self.profile.era == "late" and ev.type == "assistant/message"):
                 self._err("EVT003", ev, "sourceEventSeqs must not be empty when present")
             return
-        bad = [r for r in refs if not _int(r) or r < 0 or r >= ev.seq]
+        if all(type(r) is int for r in refs) and min(refs) >= 0 and max(refs) < ev.seq:
+            bad = []
+        else:
+            bad = [r for r in refs if not _int(r) or r < 0 or r >= ev.seq]
         if bad:
             self._err("EVT003", ev, f"sourceEventSeqs must reference earlier events; {shorten(bad[:5], 60)} on seq {ev.seq}")
-        if len({r for r in refs if _int(r)}) != len(refs):
+        if not bad and len(set(refs)) != len(refs):
             self._err("EVT003", ev, "sourceEventSeqs must not contain duplicates")
 
     # -- handlers -------------------------------------------------------------
