@@ -218,7 +218,7 @@ def _continues(prev: dict, nxt: dict, kind: str) -> bool:
         return False
     if kind != "tool-call-delta":
         return True
-    return ca["id"] == cb["id"] and ("name" in ca) == ("name" in cb)
+    return ca["id"] == cb["id"] and ("name" in ca) == ("name" in cb) and ca.get("name") == cb.get("name")
 
 
 def _build_row(kind: str, run: list[dict]) -> dict:

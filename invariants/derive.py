@@ -53,6 +53,14 @@ def _tool_result_plain(data: Any) -> dict | None:
     return {"role": "user", "content": [block]}
 
 
+def _context_tagged(data: Any) -> dict | None:
+    return _tagged("context", data)
+
+
+def _steering_tagged(data: Any) -> dict | None:
+    return _tagged("steering", data)
+
+
 def _context_late(data: Any) -> dict | None:
     # 3fe196a751 .. f593ef5ab5: an optional envelope; "raw" meant no wrapper.
     if data.get("envelope") == "raw":
@@ -91,8 +99,8 @@ SEED: dict[str, Projector] = {
     "user/message": _user_plain,
     "assistant/message": _assistant_plain,
     "tool/result": _tool_result_plain,
-    "context/message": lambda d: _tagged("context", d),
-    "steering/message": lambda d: _tagged("steering", d),
+    "context/message": _context_tagged,
+    "steering/message": _steering_tagged,
 }
 
 # 1123e946c0 .. 6816e8a3d5: wrappers go away in two steps (b25b78fd02, f593ef5ab5).

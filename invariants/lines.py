@@ -57,18 +57,22 @@ def _chunks(path: Path) -> Iterator[bytes | FrameProblem]:
                 yield block
 
 
-def iter_lines(path: Path, max_line: int = DEFAULT_MAX_LINE) -> Iterator[RawLine | FrameProblem]:
+def iter_lines(path: Path, max_line: int = DEFAULT_MAX_LINE, start: tuple[int, int] = (0, 0)) -> Iterator[RawLine | FrameProblem]:
+    """Lines of ``path``; ``start`` = (byte offset, lines before it) resumes a plain file."""
     if not path.name.endswith((".zstd", ".zst")):
-        yield from _plain_lines(path, max_line)
+        yield from _plain_lines(path, max_line, start)
         return
+    if start != (0, 0):
+        raise ValueError("zstd logs cannot be resumed mid-file")
     yield from _block_lines(path, max_line)
 
 
-def _plain_lines(path: Path, max_line: int) -> Iterator[RawLine]:
+def _plain_lines(path: Path, max_line: int, start: tuple[int, int] = (0, 0)) -> Iterator[RawLine]:
     """Plain JSONL via buffered readline (C speed), never holding more than max_line bytes."""
-    number = 0
-    offset = 0
+    offset, number = start
     with open(path, "rb", buffering=_BLOCK) as fh:
+        if offset:
+            fh.seek(offset)
         readline = fh.readline
         while True:
             line = readline(max_line + 1)

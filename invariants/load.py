@@ -133,6 +133,10 @@ class LogReader:
         self.bytes = 0
         self.ended_torn = False
         self.frame_problem: FrameProblem | None = None
+        # Where a later read may resume: (byte offset, lines, next seq), set
+        # only when the file ended on a complete line with no pending defect.
+        self.resume_point: tuple[int, int, int] | None = None
+        self._start: tuple[int, int, int] = (0, 0, 0)
 
     # -- reporting ---------------------------------------------------------
     def _emit(self, code: str, message: str, **where: Any) -> None:
@@ -161,12 +165,15 @@ class LogReader:
         costs one parse and a handful of C-level checks.
         """
         defects: list[_Defect] = []
-        expected_seq = 0
+        start_offset, start_line, expected_seq = self._start
         bad_since_good = 0
-        first = True
+        first = start_offset == 0
         keys_ok = ENVELOPE_KEYS.issuperset
         loads = orjson.loads
-        for raw in iter_lines(self.source.path, self.max_line):
+        self.resume_point = None
+        last_complete = True
+        for raw in iter_lines(self.source.path, self.max_line, (start_offset, start_line)):
+            last_complete = raw.complete if type(raw) is RawLine else False
             if type(raw) is FrameProblem:
                 self.frame_problem = raw
                 if raw.kind == "torn":
@@ -176,6 +183,7 @@ class LogReader:
                 break
             number = raw.number
             self.lines = number
+            self.bytes = raw.offset + (raw.oversized or len(raw.data)) + raw.complete
             if first:
                 first = False
                 if self._read_header(raw):
@@ -235,10 +243,15 @@ class LogReader:
                     self._flush_defects(defects, torn=False)
                 yield ev, number, raw.offset
             self.events += len(objs)
-            self.bytes = raw.offset + len(raw.data) + (1 if raw.complete else 0)
         if first and self.header is None and self.frame_problem is None:
             self._emit("LOG005", "empty file: no session header line", line=1)
+        if not defects and last_complete and self.header is not None and not self.source.compressed:
+            self.resume_point = (max(self.bytes, start_offset), self.lines, expected_seq)
         self._flush_defects(defects, torn=True)
+
+    def resume_from(self, point: tuple[int, int, int]) -> None:
+        """Continue a later iteration at a recorded :attr:`resume_point`."""
+        self._start = point
 
     def _read_header(self, raw: RawLine) -> bool:
         """Parse line 1 as the session header; True when it was consumed as one."""

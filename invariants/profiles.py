@@ -31,6 +31,14 @@ class Profile:
     unknown_types_need_ignorable: bool
     config_keys: tuple[str, ...]
 
+    def __reduce__(self):
+        # Pickle by name: checkpoints and worker processes share the table.
+        return (_profile_named, (self.name,))
+
+
+def _profile_named(name: str) -> "Profile":
+    return PROFILES[name]
+
 
 PROFILES: dict[str, Profile] = {
     p.name: p

@@ -96,6 +96,7 @@ class SessionModel:
     torn: bool = False
     open_turn_at_end: bool = False
     requests: list = field(default_factory=list)  # filled by capture matching
+    checkpoint: bytes | None = None  # opaque: resume state for a log that grows (see resume())
 
     @property
     def id(self) -> str:
@@ -172,6 +173,17 @@ class _Replay:
         self.compaction_pending = False
         self.model = SessionModel(reader.source, None, profile, evidence, self.steps, self.fold, self.surface, self.findings)
         self.last_event: Event | None = None
+        self.last: tuple | None = None
+        self.seed_length: int | None = None
+        self.checkpoint: bytes | None = None
+        self.chunks_total = 0
+        self.evidence = list(evidence)
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["model"] = None
+        state["last_event"] = None
+        return state
 
     def _emit(self, code: str, message: str, **where: Any) -> None:
         hdr = self.reader.header
@@ -182,10 +194,11 @@ class _Replay:
         return {"turn": t.open_turn, "step": t.open_step}
 
     def run(self) -> SessionModel:
-        seed_length = None
+        """Fold every (remaining) event of the log, then close the model."""
+        seed_length = self.seed_length
         tracer = self.tracer
-        chunks = 0
-        last: tuple | None = None
+        chunks = self.chunks_total
+        last = self.last
         for obj, line, offset in self.reader.iter_objects():
             seq = obj["seq"]
             if obj["type"] == "assistant/chunk" and len(obj) == 4:
@@ -214,15 +227,36 @@ class _Replay:
                 chunks += 1
             if seed_length is None:
                 hdr = self.reader.header
-                seed_length = hdr.seed_length if hdr else 0
+                seed_length = self.seed_length = hdr.seed_length if hdr else 0
             if seed_length and seq == seed_length:
                 self.fold.expect_anchor = True  # a forked child's own first request must anchor
             self._event(event_from(obj, line, offset))
             last = (obj, line, offset)
+        self.last = last
+        self.chunks_total = self.model.chunks = chunks
+        self.checkpoint = self._checkpoint()
         self.last_event = event_from(*last) if last else None
-        self.model.chunks = chunks
         self._finish()
+        self.model.checkpoint = self.checkpoint
         return self.model
+
+    def _checkpoint(self) -> bytes | None:
+        """The fold state at a clean end of file, so a grown log resumes here."""
+        point = self.reader.resume_point
+        if point is None:
+            return None
+        import pickle
+        import zlib
+
+        self.reader.resume_from(point)
+        model, self.model = self.model, None  # the model is rebuilt from the state
+        try:
+            return zlib.compress(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        except (pickle.PicklingError, TypeError, RecursionError):
+            return None
+        finally:
+            self.model = model
+
 
     def _event(self, ev: Event) -> None:  # noqa: C901 - one dispatch point by design
         if not isinstance(ev.data, dict):
@@ -342,6 +376,34 @@ class _Replay:
                        + ": the harness would append interrupted closers on the next load",
                        seq=self.last_event.seq, line=self.last_event.line, turn=self.tracer.open_turn, step=self.tracer.open_step)
         self.findings[:0] = r.findings
+
+
+def resume(source: LogSource, checkpoint: bytes) -> SessionModel | None:
+    """Continue a replay from ``model.checkpoint`` over the bytes appended since.
+
+    Returns None when the checkpoint does not fit this file (shorter than the
+    recorded position, unreadable state): the caller then replays from scratch.
+    """
+    import pickle
+    import zlib
+
+    try:
+        state = pickle.loads(zlib.decompress(checkpoint))
+    except Exception:
+        return None
+    if not isinstance(state, _Replay):
+        return None
+    reader = state.reader
+    try:
+        size = source.path.stat().st_size
+    except OSError:
+        return None
+    if reader._start[0] > size:
+        return None
+    reader.source = source
+    reader.file = source.display
+    state.model = SessionModel(source, reader.header, state.profile, state.evidence, state.steps, state.fold, state.surface, state.findings)
+    return state.run()
 
 
 def replay(source: LogSource, profile: Profile | str | None = None, evidence: Iterable[str] = (), max_line: int | None = None) -> SessionModel:

@@ -938,7 +938,7 @@ def sample_steering() -> Sample:
                                                       "src/app.py:3: # TODO: handle errors\n")]),
              context_after=[("grep skipped 2 binary files", plugin("native-guard"))],
              steer_after=["actually, only look in tests/"])
-    rec.step(Reply(calls=[ToolCall("grep", {"pattern": "TODO", "path": "tests"}, "")]))
+    rec.step(Reply(calls=[ToolCall("grep", {"pattern": "TODO", "path": "tests"}, "(no matches)\n")]))
     rec.step(Reply(text="There are no TODOs under tests/."))
     rec.end_turn()
     rec.inject_idle("file changed: src/app.py", plugin("watcher"))
@@ -957,7 +957,7 @@ def sample_steering() -> Sample:
 
 def sample_delta_system() -> Sample:
     name = "delta-system"
-    _, rec = _single(name, system=MOCK_SYSTEM, tools=[BASH], chunk_style="mock")
+    _, rec = _single(name, system=MOCK_SYSTEM, model="mock", tools=[BASH], chunk_style="mock")
     rec.start_instance()
     _mock_turn(rec, "turn 1", "ok 1")
     rec.system = MOCK_SYSTEM + "\n\nAn extra section appended to the system prompt."
@@ -976,7 +976,7 @@ def sample_delta_system() -> Sample:
 
 def sample_delta_tools() -> Sample:
     name = "delta-tools"
-    _, rec = _single(name, system=MOCK_SYSTEM, tools=[BASH, READ, WRITE], chunk_style="mock")
+    _, rec = _single(name, system=MOCK_SYSTEM, model="mock", tools=[BASH, READ, WRITE], chunk_style="mock")
     rec.start_instance()
     rec.user_turn("turn 1 uses a tool")
     rec.step(Reply(text="reading", calls=[ToolCall("read", {"file_path": "a.txt"}, "1\thello\n")]))
@@ -1015,6 +1015,9 @@ def sample_delta_prefix() -> Sample:
     name = "delta-message-prefix"
     _, rec = _single(name, system=MOCK_SYSTEM, model="mock", chunk_style="mock", framing="per-step")
     rec.start_instance()
+    # A constant suffix marks the 17bd71e530 shape: without one the log would read as
+    # d060c0dd4f, where the prefix is composed once per loop instance and cannot change.
+    rec.request_suffix = [{"role": "user", "content": text_content("<state>clean worktree</state>")}]
     rec.request_prefix = [{"role": "user", "content": text_content("<reminder>catalog: alpha</reminder>")}]
     _mock_turn(rec, "turn 1", "ok 1")
     rec.request_prefix = rec.request_prefix + [{"role": "user", "content": text_content("<reminder>catalog: beta</reminder>")}]
@@ -1023,8 +1026,8 @@ def sample_delta_prefix() -> Sample:
     _mock_turn(rec, "turn 3: the prefix is cleared", "ok 3")
     rec.request_prefix = [{"role": "user", "content": text_content("<reminder>catalog: gamma</reminder>")}]
     _mock_turn(rec, "turn 4: a new prefix", "ok 4")
-    return Sample(name, "messagePrefix deltas in the 17bd71e530 per-step shape (prefix grows, is cleared "
-                  "with [], comes back)", _files(name, rec), {f"{name}.jsonl": []})
+    return Sample(name, "messagePrefix deltas in the 17bd71e530 per-step shape, with a constant messageSuffix "
+                  "(prefix grows, is cleared with [], comes back)", _files(name, rec), {f"{name}.jsonl": []})
 
 
 def sample_fallback() -> Sample:
@@ -1070,7 +1073,7 @@ def sample_resume_drift() -> Sample:
     return Sample(name, "three loop instances: the second composes a bigger skills catalog (prefix drift in its "
                   "resume snapshot), the third resumes with an unchanged header", _files(name, rec),
                   {f"{name}.jsonl": [{"kind": "prefix-drift-at-resume", "seq": drift_seq, "turn": 3,
-                                      "severity": "info"}]})
+                                      "severity": "warning"}]})
 
 
 def _deepseek_turn(rec: SessionRecorder, prompt: str, answer: str, reasoning: str = "") -> None:
@@ -1113,9 +1116,13 @@ def sample_fork() -> Sample:
     assert child is not None
     files = {f"fork/{parent_id}.jsonl": parent.log.getvalue(), f"fork/{child_id}.jsonl": child.log.getvalue(),
              "fork/requests.jsonl": capture.getvalue()}
+    resume_seq = next(e["seq"] for e in map(orjson.loads, child.log.lines[1:]) if e["type"] == "request/header"
+                      and e["data"]["reason"] == "resume")
+    child_notes = [{"kind": "header-changed-at-resume", "seq": resume_seq, "turn": 2, "path": "tools",
+                    "severity": "info"}]
     return Sample(name, "a parent whose tool call forks a child at its last turn/end; the child (no "
                   "subagent_fork tool) logs a resume snapshot; one requests.jsonl for both",
-                  files, {f"fork/{parent_id}.jsonl": [], f"fork/{child_id}.jsonl": []})
+                  files, {f"fork/{parent_id}.jsonl": [], f"fork/{child_id}.jsonl": child_notes})
 
 
 def sample_compaction() -> Sample:
@@ -1193,7 +1200,7 @@ def sample_capture_key_order() -> Sample:
     return Sample(name, "clean log; one capture line writes a message with its keys in another order (same "
                   "JSON value)", _files(name, rec),
                   {f"{name}.jsonl": [{"kind": "key-order-only", "turn": line["turn"], "step": line["step"],
-                                      "captureLine": 4, "path": path, "severity": "info"}]})
+                                      "captureLine": 4, "path": path, "severity": "warning"}]})
 
 
 def sample_corrupt_delta() -> Sample:
@@ -1235,7 +1242,8 @@ def sample_torn_tail() -> Sample:
     files[f"{name}.jsonl"] = tear_last_line(files[f"{name}.jsonl"])
     return Sample(name, "the process died while writing the tool/call line of an open third turn: the file "
                   "ends mid-line with no newline", files,
-                  {f"{name}.jsonl": [{"kind": "torn-tail", "seq": torn_seq, "turn": 3, "severity": "warning"}]})
+                  {f"{name}.jsonl": [{"kind": "torn-tail", "seq": torn_seq, "turn": 3, "severity": "warning"},
+                                     {"kind": "open-turn-at-eof", "turn": 3, "step": 1, "severity": "info"}]})
 
 
 def sample_repaired_resume() -> Sample:
@@ -1334,10 +1342,10 @@ def _large_reply(rng: random.Random, final: bool) -> Reply:
     return Reply(reasoning=reasoning, text=_prose(rng, rng.randint(3, 12)), calls=calls)
 
 
-def _vary_header(rec: SessionRecorder, turn_index: int) -> None:
-    """Every so often change the system prompt, tool list or config (a delta each time)."""
-    phase = (turn_index // 15) % 4
-    if turn_index % 15:
+def _vary_header(rec: SessionRecorder, turn_index: int, every: int) -> None:
+    """Every ``every`` turns change the system prompt, tool list or config (a delta each time)."""
+    phase = (turn_index // every) % 4
+    if turn_index == 0 or turn_index % every:
         return
     if phase == 0:
         rec.system = SYSTEM + f"\n\nReminder {turn_index}: keep answers short."
@@ -1351,13 +1359,15 @@ def _vary_header(rec: SessionRecorder, turn_index: int) -> None:
 
 
 def generate_large(path_log: str | Path, path_capture: str | Path | None, *, events: int = 100_000,
-                   steps: int = 1_000, seed: int = 0) -> dict:
+                   steps: int = 1_000, seed: int = 0, resume_every: int = 20, change_every: int = 8) -> dict:
     """Stream a seed-era log of at least ``events`` events and ``steps`` steps to disk.
 
-    Many chunks per step, tool calls, compaction whenever the surface passes 40
-    nodes (which also bounds the capture lines), a resume every 40 turns and a
-    header delta every 15 turns.  Nothing is kept in memory beyond the current
-    conversation.  Returns counts.
+    Many chunks per step (one per word or two), tool calls, compaction whenever
+    the surface passes 40 nodes (which also bounds the capture lines), a new
+    loop instance with a grown prefix every ``resume_every`` turns and a header
+    change (a delta) every ``change_every`` turns.  Only the current
+    conversation is held in memory.  ``path_capture=None`` skips captures.
+    Returns counts.
     """
     world = World(seed)
     log = FileLines(path_log)
@@ -1367,10 +1377,10 @@ def generate_large(path_log: str | Path, path_capture: str | Path | None, *, eve
     done_steps = turns = instances = 0
     try:
         while rec.seq < events or done_steps < steps:
-            if turns % 40 == 0:
+            if turns % resume_every == 0:
                 instances += 1
                 rec.start_instance(prefix=skills_prefix([(f"skill-{i}", _prose(world.rng, 6)) for i in range(instances)]))
-            _vary_header(rec, turns)
+            _vary_header(rec, turns, change_every)
             turns += 1
             rec.user_turn(_prose(world.rng, world.rng.randint(8, 30)))
             n = world.rng.randint(1, 4)
