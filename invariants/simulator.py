@@ -1026,8 +1026,23 @@ def sample_delta_prefix() -> Sample:
     _mock_turn(rec, "turn 3: the prefix is cleared", "ok 3")
     rec.request_prefix = [{"role": "user", "content": text_content("<reminder>catalog: gamma</reminder>")}]
     _mock_turn(rec, "turn 4: a new prefix", "ok 4")
+    note = ("legal only in the 17bd71e530 per-step shape (messageSuffix present); "
+            "from ea4c10d753 the prefix is composed once per loop instance")
+    changes = [{"kind": "prefix-changed-in-instance", "seq": e["seq"], "turn": turn, "severity": "error",
+                "note": note} for turn, e in _prefix_deltas(rec)]
     return Sample(name, "messagePrefix deltas in the 17bd71e530 per-step shape, with a constant messageSuffix "
-                  "(prefix grows, is cleared with [], comes back)", _files(name, rec), {f"{name}.jsonl": []})
+                  "(prefix grows, is cleared with [], comes back)", _files(name, rec), {f"{name}.jsonl": changes})
+
+
+def _prefix_deltas(rec: SessionRecorder) -> list[tuple[int, dict]]:
+    """(turn, event) for every delta with a messagePrefix arm in an in-memory log."""
+    out, turn = [], 0
+    for event in map(orjson.loads, rec.log.lines[1:]):
+        if event["type"] == "turn/start":
+            turn = event["data"]["turn"]
+        elif event["type"] == "request/header-delta" and "messagePrefix" in event["data"]:
+            out.append((turn, event))
+    return out
 
 
 def sample_fallback() -> Sample:
@@ -1288,9 +1303,9 @@ def _readme(samples: list[Sample]) -> str:
         "parent and its forked child, named `<sessionId>.jsonl`, with one shared `requests.jsonl`.",
         "",
         "`EXPECTED.json` maps each log to what was put in it: `kind`, `severity` and, where known,",
-        "`seq`, `turn`, `step`, `path`, `logLength` and `captureLine` (1-based). `error` and `warning`",
-        "entries are faults a checker must report; `info` entries are legitimate but notable facts a",
-        "checker may report at info level. `[]` means a clean log.",
+        "`seq`, `turn`, `step`, `path`, `logLength`, `captureLine` (1-based) and a `note`. `error` and",
+        "`warning` entries are faults a checker must report; `info` entries are legitimate but notable",
+        "facts a checker may report at info level. `[]` means a clean log.",
         "",
     ]
     for sample in samples:
