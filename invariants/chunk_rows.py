@@ -52,10 +52,10 @@ _KIND_OF_ROW_TAG = {tag: kind for kind, tag in _ROW_TAG_OF_KIND.items()}
 class ChunkRowError(ValueError):
     """A value tagged as a chunk row that the harness would refuse to decode."""
 
-    def __init__(self, tag: str, reason: str) -> None:
-        self.tag = tag
+    def __init__(self, tag: str | None, reason: str) -> None:
+        self.tag = tag  # the row's type tag; None when the value is not tagged as a row
         self.reason = reason
-        super().__init__(f"malformed {tag} chunk row: {reason}")
+        super().__init__(f"malformed {tag} chunk row: {reason}" if tag else f"not a chunk row: {reason}")
 
 
 def _is_number(value: object) -> bool:
@@ -86,7 +86,7 @@ def expand_row(row: Any) -> list[dict]:
     """
     tag = row.get("type") if isinstance(row, dict) else None
     if not isinstance(tag, str) or tag not in CHUNK_ROW_TYPES:
-        raise ChunkRowError(str(tag) if isinstance(tag, str) else "chunk", "not a chunk row")
+        raise ChunkRowError(None, "type must be one of " + ", ".join(sorted(CHUNK_ROW_TYPES)))
 
     def bad(reason: str) -> ChunkRowError:
         return ChunkRowError(tag, reason)
