@@ -98,8 +98,11 @@ def check_sessions(models: list[SessionModel], captures: dict[Path | None, list[
     for m in models:
         by_id.setdefault(m.id, []).append(m)
     results: list[RequestCheck] = []
+    by_folder: dict[Path, list[SessionModel]] = {}
+    for m in models:
+        by_folder.setdefault(m.source.path.parent, []).append(m)
     for capture_path, records in captures.items():
-        local = [m for m in models if capture_path is None or m.source.path.parent == capture_path.parent]
+        local = models if capture_path is None else by_folder.get(capture_path.parent, [])
         local_ids = {m.id: m for m in local}
         for rec in records:
             model = _route(rec, local_ids, local, by_id if explicit else {})
