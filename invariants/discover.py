@@ -59,7 +59,9 @@ def discover(paths: list[str | os.PathLike]) -> tuple[list[LogSource], list[str]
             problems.append(f"{p}: no such file or directory")
             continue
         if p.is_file():
-            if p.name.endswith(SQLITE_SUFFIXES) or is_log_name(p.name) or p.name.endswith(LOG_SUFFIXES):
+            if is_capture_name(p.name):
+                problems.append(f"{p}: this is a recorded-request capture, not a session log (pass it with --captures)")
+            elif p.name.endswith(SQLITE_SUFFIXES) or is_log_name(p.name):
                 _add(found, seen, LogSource(p, p.parent))
             else:
                 problems.append(f"{p}: not a session log (expected .jsonl, .jsonl.zstd or .jsonl.zst)")

@@ -38,6 +38,8 @@ def classify_object(obj: dict, seen: dict[str, str]) -> None:
         seen.setdefault("packed chunk rows", "late")
     elif t == "request/header-delta":
         seen.setdefault("request/header-delta", "seed")
+        if "messageSuffix" in data:
+            seen.setdefault("messageSuffix", "seed-suffix")
     elif t == "request/header":
         reason = data.get("reason")
         if reason == "fallback":
@@ -50,6 +52,8 @@ def classify_object(obj: dict, seen: dict[str, str]) -> None:
             seen.setdefault("config.provider", "late")
         if "adapterDefaults" in header:
             seen.setdefault("adapterDefaults", "head")
+        if "messageSuffix" in header:
+            seen.setdefault("messageSuffix", "seed-suffix")
     elif t == "user/message":
         if "role" in data:
             seen.setdefault("message objects", "head")
@@ -68,11 +72,13 @@ def profile_for(seen: dict[str, str]) -> EraGuess:
         profile = "head"
     elif "late" in eras:
         profile = "late-unwrapped"
+    elif "seed-suffix" in eras:
+        profile = "seed-suffix"
     else:
         profile = "seed"
     conflicts = []
-    if "seed" in eras and eras & {"late", "head"}:
-        conflicts = [k for k, v in seen.items() if v == "seed"]
+    if eras & {"seed", "seed-suffix"} and eras & {"late", "head"}:
+        conflicts = [k for k, v in seen.items() if v in ("seed", "seed-suffix")]
     return EraGuess(profile, evidence, conflicts)
 
 

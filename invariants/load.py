@@ -189,7 +189,7 @@ class LogReader:
                 if self._read_header(raw):
                     continue
             if raw.oversized:
-                defects.append(_Defect("LOG008", number, None, f"line {number} is {raw.oversized} bytes, over the {self.max_line}-byte limit; not parsed"))
+                defects.append(_Defect("LOG008", number, expected_seq + bad_since_good, f"line {number} is {raw.oversized} bytes, over the {self.max_line}-byte limit; not parsed"))
                 bad_since_good += 1
                 continue
             try:
@@ -198,7 +198,7 @@ class LogReader:
                 obj, err = parse_json(raw.data)
                 if err is not None:
                     what = "fragment without newline" if not raw.complete else "unparsable line"
-                    defects.append(_Defect("LOG001", number, None, f"line {number}: {what} ({err})"))
+                    defects.append(_Defect("LOG001", number, expected_seq + bad_since_good, f"line {number}: {what} ({err}), where seq {expected_seq + bad_since_good} was due"))
                     bad_since_good += 1
                     continue
             if (
@@ -221,7 +221,7 @@ class LogReader:
                     continue
             else:
                 problem = envelope_problem(obj) or "malformed event envelope"
-                seq = obj.get("seq") if isinstance(obj, dict) and is_safe_int(obj.get("seq")) else None
+                seq = obj.get("seq") if isinstance(obj, dict) and is_safe_int(obj.get("seq")) else expected_seq + bad_since_good
                 defects.append(_Defect("LOG002", number, seq, f"line {number}: {problem}"))
                 bad_since_good += 1
                 continue

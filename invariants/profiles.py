@@ -30,6 +30,7 @@ class Profile:
     turn_enclosure: bool  # every unknown event must be inside a turn
     unknown_types_need_ignorable: bool
     config_keys: tuple[str, ...]
+    prefix_per_step: bool = False  # 17bd71e530: prefix/suffix came from a per-step waterfall
 
     def __reduce__(self):
         # Pickle by name: checkpoints and worker processes share the table.
@@ -47,6 +48,11 @@ PROFILES: dict[str, Profile] = {
             "seed", "seed", "seed era (a7b569850b..d060c0dd4f): deltas, tagged context/steering, prefix ++ derive(<step/start)",
             SEED_SURFACE, PROJECTIONS["seed"], frozenset({"initial", "resume", "fallback"}), True, "boundary", True, False,
             ("model", "temperature", "maxTokens"),
+        ),
+        Profile(
+            "seed-suffix", "seed", "seed era, 17bd71e530 shape: per-step messagePrefix/messageSuffix via agent/request-messages",
+            SEED_SURFACE, PROJECTIONS["seed"], frozenset({"initial", "resume", "fallback"}), True, "boundary", True, False,
+            ("model", "temperature", "maxTokens"), prefix_per_step=True,
         ),
         Profile(
             "late-early", "late", "late era before the message-object shapes (1123e946c0..6816e8a3d5): snapshots only, reason change",

@@ -275,6 +275,11 @@ class _Replay:
             self.chunks_since_attempt = 0
         elif t == "turn/start":
             self.model.turns += 1
+        elif t == "turn/end":
+            reason = ev.data.get("reason")
+            if isinstance(reason, dict) and reason.get("kind") == "interrupted":
+                self._emit("LOG014", f"turn {ev.data.get('turn')} was closed by crash repair (reason interrupted)",
+                           seq=ev.seq, line=ev.line, turn=ev.data.get("turn"))
         elif t == "session/end-seed":
             self.model.end_seed_seqs.append(ev.seq)
             self.fold.expect_anchor = True

@@ -1026,12 +1026,24 @@ def sample_delta_prefix() -> Sample:
     _mock_turn(rec, "turn 3: the prefix is cleared", "ok 3")
     rec.request_prefix = [{"role": "user", "content": text_content("<reminder>catalog: gamma</reminder>")}]
     _mock_turn(rec, "turn 4: a new prefix", "ok 4")
-    note = ("legal only in the 17bd71e530 per-step shape (messageSuffix present); "
-            "from ea4c10d753 the prefix is composed once per loop instance")
-    changes = [{"kind": "prefix-changed-in-instance", "seq": e["seq"], "turn": turn, "severity": "error",
-                "note": note} for turn, e in _prefix_deltas(rec)]
+    # Legal here: in the 17bd71e530 shape the prefix came from a per-step waterfall.
     return Sample(name, "messagePrefix deltas in the 17bd71e530 per-step shape, with a constant messageSuffix "
-                  "(prefix grows, is cleared with [], comes back)", _files(name, rec), {f"{name}.jsonl": changes})
+                  "(prefix grows, is cleared with [], comes back)", _files(name, rec), {f"{name}.jsonl": []})
+
+
+def sample_prefix_unstable() -> Sample:
+    name = "prefix-unstable"
+    _, rec = _single(name, system=MOCK_SYSTEM, model="mock", chunk_style="mock")
+    rec.start_instance([{"role": "user", "content": text_content("<reminder>skills: alpha</reminder>")}])
+    _mock_turn(rec, "turn 1", "ok 1")
+    # A plugin recomposes the prefix mid-instance: from ea4c10d753 on the prefix
+    # is composed once per loop instance, so this is instability, not drift.
+    rec.instance.prefix = [{"role": "user", "content": text_content("<reminder>skills: alpha, beta</reminder>")}]
+    _mock_turn(rec, "turn 2: the prefix changed without a resume", "ok 2")
+    changes = [{"kind": "prefix-changed-in-instance", "seq": e["seq"], "turn": turn, "severity": "error"}
+               for turn, e in _prefix_deltas(rec)]
+    return Sample(name, "the session prefix changes inside one loop instance (a messagePrefix delta without a resume)",
+                  _files(name, rec), {f"{name}.jsonl": changes})
 
 
 def _prefix_deltas(rec: SessionRecorder) -> list[tuple[int, dict]]:
@@ -1282,7 +1294,7 @@ def sample_repaired_resume() -> Sample:
 
 SAMPLES: list[Callable[[], Sample]] = [
     sample_clean, sample_steering, sample_delta_system, sample_delta_tools, sample_delta_config,
-    sample_delta_prefix, sample_fallback, sample_resume_drift, sample_fork, sample_compaction, sample_suffix,
+    sample_delta_prefix, sample_prefix_unstable, sample_fallback, sample_resume_drift, sample_fork, sample_compaction, sample_suffix,
     sample_capture_divergence, sample_capture_key_order, sample_corrupt_delta, sample_torn_tail,
     sample_repaired_resume,
 ]

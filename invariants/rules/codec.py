@@ -122,6 +122,8 @@ class HeaderFold:
             if prev is not None and "messagePrefix" in changed:
                 self._prefix_changed(ev, where, prev, header, f"{reason} snapshot")
             if reason == "fallback" and prev is not None:
+                self._err("HDR014", ev, f"fallback snapshot: the delta encoding could not express this change to {', '.join(changed) or 'nothing'}", where,
+                          detail={"changed": changed})
                 delta = diff_header(prev, header)
                 if delta is not None:
                     try:
@@ -148,7 +150,7 @@ class HeaderFold:
             self._err("PFX003", ev, f"{', '.join(other)} changed at this resume", where, detail={"fields": other})
 
     def _prefix_changed(self, ev: Event, where: dict, prev: dict, header: dict, how: str) -> None:
-        if not self.dispatched_in_instance:
+        if not self.dispatched_in_instance or self.profile.prefix_per_step:
             return
         path = first_difference(prefix_of(prev), prefix_of(header), "messagePrefix")
         anchor = self.instances[-1].seq if self.instances else None

@@ -52,6 +52,10 @@ _TABLE: list[Rule] = [
          "On the next load the harness appends synthetic closers (error tool results, step/end, turn/end{interrupted}); "
          "the requests of that turn may never have completed.",
          "last event is assistant/chunk of turn 4, step 2"),
+    Rule("LOG014", "interrupted-turn-repaired", "log-integrity", "info",
+         "A turn ended with reason interrupted: the harness repaired a crashed turn on load (synthetic closers).",
+         "The requests of that turn may never have completed; tool calls in it got synthetic error results.",
+         '{"type":"turn/end","data":{"turn":2,"reason":{"kind":"interrupted"}}}'),
     Rule("LOG007", "unknown-event-type", "log-integrity", "error",
          "A late-era log holds an event type the harness does not know, without `ignorable: true`.",
          "From da29b86834 on the harness refuses a log with an unknown, non-ignorable event type.",
@@ -178,6 +182,10 @@ _TABLE: list[Rule] = [
          "A fallback snapshot whose change a round-tripping delta could have expressed.",
          "The writer falls back only when the delta fails its round-trip guard; otherwise it is a larger log than needed.",
          "fallback that only changes temperature"),
+    Rule("HDR014", "fallback-snapshot", "header-codec", "info",
+         "A fallback snapshot: the header changed in a way the delta encoding cannot express (a pure tool reorder, a tool inserted mid-list).",
+         "Normal harness behaviour, shown so a header change in the timeline has its cause; a reorder also changes the request bytes.",
+         'tools [read, bash] -> [bash, read] logged as {"reason":"fallback"}'),
     # ---- unexplained-request ------------------------------------------------
     Rule("REQ001", "step-without-header", "unexplained-request", "error",
          "A step dispatched a request (it streamed) but no header was in force.",
