@@ -52,6 +52,6 @@ def check_fork(child: SessionModel, parents: dict[str, SessionModel], emit: Call
         for name, x, y in zip(fields, a, b):
             path = first_difference(x, y, name)
             if path is not None:
-                emit("FRK001", f"seed event seq {a[1]} differs from the parent's at {path}", seq=a[1],
+                emit("FRK001", f"seed event seq {a[1]} differs from the parent's at {path}", seq=a[1], path=path,
                      detail={"parent_file": parent.file, "child": shorten(x, 200), "parent": shorten(y, 200)}, **where)
                 return

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpus"
+SAMPLES = ROOT / "sample_logs"
+
+
+def corpus_dir(name: str) -> Path:
+    """A corpus folder, read in place; skip the test with a reason when it is absent."""
+    path = CORPUS / name
+    if not path.is_dir():
+        pytest.skip(f"conformance corpus not found at {path} (it lives in ../shared/corpus beside the repo)")
+    return path
+
+
+@pytest.fixture
+def check_log(tmp_path):
+    """Write a tests.logbuilder.Log and run the checker on it; returns the CheckResult."""
+    from invariants.check import CheckOptions, run_check
+
+    def run(log, requests: list[dict] | None = None, name: str = "s1.jsonl", **options):
+        path = log.write(tmp_path / name)
+        if requests is not None:
+            log.write_requests(tmp_path / "requests.jsonl", requests)
+        return run_check([path], CheckOptions(**options))
+
+    return run
