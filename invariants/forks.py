@@ -1,37 +1,155 @@
 """Fork seeds across sessions: a child's first ``seedLength`` events must be
-its parent's, copied verbatim, ending on a closed turn (LOG-FORMAT.md §8)."""
+its parent's, copied verbatim, ending on a closed turn (LOG-FORMAT.md §8).
+
+The parent is looked up, in order:
+
+1. among the checked logs, by session id;
+2. next to the child: ``<parent>.jsonl[.zstd|.zst]`` in the child's folder
+   (seed layout), or ``../<parent>/session.jsonl[.zstd]`` (late layout);
+3. under the same root (the folder the user named): ``<root>/<parent>.jsonl*``,
+   ``<root>/*/<parent>.jsonl*`` (``cwd-<hash>/``) and
+   ``<root>/*/<parent>/session.jsonl*`` (``--<project>--/``).
+
+Ids are encoded the way the store encodes them (``encodedId``).  Lookups 2
+and 3 only stat candidate names (no directory scan) and accept a candidate
+only if its session header names the parent's id.  A parent found outside
+the checked logs is read only as far as the seed (its head), never replayed.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import lru_cache
 from itertools import islice
+from pathlib import Path
 from typing import Callable
 
+from .discover import LogSource
 from .jsonvalue import first_difference, shorten
 from .load import LogReader
 from .replay import SessionModel
 
+LOG_NAMES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
+_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
-def _head(model: SessionModel, n: int) -> list:
-    reader = LogReader(model.source)
+
+def encode_id(session_id: str) -> str:
+    """The store's ``encodedId``: safe UTF-16 units kept, every other one ``~XXXX``."""
+    if session_id == ".":
+        return "~002E"
+    if session_id == "..":
+        return "~002E~002E"
+    units = session_id.encode("utf-16-le", "surrogatepass")
+    out = []
+    for i in range(0, len(units), 2):
+        u = units[i] | (units[i + 1] << 8)
+        c = chr(u)
+        out.append(c if c in _SAFE else f"~{u:04X}")
+    return "".join(out)
+
+
+def parent_candidates(child: LogSource, parent_id: str) -> list[Path]:
+    """Where a parent log may sit, nearest first (paths are not checked to exist)."""
+    enc = encode_id(parent_id)
+    here = child.path.parent
+    out: list[Path] = [here / f"{enc}{s}" for s in LOG_NAMES]
+    out += [here.parent / enc / f"session{s}" for s in LOG_NAMES]
+    root = child.root
+    if root.is_dir():
+        out += [root / f"{enc}{s}" for s in LOG_NAMES]
+        for d in _subdirs(root):
+            out += [d / f"{enc}{s}" for s in LOG_NAMES]
+            out += [d / enc / f"session{s}" for s in LOG_NAMES]
+    seen: set[Path] = set()
+    unique = []
+    for p in out:
+        if p not in seen and p != child.path:
+            seen.add(p)
+            unique.append(p)
+    return unique
+
+
+@lru_cache(maxsize=64)
+def _subdirs(root: Path) -> tuple[Path, ...]:
+    try:
+        return tuple(sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink()))
+    except OSError:
+        return ()
+
+
+def find_parent_log(child: LogSource, parent_id: str) -> LogSource | None:
+    """The parent's log beside the child or under its root, or None.
+
+    Only candidates that exist as regular files (not symlinks) are opened, and
+    only their first line is read, to confirm the session id.
+    """
+    for p in parent_candidates(child, parent_id):
+        try:
+            if not p.is_file() or p.is_symlink():
+                continue
+        except OSError:
+            continue
+        src = LogSource(p, child.root)
+        reader = LogReader(src)
+        for _ in islice(reader.iter_objects(), 1):
+            break
+        if reader.header is not None and reader.header.id == parent_id and reader.header.version is not None:
+            return src
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ForkSide:
+    """What the fork check needs of one log (picklable, cacheable)."""
+
+    source: LogSource
+    session: str
+    events: int | None  # None: not known yet (a parent found outside the checked logs)
+    era: str = "seed"
+    parent_session: str | None = None
+    seed_length: int = 0
+
+
+def _head(source: LogSource, n: int) -> list:
+    reader = LogReader(source)
     return [(e.type, e.seq, e.time, e.data, e.surface_op, e.source_seqs) for e in islice(iter(reader), n)]
 
 
+def side_of(model: SessionModel) -> ForkSide:
+    hdr = model.header
+    return ForkSide(model.source, model.id, model.events, model.profile.era,
+                    hdr.parent_session if hdr else None, (hdr.seed_length or 0) if hdr else 0)
+
+
 def check_fork(child: SessionModel, parents: dict[str, SessionModel], emit: Callable[..., None]) -> None:
+    """Fork-seed findings for ``child``; ``parents`` maps session id to checked models."""
     hdr = child.header
     if hdr is None or not hdr.parent_session:
         return
-    n = hdr.seed_length or 0
     parent = parents.get(hdr.parent_session)
-    where = {"file": child.file, "session": child.id, "line": 1}
-    if n > child.events:
+    if parent is not None:
+        parent_side: ForkSide | None = side_of(parent)
+    else:
+        found = find_parent_log(child.source, hdr.parent_session) if (hdr.seed_length or 0) > 0 else None
+        parent_side = ForkSide(found, hdr.parent_session, None) if found is not None else None
+    check_fork_sides(side_of(child), parent_side, emit)
+
+
+def check_fork_sides(child: ForkSide, parent: ForkSide | None, emit: Callable[..., None]) -> None:
+    """The seed checks proper, on two :class:`ForkSide` values."""
+    if not child.parent_session:
+        return
+    n = child.seed_length or 0
+    where = {"file": child.source.display, "session": child.session, "line": 1}
+    if child.events is not None and n > child.events:
         emit("FRK004", f"seedLength {n} exceeds the {child.events} events of this log", **where)
         return
     if n == 0:
         return
-    child_head = _head(child, n)
+    child_head = _head(child.source, n)
     last = child_head[-1] if child_head else None
     boundary_ok = True
-    if child.profile.era == "seed":
+    if child.era == "seed":
         boundary_ok = last is not None and last[0] == "turn/end"
     else:
         for ev in reversed(child_head):
@@ -41,17 +159,21 @@ def check_fork(child: SessionModel, parents: dict[str, SessionModel], emit: Call
     if not boundary_ok:
         emit("FRK002", f"the fork seed ends at seq {n - 1} ({last[0] if last else 'nothing'}), not on a closed turn", seq=n - 1, **where)
     if parent is None:
-        emit("FRK003", f"parent session {shorten(hdr.parent_session, 60)} is not among the checked logs; the seed was not compared", **where)
+        emit("FRK003", f"parent session {shorten(child.parent_session, 60)} is not among the checked logs, nor beside the child "
+             "or under the same root; the seed was not compared", **where)
         return
-    if n > parent.events:
-        emit("FRK004", f"seedLength {n} exceeds the {parent.events} events of the parent log {parent.file}", **where)
+    if parent.events is not None and n > parent.events:
+        emit("FRK004", f"seedLength {n} exceeds the {parent.events} events of the parent log {parent.source.display}", **where)
         return
-    parent_head = _head(parent, n)
+    parent_head = _head(parent.source, n)
+    if len(parent_head) < n:
+        emit("FRK004", f"seedLength {n} exceeds the {len(parent_head)} events of the parent log {parent.source.display}", **where)
+        return
     fields = ("type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs")
     for a, b in zip(child_head, parent_head):
         for name, x, y in zip(fields, a, b):
             path = first_difference(x, y, name)
             if path is not None:
                 emit("FRK001", f"seed event seq {a[1]} differs from the parent's at {path}", seq=a[1], path=path,
-                     detail={"parent_file": parent.file, "child": shorten(x, 200), "parent": shorten(y, 200)}, **where)
+                     detail={"parent_file": parent.source.display, "child": shorten(x, 200), "parent": shorten(y, 200)}, **where)
                 return
