@@ -1145,7 +1145,7 @@ def sample_fork() -> Sample:
              "fork/requests.jsonl": capture.getvalue()}
     resume_seq = next(e["seq"] for e in map(orjson.loads, child.log.lines[1:]) if e["type"] == "request/header"
                       and e["data"]["reason"] == "resume")
-    child_notes = [{"kind": "header-changed-at-resume", "seq": resume_seq, "turn": 2, "path": "tools",
+    child_notes = [{"kind": "header-drift-at-resume", "seq": resume_seq, "turn": 2, "path": "tools",
                     "severity": "info"}]
     return Sample(name, "a parent whose tool call forks a child at its last turn/end; the child (no "
                   "subagent_fork tool) logs a resume snapshot; one requests.jsonl for both",
@@ -1270,7 +1270,7 @@ def sample_torn_tail() -> Sample:
     return Sample(name, "the process died while writing the tool/call line of an open third turn: the file "
                   "ends mid-line with no newline", files,
                   {f"{name}.jsonl": [{"kind": "torn-tail", "seq": torn_seq, "turn": 3, "severity": "warning"},
-                                     {"kind": "open-turn-at-eof", "turn": 3, "step": 1, "severity": "info"}]})
+                                     {"kind": "open-turn-at-end", "turn": 3, "step": 1, "severity": "info"}]})
 
 
 def sample_repaired_resume() -> Sample:
