@@ -19,24 +19,29 @@ from .check import CheckResult
 from .inert import inert
 
 
+def session_row(m: Any) -> dict[str, Any]:
+    """The report's row for a session: a SessionModel, or a summary that carries ``row()``."""
+    row = getattr(m, "row", None)
+    if callable(row):
+        return row()
+    return {
+        "session": m.id,
+        "file": m.file,
+        "era": m.profile.era,
+        "profile": m.profile.name,
+        "events": m.events,
+        "turns": m.turns,
+        "steps": len(m.steps),
+        "instances": len(m.instances),
+        "requests": len(m.requests),
+    }
+
+
 def report_json(result: CheckResult) -> dict[str, Any]:
     return {
         "version": 1,
         "summary": result.summary(),
-        "sessions": [
-            {
-                "session": m.id,
-                "file": m.file,
-                "era": m.profile.era,
-                "profile": m.profile.name,
-                "events": m.events,
-                "turns": m.turns,
-                "steps": len(m.steps),
-                "instances": len(m.instances),
-                "requests": len(m.requests),
-            }
-            for m in result.sessions
-        ],
+        "sessions": [session_row(m) for m in result.sessions],
         "findings": [f.to_json() for f in result.findings],
     }
 
@@ -71,7 +76,8 @@ def report_text(result: CheckResult, verbose: bool = False) -> str:
         m = models.get(file)
         head = inert(file)
         if m is not None:
-            head += f"  (session {inert(m.id)}, {m.profile.name}, {m.events} events, {len(m.steps)} steps)"
+            row = session_row(m)
+            head += f"  (session {inert(row['session'])}, {row['profile']}, {row['events']} events, {row['steps']} steps)"
         lines.append(head)
         for f in findings:
             loc = _loc(f)
