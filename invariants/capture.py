@@ -56,7 +56,7 @@ def read_capture(path: Path) -> tuple[list[Recorded], list[Finding]]:
         if raw.oversized:
             findings.append(make_finding("LOG013", f"capture line {raw.number} is {raw.oversized} bytes, over the line limit; not read", file=file, line=raw.number))
             continue
-        if not raw.data.strip():
+        if not raw.data or raw.data.isspace():
             continue
         obj, err = parse_json(raw.data)
         problem = f"not JSON ({err})" if err else _line_problem(obj)
