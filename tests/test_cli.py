@@ -120,3 +120,22 @@ def test_invariants_never_imports_the_ui_or_the_index():
              "print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
+
+
+def test_rule_reference_is_generated_from_the_registry():
+    from pathlib import Path
+
+    from inspector.commands.rules import rules_markdown
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "RULES.md").read_text()
+    assert doc == rules_markdown() + "\n", "regenerate with: inspector rules --markdown > docs/RULES.md"
+
+
+def test_readme_setup_commands_match_ci():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    ci = (root / ".ci" / "run").read_text()
+    assert "python3 -m pytest -q" in readme and "python3 -m pytest -q" in ci
+    assert "inspector check sample_logs/capture-divergence.jsonl" in readme
