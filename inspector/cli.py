@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("check", "replay", "rules", "tui")
+COMMANDS = ("check", "replay", "rules", "tui", "index", "sessions", "query")
 DEFAULT_COMMAND = "tui"
 
 

@@ -1,0 +1,78 @@
+"""``inspector index PATH...``: build or update the postmortem index (one SQLite file)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from .common import fail
+
+DEFAULT_DB = "inspector-index.db"  # same as inspector.index.DEFAULT_DB, without importing sqlite-utils for --help
+
+
+def add_db_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", metavar="FILE", type=Path, default=Path(DEFAULT_DB),
+                   help=f"the index database (default: ./{DEFAULT_DB} in the working directory)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "index", help="index a sessions root into one SQLite file (incremental; opens in Datasette or sqlite3)",
+        description="Index every session log under PATH (both eras, plain and zstd) with its capture, run the same "
+        "checks as `inspector check`, and store sessions, steps, findings, headers, loop instances and message text "
+        f"in one SQLite file (default ./{DEFAULT_DB}). Re-running reads only what changed: unchanged files are "
+        "skipped, grown plain logs are read from where the last run stopped, replaced or compressed logs are "
+        "re-read in full. Query it with `inspector sessions`, `inspector query`, Datasette or the sqlite3 shell.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="a sessions root, a folder of logs, or a log file")
+    add_db_flag(p)
+    p.add_argument("--jobs", "-j", type=int, metavar="N", default=None,
+                   help="worker processes that replay logs (default: CPUs, at most 4; 1 = in this process)")
+    p.add_argument("--full", action="store_true", help="re-read every log even when its revision is unchanged")
+    p.add_argument("--rebuild", action="store_true", help="delete the database first and index from scratch")
+    p.add_argument("--quiet", "-q", action="store_true", help="print nothing but problems")
+    p.add_argument("--json", action="store_true", help="print the run summary as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from invariants.inert import inert
+    from inspector.index import IndexError_, build_index
+
+    db = args.db
+    if args.jobs is not None and args.jobs < 1:
+        return fail("--jobs must be at least 1")
+    if args.rebuild:
+        for suffix in ("", "-wal", "-shm"):
+            target = Path(f"{db}{suffix}")
+            if target.exists():
+                target.unlink()
+    show = not args.quiet and not args.json and sys.stderr.isatty()
+    last = [0.0]
+
+    def progress(stats) -> None:
+        now = time.monotonic()
+        if show and now - last[0] > 0.5:
+            last[0] = now
+            print(f"\rindexed {stats.groups_written}/{stats.groups} changed folders", end="", file=sys.stderr, flush=True)
+
+    try:
+        stats = build_index(args.paths, db, jobs=args.jobs, full=args.full, progress=progress)
+    except IndexError_ as exc:
+        return fail(str(exc))
+    if show:
+        print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
+    for problem in stats.problems:
+        fail(problem)
+    if args.json:
+        from invariants.report import dumps_json
+
+        print(dumps_json({**stats.summary(), "db": os.path.abspath(db)}, indent=True))
+    elif not args.quiet:
+        s = stats
+        print(inert(
+            f"{db}: {s.sessions} sessions ({s.new} new, {s.appended} appended, {s.replaced} re-read, "
+            f"{s.unchanged} unchanged, {s.removed} removed), {s.steps_added} steps added, "
+            f"{s.fork_checks} fork checks, {s.seconds:.2f}s"))
+    return 2 if stats.problems else 0

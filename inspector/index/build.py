@@ -1,0 +1,683 @@
+"""Build or update the index: discover, decide what changed, replay, write.
+
+The writer is this process; replays run in worker processes (``jobs``).  Each
+folder (its logs and captures) is written in one transaction, in discovery
+order, so a killed run leaves every folder either fully indexed at its new
+revision or untouched at its old one.  The next run finds the rest changed
+and completes it.  Cross-folder work (prune, fork seeds, header GC) runs in
+transactions of its own, and is recomputed from the stored state on every
+run, so it too survives a kill.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import os
+import sqlite3
+import sys
+import time
+from collections import OrderedDict, deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import orjson
+import sqlite_utils
+
+from invariants.capture import find_capture
+from invariants.discover import LogSource, discover
+from invariants.findings import Finding
+from invariants.forks import ForkSide, check_fork_sides
+from invariants.rules.registry import make_finding
+
+from . import rows as R
+from .schema import SCHEMA_VERSION, create_schema
+from .work import (
+    CaptureResult, CaptureTask, GroupResult, GroupTask, LogTask, Previous, SessionResult, Stat, process_group,
+)
+
+DEFAULT_DB = "inspector-index.db"
+PAUSE_ENV = "INSPECTOR_INDEX_PAUSE_AT"
+BATCH_GROUPS = 64  # folders per transaction (a folder is never split)
+BATCH_SECONDS = 0.5  # ...or this much writing, whichever comes first  # test hook: "N" pauses inside the N-th folder's transaction
+STATUS_RANK_SQL = "CASE {col} WHEN 'unchecked' THEN 0 WHEN 'ok' THEN 1 WHEN 'one-shot' THEN 1 WHEN 'header' THEN 2 ELSE 3 END"
+
+
+class IndexError_(RuntimeError):
+    """The database cannot be used as an index (not ours, wrong version, locked)."""
+
+
+@dataclass
+class IndexStats:
+    sessions: int = 0
+    new: int = 0
+    appended: int = 0
+    replaced: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    groups: int = 0
+    groups_written: int = 0
+    parsed_groups: int = 0
+    captures: int = 0
+    fork_checks: int = 0
+    steps_added: int = 0
+    findings: int = 0
+    seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.__dict__.items() if k != "problems"}
+        out["problems"] = len(self.problems)
+        return out
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def connect(db_path: str | os.PathLike) -> sqlite_utils.Database:
+    """A writable connection in WAL mode, autocommit (we issue BEGIN/COMMIT ourselves)."""
+    conn = sqlite3.connect(str(db_path), isolation_level=None, timeout=30)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA temp_store=MEMORY")
+    conn.execute("PRAGMA cache_size=-65536")
+    return sqlite_utils.Database(conn)
+
+
+def open_index(db_path: str | os.PathLike) -> sqlite_utils.Database:
+    """Open (creating when new) an index database and check its schema version."""
+    db = connect(db_path)
+    names = set(db.table_names())
+    if "meta" not in names:
+        if names - {"sqlite_sequence"}:
+            raise IndexError_(f"{db_path}: this database has tables but is not an inspector index; refusing to write to it")
+        create_schema(db)
+        db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('created_at', ?)", [now_iso()])
+        return db
+    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    if not row or row[0] != str(SCHEMA_VERSION):
+        raise IndexError_(f"{db_path}: index schema version {row[0] if row else '?'} is not {SCHEMA_VERSION}; "
+                          "rebuild it with `inspector index --rebuild`")
+    return db
+
+
+class _Lock:
+    """One writer at a time: an advisory ``flock`` on the database file.
+
+    SQLite's own locks are POSIX record locks, which ``flock`` does not touch,
+    so readers (the TUI, ``inspector query``) are never blocked by it.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_RDWR)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            raise IndexError_(f"{path}: another `inspector index` is writing this index; try again when it has finished") from None
+
+    def release(self) -> None:
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+        finally:
+            os.close(self.fd)
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def build_index(
+    paths: Iterable[str | os.PathLike],
+    db_path: str | os.PathLike = DEFAULT_DB,
+    *,
+    jobs: int | None = None,
+    full: bool = False,
+    progress: Callable[[IndexStats], None] | None = None,
+) -> IndexStats:
+    """Index every log under ``paths`` into ``db_path``; only what changed is read."""
+    t0 = time.perf_counter()
+    stats = IndexStats()
+    db_path = str(db_path)
+    db = open_index(db_path)
+    lock = _Lock(db_path)
+    try:
+        run_id = _start_run(db, paths)
+        stats = _build(db, [os.path.abspath(p) for p in paths], jobs, full, progress, stats, run_id)
+        stats.seconds = time.perf_counter() - t0
+        _finish_run(db, run_id, stats)
+    finally:
+        lock.release()
+        db.conn.close()
+    return stats
+
+
+def _start_run(db: sqlite_utils.Database, paths: Iterable[str | os.PathLike]) -> int:
+    conn = db.conn
+    conn.execute("BEGIN IMMEDIATE")
+    for rid, pid in conn.execute("SELECT id, pid FROM runs WHERE status = 'running'").fetchall():
+        conn.execute("UPDATE runs SET status = 'interrupted' WHERE id = ?", [rid])
+    cur = conn.execute("INSERT INTO runs(started_at, status, paths, pid, groups_done) VALUES (?, 'running', ?, ?, 0)",
+                       [now_iso(), R.dumps([os.path.abspath(p) for p in paths]), os.getpid()])
+    conn.execute("COMMIT")
+    return int(cur.lastrowid)
+
+
+def _finish_run(db: sqlite_utils.Database, run_id: int, stats: IndexStats) -> None:
+    db.conn.execute(
+        "UPDATE runs SET finished_at = ?, status = 'complete', sessions = ?, new = ?, appended = ?, replaced = ?, "
+        "unchanged = ?, removed = ?, seconds = ? WHERE id = ?",
+        [now_iso(), stats.sessions, stats.new, stats.appended, stats.replaced, stats.unchanged, stats.removed,
+         round(stats.seconds, 3), run_id])
+
+
+# -- planning ------------------------------------------------------------------
+
+
+def _previous_logs(db: sqlite_utils.Database) -> dict[str, tuple]:
+    return {r[0]: r for r in db.execute(
+        "SELECT path, id, size, mtime_ns, inode, device, lines, steps, versions, head_hash, tail_hash FROM sessions")}
+
+
+def _previous_captures(db: sqlite_utils.Database) -> dict[str, tuple]:
+    return {r[0]: r for r in db.execute(
+        "SELECT path, id, size, mtime_ns, inode, device, head_hash, tail_hash, checked_lines, dir FROM captures")}
+
+
+def _stat(path: str) -> Stat | None:
+    try:
+        return Stat.of(path)
+    except OSError:
+        return None
+
+
+def _plan(db: sqlite_utils.Database, sources: list[LogSource], full: bool, stats: IndexStats,
+          dirty_folders: set[str]) -> list[GroupTask]:
+    """Folder tasks for everything that changed; unchanged folders cost a stat per file."""
+    prev_logs = _previous_logs(db)
+    prev_caps = _previous_captures(db)
+    caps_by_dir: dict[str, list[str]] = {}
+    for path, row in prev_caps.items():
+        caps_by_dir.setdefault(row[9], []).append(path)
+    groups: "OrderedDict[str, list[LogSource]]" = OrderedDict()
+    for src in sources:
+        groups.setdefault(str(src.path.parent), []).append(src)
+    tasks: list[GroupTask] = []
+    for folder, srcs in groups.items():
+        logs: list[LogTask] = []
+        for src in srcs:
+            path = str(src.path)
+            st = _stat(path)
+            if st is None:
+                stats.problems.append(f"{path}: vanished while indexing")
+                continue
+            row = prev_logs.get(path)
+            prev = None
+            changed = True
+            if row is not None:
+                prev = Previous(Stat(row[2], row[3], row[4], row[5]), lines=row[6] or 0, steps=row[7] or 0,
+                                versions=row[8] or 0, head_hash=row[9], tail_hash=row[10])
+                changed = full or prev.stat != st
+            logs.append(LogTask(path, str(src.root), st, prev, changed))
+            if not changed:
+                stats.unchanged += 1
+        cap_paths: list[str] = []
+        for src in srcs:
+            cp = find_capture(src.path)
+            if cp is not None and str(cp) not in cap_paths:
+                cap_paths.append(str(cp))
+        captures: list[CaptureTask] = []
+        for cp in cap_paths:
+            st = _stat(cp)
+            if st is None:
+                continue
+            row = prev_caps.get(cp)
+            prev = None
+            if row is not None:
+                prev = Previous(Stat(row[2], row[3], row[4], row[5]), head_hash=row[6], tail_hash=row[7],
+                                checked_lines=row[8] or 0)
+            captures.append(CaptureTask(cp, st, prev, full or prev is None or prev.stat != st))
+        gone_caps = [p for p in caps_by_dir.get(folder, []) if p not in cap_paths]
+        recheck_all = folder in dirty_folders or bool(gone_caps)
+        stats.sessions += len(logs)
+        stats.captures += len(captures)
+        if not recheck_all and not any(lt.changed for lt in logs) and not any(ct.changed for ct in captures):
+            continue
+        tasks.append(GroupTask(folder, logs, captures, recheck_all, gone_caps))
+    return tasks
+
+
+def _attach_state(db: sqlite_utils.Database, task: GroupTask) -> None:
+    """Load checkpoints and counters a worker needs (only for folders that changed)."""
+    need_context = bool(task.captures)
+    for lt in task.logs:
+        prev = lt.previous
+        if prev is None or (not lt.changed and not need_context):
+            continue
+        sid = db.execute("SELECT id FROM sessions WHERE path = ?", [lt.path]).fetchone()[0]
+        ck = db.execute("SELECT data, bytes_at FROM checkpoints WHERE session_id = ?", [sid]).fetchone()
+        if ck is not None:
+            prev.checkpoint, prev.bytes_at = ck[0], ck[1]
+        if lt.changed:
+            prev.open_steps = tuple(r[0] for r in db.execute(
+                "SELECT idx FROM steps WHERE session_id = ? AND end_seq IS NULL ORDER BY idx", [sid]))
+            row = db.execute("SELECT max(seq) FROM messages WHERE session_id = ?", [sid]).fetchone()
+            prev.last_message_seq = row[0] if row and row[0] is not None else -1
+            prev.carry = [tuple(r) for r in db.execute(
+                "SELECT rule, category, severity, seq, line, turn, step, path, file, message, detail FROM findings "
+                "WHERE session_id = ? AND source = 'log' AND rule = 'LOG011'", [sid])]
+    for ct in task.captures:
+        if ct.previous is None:
+            continue
+        cid = db.execute("SELECT id FROM captures WHERE path = ?", [ct.path]).fetchone()[0]
+        ct.previous.unexplained_lines = tuple(r[0] for r in db.execute(
+            "SELECT line FROM requests WHERE capture_id = ? AND step_idx IS NULL AND status IN ('unexplained', 'not-routed')",
+            [cid]))
+
+
+# -- the run -------------------------------------------------------------------
+
+
+def _build(db: sqlite_utils.Database, roots: list[str], jobs: int | None, full: bool,
+           progress: Callable[[IndexStats], None] | None, stats: IndexStats, run_id: int) -> IndexStats:
+    sources, problems = discover(roots)
+    stats.problems.extend(problems)
+    dirty = _prune(db, roots, sources, stats)
+    tasks = _plan(db, sources, full, stats, dirty)
+    stats.groups = len(tasks)
+    pause_at = int(os.environ.get(PAUSE_ENV, "0") or 0)
+    writer = _Writer(db, stats, run_id, pause_at)
+    try:
+        for result in _run_tasks(db, tasks, jobs):
+            writer.write(result)
+            if progress:
+                progress(stats)
+        writer.commit()
+    finally:
+        if db.conn.in_transaction:
+            db.conn.execute("ROLLBACK")
+    _fork_phase(db, roots, stats)
+    if stats.replaced or stats.removed:
+        _gc_headers(db)
+    return stats
+
+
+def _run_tasks(db: sqlite_utils.Database, tasks: list[GroupTask], jobs: int | None) -> Iterable[GroupResult]:
+    jobs = jobs if jobs is not None else default_jobs()
+    if jobs <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            _attach_state(db, task)
+            yield process_group(task)
+        return
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    window = jobs * 2
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        pending: deque[Future] = deque()
+        it = iter(tasks)
+        for task in it:
+            _attach_state(db, task)
+            pending.append(pool.submit(process_group, task))
+            if len(pending) >= window:
+                break
+        while pending:
+            result = pending.popleft().result()
+            nxt = next(it, None)
+            if nxt is not None:
+                _attach_state(db, nxt)
+                pending.append(pool.submit(process_group, nxt))
+            yield result
+
+
+def default_jobs() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def _prune(db: sqlite_utils.Database, roots: list[str], sources: list[LogSource], stats: IndexStats) -> set[str]:
+    """Forget logs that no longer exist under a directory being indexed; returns their folders."""
+    seen = {str(s.path) for s in sources}
+    dirs = [r for r in roots if os.path.isdir(r)]
+    files = [r for r in roots if not os.path.isdir(r)]
+    gone: list[tuple[int, str]] = []
+    for sid, path in db.execute("SELECT id, path FROM sessions"):
+        if path in seen:
+            continue
+        if any(_within(path, d) for d in dirs) or path in files:
+            gone.append((sid, path))
+    if not gone:
+        return set()
+    conn = db.conn
+    conn.execute("BEGIN IMMEDIATE")
+    for sid, _path in gone:
+        _delete_session(conn, sid)
+    conn.execute("COMMIT")
+    stats.removed += len(gone)
+    return {os.path.dirname(p) for _sid, p in gone}
+
+
+def _delete_session(conn: sqlite3.Connection, sid: int, keep_row: bool = False) -> None:
+    conn.execute("UPDATE sessions SET parent_id = NULL, fork_checked = NULL WHERE parent_id = ?", [sid])
+    conn.execute("UPDATE requests SET session_id = NULL WHERE session_id = ?", [sid])
+    conn.execute("UPDATE findings SET session_id = NULL WHERE session_id = ? AND source = 'capture'", [sid])
+    for table in ("steps", "versions", "instances", "messages", "tool_calls", "checkpoints"):
+        conn.execute(f"DELETE FROM {table} WHERE session_id = ?", [sid])
+    conn.execute("DELETE FROM findings WHERE session_id = ? AND source IN ('log', 'fork')", [sid])
+    if not keep_row:
+        conn.execute("DELETE FROM sessions WHERE id = ?", [sid])
+
+
+def _gc_headers(db: sqlite_utils.Database) -> None:
+    conn = db.conn
+    conn.execute("BEGIN IMMEDIATE")
+    orphan = ("SELECT hash FROM headers WHERE hash NOT IN (SELECT header_hash FROM steps WHERE header_hash IS NOT NULL) "
+              "AND hash NOT IN (SELECT header_hash FROM versions WHERE header_hash IS NOT NULL) "
+              "AND hash NOT IN (SELECT header_hash FROM instances WHERE header_hash IS NOT NULL)")
+    conn.execute(f"DELETE FROM header_tools WHERE hash IN ({orphan})")
+    conn.execute(f"DELETE FROM headers WHERE hash IN ({orphan})")
+    conn.execute("COMMIT")
+
+
+# -- writing -------------------------------------------------------------------
+
+_STEP_INSERT = f"INSERT INTO steps(session_id, {', '.join(R.STEP_COLUMNS)}) VALUES ({', '.join('?' * (len(R.STEP_COLUMNS) + 1))})"
+_STEP_UPDATE_COLS = [c for c in R.STEP_COLUMNS if c not in ("idx", "status", "requests")]
+_STEP_UPDATE = (
+    "UPDATE steps SET " + ", ".join(f"{c} = :c{i}" for i, c in enumerate(_STEP_UPDATE_COLS))
+    + f", status = CASE WHEN {STATUS_RANK_SQL.format(col=':status')} > {STATUS_RANK_SQL.format(col='status')} "
+    "THEN :status ELSE status END, requests = requests + :n WHERE session_id = :sid AND idx = :idx"
+)
+_STATUS_UPDATE = (
+    f"UPDATE steps SET status = CASE WHEN {STATUS_RANK_SQL.format(col='?1')} > {STATUS_RANK_SQL.format(col='status')} "
+    "THEN ?1 ELSE status END, requests = requests + ?2 WHERE session_id = ?3 AND idx = ?4"
+)
+_FINDING_INSERT = (f"INSERT INTO findings(session_id, capture_id, request_line, source, {', '.join(R.FINDING_COLUMNS)}) "
+                   f"VALUES ({', '.join('?' * (len(R.FINDING_COLUMNS) + 4))})")
+_SESSION_FACT_COLS = (
+    "uid", "cwd", "created_at", "created", "parent_session", "seed_length", "era", "profile", "version", "compressed",
+    "events", "turns", "steps", "chunks", "chunk_rows", "lines", "bytes", "instances", "versions", "compactions",
+    "torn", "open_turn_at_end",
+)
+
+
+class _Writer:
+    def __init__(self, db: sqlite_utils.Database, stats: IndexStats, run_id: int, pause_at: int) -> None:
+        self.db = db
+        self.conn = db.conn
+        self.stats = stats
+        self.run_id = run_id
+        self.pause_at = pause_at
+        self.written = 0
+        self.in_batch = 0
+        self.began = 0.0
+
+    def write(self, result: GroupResult) -> None:
+        conn = self.conn
+        for res in result.sessions:
+            if res.problem:
+                self.stats.problems.append(res.problem)
+        for cr in result.captures:
+            if cr.problem:
+                self.stats.problems.append(cr.problem)
+        if result.parsed:
+            self.stats.parsed_groups += 1
+        if not conn.in_transaction:
+            conn.execute("BEGIN IMMEDIATE")
+            self.began = time.monotonic()
+            self.in_batch = 0
+        try:
+            keys: dict[str, int] = {}
+            touched: set[int] = set()
+            for res in result.sessions:
+                if res.action == "error":
+                    continue
+                sid = self._session(res)
+                keys[res.path] = sid
+                touched.add(sid)
+            folder_keys: dict[str, int] = {}
+            if result.captures or result.recheck_all:
+                folder_keys = {p: k for p, k in conn.execute("SELECT path, id FROM sessions WHERE dir = ?", [result.folder])}
+            folder_keys.update(keys)
+            self._captures(result, folder_keys, touched)
+            self._counts(touched)
+            self.written += 1
+            self.in_batch += 1
+            if self.pause_at and self.written == self.pause_at:
+                print(f"inspector index: paused inside the transaction of folder {self.written} (test hook {PAUSE_ENV})",
+                      file=sys.stderr, flush=True)
+                time.sleep(3600)
+            if self.in_batch >= BATCH_GROUPS or time.monotonic() - self.began > BATCH_SECONDS:
+                self.commit()
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        self.stats.groups_written += 1
+
+    def commit(self) -> None:
+        """End the open batch: every folder in it becomes visible at once, or none does."""
+        if self.conn.in_transaction:
+            self.conn.execute("UPDATE runs SET groups_done = ? WHERE id = ?", [self.written, self.run_id])
+            self.conn.execute("COMMIT")
+
+    # -- one session -------------------------------------------------------------
+    def _session(self, res: SessionResult) -> int:
+        conn = self.conn
+        row = conn.execute("SELECT id FROM sessions WHERE path = ?", [res.path]).fetchone()
+        sid = row[0] if row else None
+        if res.action == "context":
+            assert sid is not None
+            self._statuses(sid, res.step_status)
+            return sid
+        facts = res.facts
+        st = res.stat
+        values = {c: facts.get(c) for c in _SESSION_FACT_COLS}
+        values.update(
+            path=res.path, root=res.root, dir=os.path.dirname(res.path), size=st.size, mtime_ns=st.mtime_ns,
+            inode=st.inode, device=st.device, revision=st.revision, head_hash=res.head_hash, tail_hash=res.tail_hash,
+            resumable=int(res.checkpoint is not None), indexed_at=now_iso(),
+            index_mode="append" if res.action == "append" else "full",
+        )
+        if res.action == "new":
+            self.stats.new += 1
+        elif res.action == "append":
+            self.stats.appended += 1
+        else:
+            self.stats.replaced += 1
+        if sid is None:
+            cols = list(values)
+            cur = conn.execute(f"INSERT INTO sessions({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                               [values[c] for c in cols])
+            sid = int(cur.lastrowid)
+        else:
+            if res.action != "append":
+                _delete_session(conn, sid, keep_row=True)
+            values["fork_checked"] = None
+            cols = list(values)
+            conn.execute(f"UPDATE sessions SET {', '.join(f'{c} = ?' for c in cols)} WHERE id = ?",
+                         [values[c] for c in cols] + [sid])
+        conn.executemany(f"INSERT OR IGNORE INTO headers({', '.join(R.HEADER_COLUMNS)}) VALUES ({', '.join('?' * len(R.HEADER_COLUMNS))})",
+                         res.headers)
+        conn.executemany("INSERT OR IGNORE INTO header_tools(hash, position, name) VALUES (?, ?, ?)", res.header_tools)
+        conn.executemany(f"INSERT INTO versions(session_id, {', '.join(R.VERSION_COLUMNS)}) VALUES ({', '.join('?' * (len(R.VERSION_COLUMNS) + 1))})",
+                         [(sid, *r) for r in res.versions])
+        conn.execute("DELETE FROM instances WHERE session_id = ?", [sid])
+        conn.executemany(f"INSERT INTO instances(session_id, {', '.join(R.INSTANCE_COLUMNS)}) VALUES ({', '.join('?' * (len(R.INSTANCE_COLUMNS) + 1))})",
+                         [(sid, *r) for r in res.instances])
+        status_i, requests_i = R.STEP_COLUMNS.index("status"), R.STEP_COLUMNS.index("requests")
+        for r in res.steps_update:
+            params = {f"c{i}": r[R.STEP_COLUMNS.index(c)] for i, c in enumerate(_STEP_UPDATE_COLS)}
+            params.update(status=r[status_i], n=r[requests_i], sid=sid, idx=r[0])
+            conn.execute(_STEP_UPDATE, params)
+        self._statuses(sid, res.step_status)
+        conn.executemany(_STEP_INSERT, [(sid, *r) for r in res.steps_new])
+        self.stats.steps_added += len(res.steps_new)
+        conn.executemany(f"INSERT INTO messages(session_id, {', '.join(R.MESSAGE_COLUMNS)}) VALUES ({', '.join('?' * (len(R.MESSAGE_COLUMNS) + 1))})",
+                         [(sid, *r) for r in res.messages])
+        conn.executemany(f"INSERT INTO tool_calls(session_id, {', '.join(R.TOOL_CALL_COLUMNS)}) VALUES ({', '.join('?' * (len(R.TOOL_CALL_COLUMNS) + 1))})",
+                         [(sid, *r) for r in res.tool_calls])
+        conn.execute("DELETE FROM findings WHERE session_id = ? AND source = 'log'", [sid])
+        conn.executemany(_FINDING_INSERT, [(sid, None, None, "log", *r) for r in res.findings])
+        if res.checkpoint is not None:
+            conn.execute("INSERT OR REPLACE INTO checkpoints(session_id, bytes_at, size, data) VALUES (?, ?, ?, ?)",
+                         [sid, res.bytes_at, len(res.checkpoint), res.checkpoint])
+        else:
+            conn.execute("DELETE FROM checkpoints WHERE session_id = ?", [sid])
+        conn.execute("UPDATE sessions SET messages = (SELECT count(*) FROM messages WHERE session_id = ?1) WHERE id = ?1", [sid])
+        return sid
+
+    def _statuses(self, sid: int, statuses: list[tuple]) -> None:
+        self.conn.executemany(_STATUS_UPDATE, [(status, n, sid, idx) for idx, status, n in statuses])
+
+    # -- captures ------------------------------------------------------------------
+    def _captures(self, result: GroupResult, keys: dict[str, int], touched: set[int]) -> None:
+        conn = self.conn
+        for path in result.gone_captures:
+            self._drop_capture(path)
+        if result.recheck_all:
+            kept = [k for p, k in keys.items() if not any(r.path == p and r.action in ("new", "replace") for r in result.sessions)]
+            for k in kept:
+                conn.execute("UPDATE steps SET status = 'unchecked', requests = 0 WHERE session_id = ? AND (status != 'unchecked' OR requests != 0)", [k])
+        if not result.captures and not result.recheck_all:
+            return
+        for cr in result.captures:
+            if cr.action == "error":
+                continue
+            row = conn.execute("SELECT id FROM captures WHERE path = ?", [cr.path]).fetchone()
+            st = cr.stat
+            values = dict(path=cr.path, dir=os.path.dirname(cr.path), records=cr.records, checked_lines=cr.checked_lines,
+                          size=st.size, mtime_ns=st.mtime_ns, inode=st.inode, device=st.device, revision=st.revision,
+                          head_hash=cr.head_hash, tail_hash=cr.tail_hash, indexed_at=now_iso())
+            cols = list(values)
+            if row is None:
+                cid = int(conn.execute(f"INSERT INTO captures({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                                       [values[c] for c in cols]).lastrowid)
+            else:
+                cid = row[0]
+                conn.execute(f"UPDATE captures SET {', '.join(f'{c} = ?' for c in cols)} WHERE id = ?",
+                             [values[c] for c in cols] + [cid])
+            if cr.all_lines:
+                conn.execute("DELETE FROM findings WHERE capture_id = ?", [cid])
+                conn.execute("DELETE FROM requests WHERE capture_id = ?", [cid])
+            else:
+                conn.execute("DELETE FROM findings WHERE capture_id = ? AND source = 'capture-file'", [cid])
+                conn.executemany("DELETE FROM findings WHERE capture_id = ? AND source = 'capture' AND request_line = ?",
+                                 [(cid, ln) for ln in cr.rechecked])
+                conn.executemany("DELETE FROM requests WHERE capture_id = ? AND line = ?", [(cid, ln) for ln in cr.rechecked])
+            conn.executemany(_FINDING_INSERT, [(None, cid, f[4], "capture-file", *f) for f in cr.file_findings])
+            req_rows = []
+            for line, spath, *rest in cr.requests:
+                req_rows.append((cid, line, keys.get(spath) if spath else None, *rest))
+            conn.executemany(
+                "INSERT INTO requests(capture_id, line, session_id, session_uid, step_idx, status, codes, model, log_length, "
+                "turn, step, loop_built, time, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", req_rows)
+            frows = []
+            for line, spath, f in cr.findings:
+                sid = keys.get(spath) if spath else None
+                if sid is not None:
+                    touched.add(sid)
+                frows.append((sid, cid, line, "capture", *f))
+            conn.executemany(_FINDING_INSERT, frows)
+        for k in set(keys.values()):
+            conn.execute("UPDATE sessions SET requests = (SELECT count(*) FROM requests WHERE session_id = ?1) WHERE id = ?1", [k])
+            touched.add(k)
+
+    def _drop_capture(self, path: str) -> None:
+        conn = self.conn
+        row = conn.execute("SELECT id FROM captures WHERE path = ?", [path]).fetchone()
+        if row is None:
+            return
+        conn.execute("DELETE FROM findings WHERE capture_id = ?", [row[0]])
+        conn.execute("DELETE FROM requests WHERE capture_id = ?", [row[0]])
+        conn.execute("DELETE FROM captures WHERE id = ?", [row[0]])
+
+    def _counts(self, sids: Iterable[int]) -> None:
+        update_counts(self.conn, sids)
+
+
+def update_counts(conn: sqlite3.Connection, sids: Iterable[int]) -> None:
+    conn.executemany(
+        "UPDATE sessions SET "
+        "errors = (SELECT count(*) FROM findings WHERE session_id = ?1 AND severity = 'error'), "
+        "warnings = (SELECT count(*) FROM findings WHERE session_id = ?1 AND severity = 'warning'), "
+        "infos = (SELECT count(*) FROM findings WHERE session_id = ?1 AND severity = 'info') WHERE id = ?1",
+        [(s,) for s in sids])
+    conn.executemany(
+        "UPDATE sessions SET worst = CASE WHEN errors > 0 THEN 'error' WHEN warnings > 0 THEN 'warning' "
+        "WHEN infos > 0 THEN 'info' END WHERE id = ?", [(s,) for s in sids])
+
+
+# -- forks ---------------------------------------------------------------------
+
+
+def _fork_phase(db: sqlite_utils.Database, roots: list[str], stats: IndexStats) -> None:
+    """Fork-seed checks for children whose log, parent or parent's log changed.
+
+    A parent is looked up only among indexed logs under the child's root, by
+    the id in its session header: a ``parentSession`` value never becomes a
+    path.
+    """
+    conn = db.conn
+    children = conn.execute(
+        "SELECT id, uid, path, root, parent_session, seed_length, events, era, revision, fork_checked FROM sessions "
+        "WHERE parent_session IS NOT NULL").fetchall()
+    todo = []
+    for sid, uid, path, root, parent_uid, seed, events, era, rev, checked in children:
+        if not any(_within(path, r) for r in roots):
+            continue
+        parent = _resolve_parent(conn, sid, path, root, parent_uid)
+        key = f"{rev}|{root}|" + (f"{parent[0]}:{parent[3]}" if parent else "-")
+        if key == checked:
+            continue
+        todo.append((sid, uid, path, root, parent_uid, seed, events, era, parent, key))
+    batch = 200
+    for i in range(0, len(todo), batch):
+        conn.execute("BEGIN IMMEDIATE")
+        done = []
+        for sid, uid, path, root, parent_uid, seed, events, era, parent, key in todo[i:i + batch]:
+            emitted: list[Finding] = []
+
+            def emit(code: str, message: str, **where: Any) -> None:
+                emitted.append(make_finding(code, message, **where))
+
+            child = ForkSide(LogSource(Path(path), Path(root)), uid, events, era, parent_uid, seed or 0)
+            side = None
+            if parent is not None:
+                side = ForkSide(LogSource(Path(parent[1]), Path(root)), parent_uid, parent[2], parent[4])
+            try:
+                check_fork_sides(child, side, emit)
+            except OSError as exc:
+                stats.problems.append(f"{path}: fork check could not read a log ({exc.strerror or exc})")
+                continue
+            conn.execute("DELETE FROM findings WHERE session_id = ? AND source = 'fork'", [sid])
+            conn.executemany(_FINDING_INSERT, [(sid, None, None, "fork", *R.finding_row(f)) for f in emitted])
+            conn.execute("UPDATE sessions SET parent_id = ?, fork_checked = ? WHERE id = ?",
+                         [parent[0] if parent else None, key, sid])
+            done.append(sid)
+        update_counts(conn, done)
+        conn.execute("COMMIT")
+        stats.fork_checks += len(done)
+
+
+def _resolve_parent(conn: sqlite3.Connection, sid: int, path: str, root: str, parent_uid: str) -> tuple | None:
+    """(id, path, events, revision, era) of the parent under ``root``, nearest first."""
+    prefix = root.rstrip(os.sep) + os.sep
+    rows = conn.execute(
+        "SELECT id, path, events, revision, era, version FROM sessions WHERE uid = ? AND id != ? "
+        "AND substr(path, 1, ?) = ? ORDER BY path", [parent_uid, sid, len(prefix), prefix]).fetchall()
+    rows = [r for r in rows if r[5] is not None] or rows  # a log whose header parsed, first
+    if not rows:
+        return None
+    here = os.path.dirname(path)
+    up = os.path.dirname(here)
+    for r in rows:
+        if os.path.dirname(r[1]) == here:
+            return r[:5]
+    for r in rows:
+        if os.path.dirname(os.path.dirname(r[1])) == up:
+            return r[:5]
+    return rows[0][:5]

@@ -1,0 +1,347 @@
+"""Worker side of the indexer: one folder of logs (and its captures) -> rows.
+
+A *group* is one folder: its session logs and the capture files found beside
+them (``find_capture``).  Captures route requests by folder, so a folder is
+the unit of checking and of commit.  In the harness layout
+(``<root>/--<project>--/<id>/session.jsonl*``) a folder is one session.
+
+``process_group`` is pure (it reads files, never the database) and its
+input and output pickle, so it runs in worker processes.  It decides, per
+log, between:
+
+- ``new`` / ``replace``: a full replay;
+- ``append``: the log only grew (same inode, larger, the bytes before the
+  old end unchanged): ``invariants.replay.resume`` from the stored
+  checkpoint reads only the appended bytes;
+- ``context``: unchanged, but a capture in the folder must be (re)checked
+  against it: the model comes from the checkpoint with nothing to read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from invariants.capture import Recorded, read_capture
+from invariants.check import check_sessions
+from invariants.discover import LogSource
+from invariants.era import SNIFF_LINES
+from invariants.findings import Finding
+from invariants.replay import SessionModel, replay, resume
+from invariants.rules.registry import make_finding
+
+from . import rows as R
+
+HASH_WINDOW = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class Stat:
+    size: int
+    mtime_ns: int
+    inode: int
+    device: int
+
+    @classmethod
+    def of(cls, path: str | Path) -> "Stat":
+        st = os.stat(path)
+        return cls(st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+
+    @property
+    def revision(self) -> str:
+        return f"{self.size}:{self.mtime_ns}:{self.inode}"
+
+
+@dataclass
+class Previous:
+    """What the index holds about a file from an earlier run."""
+
+    stat: Stat
+    bytes_at: int | None = None  # where the stored checkpoint resumes (plain logs)
+    head_hash: str | None = None
+    tail_hash: str | None = None
+    lines: int = 0
+    steps: int = 0
+    versions: int = 0
+    open_steps: tuple[int, ...] = ()
+    last_message_seq: int = -1
+    checkpoint: bytes | None = None
+    carry: list[tuple] = field(default_factory=list)  # finding rows kept across an append (LOG011)
+    checked_lines: int = 0  # captures: highest line already checked
+    unexplained_lines: tuple[int, ...] = ()  # captures: lines to retry
+
+
+@dataclass
+class LogTask:
+    path: str
+    root: str
+    stat: Stat
+    previous: Previous | None
+    changed: bool
+
+
+@dataclass
+class CaptureTask:
+    path: str
+    stat: Stat
+    previous: Previous | None
+    changed: bool
+
+
+@dataclass
+class GroupTask:
+    folder: str
+    logs: list[LogTask]
+    captures: list[CaptureTask]
+    recheck_all: bool = False  # a log or capture of this folder was removed
+    gone_captures: list[str] = field(default_factory=list)  # captures indexed before, now absent
+
+
+@dataclass
+class SessionResult:
+    path: str
+    root: str
+    action: str  # new | replace | append | context | error
+    stat: Stat
+    facts: dict = field(default_factory=dict)
+    head_hash: str | None = None
+    tail_hash: str | None = None
+    bytes_at: int | None = None
+    checkpoint: bytes | None = None
+    headers: list[tuple] = field(default_factory=list)
+    header_tools: list[tuple] = field(default_factory=list)
+    versions: list[tuple] = field(default_factory=list)
+    version_start: int = 0
+    instances: list[tuple] = field(default_factory=list)
+    steps_new: list[tuple] = field(default_factory=list)
+    steps_update: list[tuple] = field(default_factory=list)
+    step_status: list[tuple] = field(default_factory=list)  # (idx, status) for steps kept from before
+    messages: list[tuple] = field(default_factory=list)
+    tool_calls: list[tuple] = field(default_factory=list)
+    findings: list[tuple] = field(default_factory=list)
+    problem: str | None = None
+
+
+@dataclass
+class CaptureResult:
+    path: str
+    stat: Stat
+    action: str  # new | replace | append | same | error
+    all_lines: bool = False
+    records: int = 0
+    checked_lines: int = 0
+    head_hash: str | None = None
+    tail_hash: str | None = None
+    rechecked: list[int] = field(default_factory=list)  # capture lines whose rows are replaced
+    requests: list[tuple] = field(default_factory=list)  # (line, session path|None, row...)
+    findings: list[tuple] = field(default_factory=list)  # (request line, session path|None, finding row)
+    file_findings: list[tuple] = field(default_factory=list)
+    problem: str | None = None
+
+
+@dataclass
+class GroupResult:
+    folder: str
+    sessions: list[SessionResult]
+    captures: list[CaptureResult]
+    recheck_all: bool
+    parsed: bool = False  # did any file get read past its first bytes
+    gone_captures: list[str] = field(default_factory=list)
+
+
+def window_hashes(path: str, end: int) -> tuple[str, str]:
+    """Hashes of the first and the last ``HASH_WINDOW`` bytes before ``end``."""
+    with open(path, "rb") as fh:
+        head = fh.read(min(HASH_WINDOW, end))
+        start = max(0, end - HASH_WINDOW)
+        fh.seek(start)
+        tail = fh.read(end - start)
+    return hashlib.sha256(head).hexdigest()[:32], hashlib.sha256(tail).hexdigest()[:32]
+
+
+def grew_in_place(path: str, stat: Stat, prev: Previous | None, end: int | None) -> bool:
+    """True when ``path`` is the file ``prev`` describes with bytes appended after ``end``."""
+    if prev is None or end is None or prev.head_hash is None or prev.tail_hash is None:
+        return False
+    if stat.inode != prev.stat.inode or stat.device != prev.stat.device or stat.size < end:
+        return False
+    try:
+        return window_hashes(path, end) == (prev.head_hash, prev.tail_hash)
+    except OSError:
+        return False
+
+
+def process_group(task: GroupTask) -> GroupResult:
+    """Replay, resume or reload the folder's logs, then check its captures."""
+    need_models = bool(task.captures)
+    results: list[SessionResult] = []
+    models: list[SessionModel] = []
+    pending: list[tuple[SessionResult, SessionModel, Previous | None]] = []
+    parsed = False
+    for lt in task.logs:
+        if not lt.changed and not need_models:
+            continue
+        try:
+            res, model = _load(lt)
+        except Exception as exc:  # one bad log must not stop a postmortem index
+            res = SessionResult(lt.path, lt.root, "error", lt.stat, problem=_problem(lt.path, exc))
+            model = None
+        parsed = parsed or res.action != "context"
+        results.append(res)
+        if model is not None:
+            models.append(model)
+            pending.append((res, model, lt.previous))
+    caps: list[CaptureResult] = []
+    if task.captures:
+        replaced = task.recheck_all or any(r.action in ("new", "replace") for r in results)
+        plans = [_capture_plan(ct) for ct in task.captures]
+        all_lines = replaced or any(p.all_lines for p in plans)
+        for ct, cr in zip(task.captures, plans):
+            cr.all_lines = all_lines
+            try:
+                _check_capture(ct, cr, models)
+                parsed = True
+            except Exception as exc:
+                cr.action, cr.problem = "error", _problem(ct.path, exc)
+            caps.append(cr)
+    for res, model, prev in pending:
+        _fill(res, model, prev)
+    return GroupResult(task.folder, results, caps, task.recheck_all or (bool(caps) and caps[0].all_lines), parsed,
+                       task.gone_captures)
+
+
+def _problem(path: str, exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return f"{path}: cannot read ({exc.strerror or exc})"
+    tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    return f"{path}: internal error while indexing ({tb}); the file was skipped"
+
+
+def _load(lt: LogTask) -> tuple[SessionResult, SessionModel]:
+    src = LogSource(Path(lt.path), Path(lt.root))
+    prev = lt.previous
+    if not lt.changed and prev is not None:
+        model = resume(src, prev.checkpoint) if prev.checkpoint else None
+        if model is None:
+            model = replay(src)
+        return SessionResult(lt.path, lt.root, "context", lt.stat), model
+    if (
+        prev is not None
+        and prev.checkpoint
+        and not src.compressed
+        and prev.lines >= SNIFF_LINES  # the era sniff reads the head: it must not change
+        and grew_in_place(lt.path, lt.stat, prev, prev.bytes_at)
+    ):
+        model = resume(src, prev.checkpoint)
+        if model is not None:
+            model.findings.extend(_carried(prev.carry, model))
+            return SessionResult(lt.path, lt.root, "append", lt.stat), model
+    model = replay(src)
+    return SessionResult(lt.path, lt.root, "replace" if prev is not None else "new", lt.stat), model
+
+
+def _carried(rows: list[tuple], model: SessionModel) -> list[Finding]:
+    """Findings ``replay()`` adds after the fold (the era verdict), which a resume does not redo."""
+    out = []
+    for row in rows:
+        rule, _cat, _sev, seq, line, turn, step, path, _file, message, _detail = row
+        out.append(make_finding(rule, message, file=model.file, session=model.id, seq=seq, line=line, turn=turn, step=step))
+    return out
+
+
+def _fill(res: SessionResult, model: SessionModel, prev: Previous | None) -> None:
+    """Rows for one session; only the new ones after an append."""
+    prev_steps = prev_versions = 0
+    since_seq = -1
+    open_steps: tuple[int, ...] = ()
+    headers = R.HeaderTable(model)
+    statuses = [(st.index, st.status, len(st.requests)) for st in model.steps if st.requests]
+    if res.action == "context":
+        res.step_status = statuses
+        return
+    if res.action == "append" and prev is not None:
+        prev_steps, prev_versions, since_seq, open_steps = prev.steps, prev.versions, prev.last_message_seq, prev.open_steps
+    res.facts = R.session_facts(model)
+    res.checkpoint = model.checkpoint
+    res.bytes_at = model.bytes if model.checkpoint is not None else None
+    if not model.source.compressed:
+        try:
+            res.head_hash, res.tail_hash = window_hashes(res.path, model.bytes)
+        except OSError:
+            res.head_hash = res.tail_hash = None
+    res.version_start = prev_versions
+    res.versions = R.version_rows(model, headers, prev_versions)
+    res.instances = R.instance_rows(model, headers)
+    res.steps_new = [R.step_row(st, headers) for st in model.steps[prev_steps:]]
+    res.steps_update = [R.step_row(model.steps[i], headers) for i in open_steps if i < prev_steps]
+    res.step_status = [s for s in statuses if s[0] < prev_steps and s[0] not in open_steps]
+    res.messages, res.tool_calls = R.message_rows(model, since_seq)
+    res.facts["messages_new"] = len(res.messages)
+    res.findings = [R.finding_row(f) for f in model.findings]
+    res.headers = list(headers.rows.values())
+    res.header_tools = [(h, i, n) for h, names in headers.tools.items() for i, n in enumerate(names)]
+
+
+def _capture_plan(ct: CaptureTask) -> CaptureResult:
+    cr = CaptureResult(ct.path, ct.stat, "same")
+    prev = ct.previous
+    if prev is None:
+        cr.action, cr.all_lines = "new", True
+    elif not ct.changed:
+        cr.action = "same"
+    elif grew_in_place(ct.path, ct.stat, prev, prev.stat.size) and not ct.path.endswith((".zstd", ".zst")):
+        cr.action = "append"
+    else:
+        cr.action, cr.all_lines = "replace", True
+    return cr
+
+
+def _check_capture(ct: CaptureTask, cr: CaptureResult, models: list[SessionModel]) -> None:
+    path = Path(ct.path)
+    records, file_findings = read_capture(path)
+    cr.records = len(records)
+    cr.checked_lines = max((r.line for r in records), default=0)
+    cr.file_findings = [R.finding_row(f) for f in file_findings]
+    if not ct.path.endswith((".zstd", ".zst")):
+        try:
+            cr.head_hash, cr.tail_hash = window_hashes(ct.path, ct.stat.size)
+        except OSError:
+            pass
+    prev = ct.previous
+    if cr.all_lines or prev is None:
+        todo = records
+    else:
+        retry = set(prev.unexplained_lines)
+        todo = [r for r in records if r.line > prev.checked_lines or r.line in retry]
+    cr.rechecked = [r.line for r in todo]
+    owner = {id(m): m for m in models}
+    for rec in todo:
+        emitted: list[Finding] = []
+
+        def emit(code: str, message: str, **where: Any) -> None:
+            emitted.append(make_finding(code, message, **where))
+
+        before = {id(m): len(m.requests) for m in models}
+        checks = check_sessions(models, {path: [rec]}, False, emit)
+        target = next((m for k, m in owner.items() if len(m.requests) > before[k]), None)
+        session_path = target.file if target is not None else None
+        if checks:
+            rc = checks[0]
+            cr.requests.append(_request_row(rec, session_path, rc.session, rc.step, rc.status, rc.codes))
+        else:
+            cr.requests.append(_request_row(rec, None, rec.session_id, None, "not-routed", []))
+        for f in emitted:
+            cr.findings.append((rec.line, session_path if f.file == session_path else None, R.finding_row(f)))
+
+
+def _request_row(rec: Recorded, session_path: str | None, session_uid: Any, step: int | None, status: str,
+                 codes: list[str]) -> tuple:
+    model = rec.request.get("model") if isinstance(rec.request, dict) else None
+    return (rec.line, session_path, R.scalar(session_uid), step, status, R.dumps(codes), R.scalar(model),
+            rec.log_length, R.scalar(rec.turn), R.scalar(rec.step), int(rec.loop_built),
+            R.scalar(rec.time) if isinstance(rec.time, (int, float)) else None,
+            R.dumps(rec.extra) if rec.extra else None)
