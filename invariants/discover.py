@@ -1,7 +1,9 @@
 """Find session logs under the paths a user names.
 
-A path may be one log file, a folder of logs, or a harness sessions root in
-either layout (``cwd-<hash12>/<id>.jsonl`` or ``--<project>--/<id>/session.jsonl[.zstd]``).
+A path may be one log file, a folder of logs, a harness sessions root in
+either layout (``cwd-<hash12>/<id>.jsonl`` or ``--<project>--/<id>/session.jsonl[.zstd]``),
+or a SQLite session database (``.sqlite``/``.db``), read like a sessions root:
+every session in it is one :class:`LogSource` (``member`` = its id).
 Capture files (``requests.jsonl``...) sit beside logs and are not logs.
 Symlinks to folders are not followed, so a link loop in a root cannot hang us.
 """
@@ -34,18 +36,28 @@ def is_log_name(name: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class LogSource:
-    """One log file to read; ``root`` is the folder the user named (for confinement)."""
+    """One log to read; ``root`` is the folder the user named (for confinement).
+
+    ``member`` is set for a session stored in a SQLite database: ``path`` is
+    then the database file and ``member`` the session id inside it.
+    """
 
     path: Path
     root: Path
+    member: str | None = None
 
     @property
     def display(self) -> str:
-        return str(self.path)
+        return str(self.path) if self.member is None else f"{self.path}#{self.member}"
 
     @property
     def compressed(self) -> bool:
         return self.path.name.endswith((".zstd", ".zst"))
+
+    @property
+    def resumable(self) -> bool:
+        """Whether a later read may continue at a byte offset (plain files only)."""
+        return self.member is None and not self.compressed
 
 
 def discover(paths: list[str | os.PathLike]) -> tuple[list[LogSource], list[str]]:
@@ -61,7 +73,9 @@ def discover(paths: list[str | os.PathLike]) -> tuple[list[LogSource], list[str]
         if p.is_file():
             if is_capture_name(p.name):
                 problems.append(f"{p}: this is a recorded-request capture, not a session log (pass it with --captures)")
-            elif p.name.endswith(SQLITE_SUFFIXES) or is_log_name(p.name):
+            elif p.name.endswith(SQLITE_SUFFIXES):
+                _add_database(found, seen, problems, p, p.parent, explicit=True)
+            elif is_log_name(p.name):
                 _add(found, seen, LogSource(p, p.parent))
             else:
                 problems.append(f"{p}: not a session log (expected .jsonl, .jsonl.zstd or .jsonl.zst)")
@@ -75,11 +89,27 @@ def discover(paths: list[str | os.PathLike]) -> tuple[list[LogSource], list[str]
                 fp = Path(dirpath) / name
                 if is_log_name(name) and not fp.is_symlink():
                     _add(found, seen, LogSource(fp, p))
+                elif name.endswith(SQLITE_SUFFIXES) and not fp.is_symlink():
+                    _add_database(found, seen, problems, fp, p, explicit=False)
     return found, problems
 
 
-def _add(found: list[LogSource], seen: set[Path], src: LogSource) -> None:
-    key = src.path.resolve()
+def _add(found: list[LogSource], seen: set, src: LogSource) -> None:
+    key = (src.path.resolve(), src.member)
     if key not in seen:
         seen.add(key)
         found.append(src)
+
+
+def _add_database(found: list[LogSource], seen: set, problems: list[str], path: Path, root: Path, explicit: bool) -> None:
+    """Every session of a harness SQLite database (read-only); a foreign .db in a folder is skipped quietly."""
+    from .sqlite_backend import NotASessionDatabase, list_sessions
+
+    try:
+        members = list_sessions(path, root)
+    except (NotASessionDatabase, OSError) as exc:
+        if explicit:
+            problems.append(f"{path}: not a harness session database ({exc})" if isinstance(exc, OSError) else str(exc))
+        return
+    for src in members:
+        _add(found, seen, src)

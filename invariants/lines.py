@@ -27,6 +27,16 @@ class RawLine:
 
 
 @dataclass(slots=True)
+class RowProblem:
+    """A stored row that cannot be turned into a line (SQLite backend): reported at its place."""
+
+    number: int
+    seq: int | None
+    code: str
+    message: str
+
+
+@dataclass(slots=True)
 class FrameProblem:
     kind: str  # "corrupt" | "torn" | "no-header-frame"
     message: str
@@ -55,6 +65,18 @@ def _chunks(path: Path) -> Iterator[bytes | FrameProblem]:
                 if not block:
                     break
                 yield block
+
+
+def iter_source_lines(source, max_line: int = DEFAULT_MAX_LINE, start: tuple[int, int] = (0, 0), runs: bool = False) -> Iterator:
+    """Lines of a :class:`~invariants.discover.LogSource`: a file, or one session of a
+    SQLite database (then :class:`RowProblem` items mark rows that do not decode)."""
+    if getattr(source, "member", None) is not None:
+        from .sqlite_backend import iter_member_lines
+
+        if start != (0, 0):
+            raise ValueError("database sessions cannot be resumed mid-way")
+        return iter_member_lines(source, max_line)
+    return iter_lines(source.path, max_line, start, runs=True) if runs else iter_lines(source.path, max_line, start)
 
 
 def iter_lines(path: Path, max_line: int = DEFAULT_MAX_LINE, start: tuple[int, int] = (0, 0)) -> Iterator[RawLine | FrameProblem]:

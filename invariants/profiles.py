@@ -15,6 +15,8 @@ from .derive import PROJECTIONS, Projector
 
 SEED_SURFACE = frozenset({"user/message", "assistant/message", "tool/result", "context/message", "steering/message"})
 HEAD_SURFACE = frozenset({"user/message", "assistant/message", "tool/result"})
+# HEAD still reads a stored steering/message: its loader migrates it to a user/message.
+HEAD_READ_SURFACE = HEAD_SURFACE | {"steering/message"}
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class Profile:
     unknown_types_need_ignorable: bool
     config_keys: tuple[str, ...]
     prefix_per_step: bool = False  # 17bd71e530: prefix/suffix came from a per-step waterfall
+    head_contract: bool = False  # HEAD invariant.ts event rules, KNOWN_SESSION_EVENT_TYPES, legacy-shape migration
 
     def __reduce__(self):
         # Pickle by name: checkpoints and worker processes share the table.
@@ -55,19 +58,19 @@ PROFILES: dict[str, Profile] = {
             ("model", "temperature", "maxTokens"), prefix_per_step=True,
         ),
         Profile(
-            "late-early", "late", "late era before the message-object shapes (1123e946c0..6816e8a3d5): snapshots only, reason change",
+            "late-early", "late", "late era 1123e946c0..f593ef5ab5: snapshots only, reason change, context/steering still wrapped in tags",
             SEED_SURFACE, PROJECTIONS["late-early"], frozenset({"initial", "resume", "change"}), False, "boundary", True, False,
             ("model", "temperature", "maxTokens", "provider", "reasoningEffort"),
         ),
         Profile(
-            "late-unwrapped", "late", "late era after b25b78fd02/f593ef5ab5: context and steering projected without tags",
+            "late-unwrapped", "late", "late era f593ef5ab5..6816e8a3d5: context and steering projected without tags, plain message payloads, derive(<step/start)",
             SEED_SURFACE, PROJECTIONS["late-unwrapped"], frozenset({"initial", "resume", "change"}), False, "boundary", True, False,
             ("model", "temperature", "maxTokens", "provider", "reasoningEffort"),
         ),
         Profile(
-            "head", "late", "late era at HEAD 611615650f: message objects, no prefix, derive(log at dispatch)",
-            HEAD_SURFACE, PROJECTIONS["head"], frozenset({"initial", "resume", "change"}), False, "dispatch", False, True,
-            ("model", "temperature", "maxTokens", "provider", "reasoningEffort"),
+            "head", "late", "late era 6816e8a3d5..HEAD 611615650f: identified message objects (older late shapes read as HEAD migrates them), no prefix, derive(log at dispatch), HEAD invariant.ts contract, unknown types need ignorable",
+            HEAD_READ_SURFACE, PROJECTIONS["head"], frozenset({"initial", "resume", "change"}), False, "dispatch", False, True,
+            ("model", "temperature", "maxTokens", "provider", "reasoningEffort"), head_contract=True,
         ),
     )
 }

@@ -15,6 +15,8 @@ from typing import Any, Iterable
 
 from .discover import LogSource
 from .findings import Finding
+from .derive import LegacyIds, project
+from .late import header_findings, relax_fixture
 from .load import LogReader, event_from
 from .profiles import PROFILES, Profile
 from .records import Event, SessionHeader
@@ -312,7 +314,8 @@ class _Replay:
         where = self._where()
         cur = self.current
         if cur is None:
-            self._emit("HDR010", f"{ev.type} outside any step: it cannot govern a request", seq=ev.seq, line=ev.line, **where)
+            if not self.profile.head_contract:  # HEAD only asks for an open turn (the tracer's rule)
+                self._emit("HDR010", f"{ev.type} outside any step: it cannot govern a request", seq=ev.seq, line=ev.line, **where)
         elif self.chunks_since_attempt:
             self._emit("HDR010", f"{ev.type} after the step's first assistant/chunk: the request was already dispatched", seq=ev.seq, line=ev.line, **where)
         before = len(self.fold.versions)
@@ -347,11 +350,21 @@ class _Replay:
             st.header_version = len(self.fold.versions) - 1
             st.instance = self.fold.versions[-1].instance if self.fold.versions[-1].instance >= 0 else None
 
+    def _legacy_ids(self) -> LegacyIds | None:
+        """HEAD migrates pre-identity messages with ids minted from the session id (head profile only)."""
+        if not self.profile.head_contract:
+            return None
+        legacy = getattr(self, "legacy", None)
+        if legacy is None:
+            hdr = self.reader.header
+            legacy = self.legacy = LegacyIds(hdr.id if hdr else self.model.id)
+        return legacy
+
     def _surface(self, ev: Event) -> None:
         op = ev.surface_op
         if surface_op_problem(op) is not None:
             return
-        message = self.profile.projection[ev.type](ev.data) if ev.type in self.profile.projection else None
+        message = project(self.profile.projection, ev.type, ev.data, ev.seq, self._legacy_ids(), op)
         if op == "append":
             self.surface.append(ev.seq, message, ev.line)
             return
@@ -381,6 +394,8 @@ class _Replay:
                        + ": the harness would append interrupted closers on the next load",
                        seq=self.last_event.seq, line=self.last_event.line, turn=self.tracer.open_turn, step=self.tracer.open_step)
         self.findings[:0] = r.findings
+        self.findings[:0] = header_findings(m.header.raw if m.header else None, self.profile.era, self.reader.source.member is not None, r.file, m.id)
+        self.findings[:] = relax_fixture(self.findings, m.header.raw if m.header else None)
 
 
 def resume(source: LogSource, checkpoint: bytes) -> SessionModel | None:

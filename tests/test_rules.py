@@ -379,6 +379,7 @@ TESTED_ELSEWHERE = {
     "LOG005": "test_load.py", "LOG008": "test_load.py", "LOG013": "test_load.py",
     "LOG007": "test_late_era*.py", "LOG009": "test_load.py", "LOG010": "test_load.py", "LOG011": "test_late_era*.py",
     "LOG012": "test_load.py", "HDR012": "test_late_era*.py",
+    "LOG015": "test_late_era*.py", "LOG016": "test_sqlite_backend.py", "LOG017": "test_late_era*.py", "HDR015": "test_late_era*.py",
     "FRK001": "test_forks.py", "FRK002": "test_forks.py", "FRK003": "test_forks.py", "FRK004": "test_forks.py",
 }
 

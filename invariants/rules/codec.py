@@ -28,6 +28,36 @@ from ..profiles import Profile
 from ..records import Event
 
 ANCHORS = ("initial", "resume")
+# HEAD canonicalHeader keeps only these (request-header.ts @ 611615650f).
+HEAD_HEADER_KEYS = ("config", "adapterDefaults", "system", "tools")
+ADAPTER_DEFAULT_KEYS = ("reasoningEffort", "maxTokens")
+
+
+def head_header_problem(header: Any) -> str | None:
+    """Why HEAD's seed/load boundary rejects this snapshot (``assertCurrentLlmShape``), or None."""
+    config = header.get("config") if isinstance(header, dict) else None
+    if not isinstance(config, dict):
+        return None  # reported as a shape error by canonical()
+    for key in ("provider", "model"):
+        value = config.get(key)
+        if not isinstance(value, str) or not value:
+            return f"config lacks a non-empty {key} (HEAD refuses such a header)"
+    effort = config.get("reasoningEffort", MISSING)
+    if effort is not MISSING and (not isinstance(effort, str) or not effort):
+        return "config.reasoningEffort is not a non-empty string"
+    defaults = header.get("adapterDefaults", MISSING)
+    if defaults is not MISSING:
+        if not isinstance(defaults, dict):
+            return "adapterDefaults is not an object"
+        bad = [k for k in defaults if k not in ADAPTER_DEFAULT_KEYS]
+        if bad:
+            return f"adapterDefaults has unknown marker(s) {', '.join(bad)}"
+        if any(v is not True for v in defaults.values()):
+            return "adapterDefaults markers must be true"
+        for k in ADAPTER_DEFAULT_KEYS:
+            if defaults.get(k) is True and k not in config:
+                return f"adapterDefaults.{k} marks a config.{k} that is absent"
+    return None
 
 
 @dataclass(slots=True)
@@ -99,13 +129,20 @@ class HeaderFold:
         dropped = non_canonical_fields(d["header"])
         if dropped:
             self._err("HDR005", ev, f"snapshot carries empty field(s) {', '.join(dropped)} that canonical form drops", where, detail={"fields": dropped})
+        if self.profile.head_contract:
+            problem = head_header_problem(d["header"])
+            if problem:
+                self._err("HDR006", ev, f"request/header snapshot: {problem}", where)
+            # HEAD's canonicalHeader keeps config, adapterDefaults, system and tools only.
+            header = {k: v for k, v in header.items() if k in HEAD_HEADER_KEYS}
         if not isinstance(reason, str) or reason not in self.profile.reasons:
             self._err("HDR011", ev, f"request/header reason {shorten(reason, 40)} is not one the {self.profile.name} profile knows ({', '.join(sorted(self.profile.reasons))})", where)
         prev = self.state
+        late = self.profile.era == "late"
         if reason == "initial" and prev is not None:
-            self._err("HDR007", ev, "reason \"initial\" on a log that already had a request header (a new instance must anchor with resume)", where)
+            self._err("HDR015" if late else "HDR007", ev, "reason \"initial\" on a log that already had a request header (a new instance must anchor with resume)", where)
         if reason == "resume" and prev is None:
-            self._err("HDR008", ev, "reason \"resume\" on a log with no earlier request header (the first anchor must be initial)", where)
+            self._err("HDR015" if late else "HDR008", ev, "reason \"resume\" on a log with no earlier request header (the first anchor must be initial)", where)
         changed = changed_fields(prev, header)
         if reason in ANCHORS:
             self.expect_anchor = False

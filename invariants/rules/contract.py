@@ -23,7 +23,28 @@ STEP_SCOPED = frozenset({"assistant/chunk", "assistant/message", "tool/call", "t
 HEAD_TURN_ENCLOSED = frozenset({"todo/write", "request/header", "request/context"})
 HEAD_FREE = frozenset({"user/message", "session/end-seed"})
 
+# packages/core/session/src/known-event-types.ts @ 611615650f: the vocabulary HEAD's
+# persistence read path interprets; any other type needs ``ignorable: true``.
+KNOWN_SESSION_EVENT_TYPES = frozenset({
+    "agent-preset/selected", "agent/inbox/spliced", "approval/asked", "approval/decided", "approval/policy",
+    "assistant/chunk", "assistant/message", "command/done", "command/run", "compaction/end", "compaction/prune",
+    "compaction/start", "compaction/summary", "feedback/record", "goal/change", "hook/invoked", "hook/result",
+    "llm/retry", "llm/retry-started", "permission/preset", "plan/mode", "request/context", "request/header",
+    "sandbox/mode", "schedule/change", "session/end-seed", "session/title", "session/title-llm-request",
+    "step/end", "step/start", "subagent/descriptor", "team/member", "team/message/delivered", "team/message/queued",
+    "team/task", "todo/write", "tool-workflow/agent-end", "tool-workflow/agent-start", "tool-workflow/run-end",
+    "tool-workflow/run-start", "tool/call", "tool/code-dispatch", "tool/code-dispatch-start", "tool/result",
+    "turn/end", "turn/start", "user/message", "web/deepseek-search-llm-request",
+})
+# Removed types HEAD's loader still migrates before the vocabulary check (coordinator.ts).
+HEAD_MIGRATED_TYPES = frozenset({"steering/message"})
+# Removed types HEAD refuses with their own legacy diagnostics (reported by other rules).
+HEAD_LEGACY_REFUSED = frozenset({"request/header-delta"})
+TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
+TOOL_OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
+
 Emit = Callable[..., None]
+_MAX = 2**53 - 1
 
 
 def _int(v: Any) -> bool:
@@ -56,16 +77,22 @@ def tool_call_id(ev: Event) -> Any:
 
 
 def is_crash_repair_result(ev: Event) -> bool:
-    """Synthetic results the harness writes when it repairs a crashed turn."""
+    """Synthetic results the harness writes when it repairs a crashed turn.
+
+    Seed era: ``isError`` and ``error.code == "interrupted"``.  From
+    6d12e3ab41 the exempt one is ``TOOL_NOT_STARTED`` (no ``tool/call`` was
+    logged); HEAD checks ``message.content[0].isError === true`` with it.
+    ``TOOL_OUTCOME_UNKNOWN`` results answer a logged call, so they pair normally.
+    """
     d = ev.data
     err = d.get("error")
     code = err.get("code") if isinstance(err, dict) else None
     if d.get("isError") is True and code == "interrupted":
         return True
-    if code == "TOOL_NOT_STARTED":
+    if code == TOOL_NOT_STARTED:
         msg = d.get("message")
         if not isinstance(msg, dict):
-            return True
+            return d.get("isError") is True
         content = msg.get("content")
         return isinstance(content, list) and bool(content) and isinstance(content[0], dict) and content[0].get("isError") is True
     return False
@@ -82,6 +109,7 @@ class ContractTracer:
         self.next_turn = 1
         self.next_step = 1
         self.pending: dict[Any, int | None] = {}
+        self.head = profile.head_contract
         self.handlers: dict[str, Callable[[Event], None]] = {
             "turn/start": self._turn_start,
             "turn/end": self._turn_end,
@@ -92,6 +120,13 @@ class ContractTracer:
             "tool/call": self._tool_call,
             "tool/result": self._tool_result,
         }
+        if self.head:
+            self.handlers.update({
+                "turn/start": self._head_turn_start,
+                "turn/end": self._head_turn_end,
+                "step/end": self._head_step_end,
+                "tool/result": self._head_tool_result,
+            })
 
     # -- helpers -------------------------------------------------------------
     def _err(self, code: str, ev: Event, message: str) -> None:
@@ -101,10 +136,14 @@ class ContractTracer:
 
     def _need_ints(self, ev: Event, *keys: str) -> bool:
         d = ev.data
-        if not isinstance(d, dict) or not all(_int(d.get(k)) for k in keys):
-            self._err("EVT011", ev, f"{ev.type} data must carry integer {', '.join(keys)}; got {shorten(d, 80)}")
-            return False
-        return True
+        for k in keys:
+            v = d.get(k)
+            if type(v) is not int or not -_MAX <= v <= _MAX:
+                break
+        else:
+            return True
+        self._err("EVT011", ev, f"{ev.type} data must carry integer {', '.join(keys)}; got {shorten(d, 80)}")
+        return False
 
     def _in_open_step(self, ev: Event) -> bool:
         d = ev.data
@@ -115,12 +154,24 @@ class ContractTracer:
 
     # -- entry -----------------------------------------------------------------
     def observe(self, ev: Event, surface_type: bool) -> None:
+        if self.profile.unknown_types_need_ignorable and not self._known(ev):
+            return
         self._metadata(ev, surface_type)
         handler = self.handlers.get(ev.type)
         if handler is not None:
             handler(ev)
         else:
             self._other(ev)
+
+    def _known(self, ev: Event) -> bool:
+        """HEAD refuses a log with an unknown, non-ignorable type (coordinator ``assertEventsSupported``)."""
+        t = ev.type
+        if t in KNOWN_SESSION_EVENT_TYPES or t in HEAD_MIGRATED_TYPES or t in HEAD_LEGACY_REFUSED:
+            return True
+        if ev.ignorable:
+            return False  # an ignorable event is skipped by its reader: no contract applies
+        self._err("LOG007", ev, f"event type {shorten(t, 60)} is not in HEAD's KNOWN_SESSION_EVENT_TYPES and is not marked ignorable: the harness refuses to interpret this log")
+        return False
 
     def _metadata(self, ev: Event, surface_type: bool) -> None:
         if not surface_type:
@@ -146,7 +197,7 @@ class ContractTracer:
             if not (self.profile.era == "late" and ev.type == "assistant/message"):
                 self._err("EVT003", ev, "sourceEventSeqs must not be empty when present")
             return
-        if all(type(r) is int for r in refs) and min(refs) >= 0 and max(refs) < ev.seq:
+        if set(map(type, refs)) == {int} and min(refs) >= 0 and max(refs) < ev.seq:
             bad = []
         else:
             bad = [r for r in refs if not _int(r) or r < 0 or r >= ev.seq]
@@ -218,6 +269,54 @@ class ContractTracer:
         if rewrite and self.profile.era == "late":
             if self.open_turn is None:
                 self._err("EVT010", ev, "tool/result rewrite outside any open turn")
+            return
+        if not self._need_ints(ev, "turn", "step"):
+            return
+        self._in_open_step(ev)
+        call_id = tool_call_id(ev)
+        if call_id not in self.pending and not is_crash_repair_result(ev):
+            self._err("EVT009", ev, f"tool/result for {shorten(call_id, 60)} with no prior tool/call in this step")
+        self.pending.pop(call_id, None)
+
+    # -- HEAD (packages/core/session/src/invariant.ts @ 611615650f) -------------
+    def _head_turn_start(self, ev: Event) -> None:
+        if not self._need_ints(ev, "turn"):
+            return
+        turn = ev.data["turn"]
+        if self.open_turn is not None:
+            self._err("EVT006", ev, f"turn/start {turn} while turn {self.open_turn} is still open")
+        if turn != self.next_turn:
+            self._err("EVT006", ev, f"turn/start expected turn {self.next_turn}, got {turn}")
+        # HEAD keeps nextTurn and the pending calls; we resync nextTurn after a
+        # reported error so one misnumbering is reported once.
+        self.open_turn = turn
+        self.next_turn = turn
+        self.next_step = 1
+
+    def _head_turn_end(self, ev: Event) -> None:
+        if not self._need_ints(ev, "turn"):
+            return
+        turn = ev.data["turn"]
+        if self.open_turn != turn:
+            self._err("EVT006", ev, f"turn/end {turn} does not match the open turn {self.open_turn}")
+        if self.open_step is not None:
+            self._err("EVT006", ev, f"turn/end {turn} while step {self.open_step} is still open")
+        self.open_turn = None
+        self.next_turn = turn + 1
+
+    def _head_step_end(self, ev: Event) -> None:
+        if not self._need_ints(ev, "turn", "step"):
+            return
+        self._in_open_step(ev)
+        self.pending.clear()
+        self.open_step = None
+        self.next_step = ev.data["step"] + 1
+
+    def _head_tool_result(self, ev: Event) -> None:
+        if ev.surface_op != "append":
+            # A content rewrite (Session validated what it replaces) only needs an open turn.
+            if self.open_turn is None:
+                self._err("EVT010", ev, "tool/result surface replacement appended outside any open turn")
             return
         if not self._need_ints(ev, "turn", "step"):
             return
