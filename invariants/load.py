@@ -22,7 +22,7 @@ import orjson
 from .discover import LogSource, strip_log_suffix
 from .findings import Finding
 from .jsonvalue import is_safe_int, shorten
-from .lines import DEFAULT_MAX_LINE, FrameProblem, RawLine, iter_lines
+from .lines import DEFAULT_MAX_LINE, FrameProblem, RawLine, RowProblem, iter_source_lines
 from .records import ENVELOPE_KEYS, Event, SessionHeader
 from .rules.registry import make_finding
 
@@ -172,8 +172,13 @@ class LogReader:
         loads = orjson.loads
         self.resume_point = None
         last_complete = True
-        for raw in iter_lines(self.source.path, self.max_line, (start_offset, start_line)):
+        for raw in iter_source_lines(self.source, self.max_line, (start_offset, start_line)):
             last_complete = raw.complete if type(raw) is RawLine else False
+            if type(raw) is RowProblem:  # a database row that does not decode: a defect at its place
+                self.lines = raw.number
+                defects.append(_Defect(raw.code, raw.number, raw.seq, raw.message))
+                bad_since_good += 1
+                continue
             if type(raw) is FrameProblem:
                 self.frame_problem = raw
                 if raw.kind == "torn":
@@ -245,7 +250,7 @@ class LogReader:
             self.events += len(objs)
         if first and self.header is None and self.frame_problem is None:
             self._emit("LOG005", "empty file: no session header line", line=1)
-        if not defects and last_complete and self.header is not None and not self.source.compressed:
+        if not defects and last_complete and self.header is not None and self.source.resumable:
             self.resume_point = (max(self.bytes, start_offset), self.lines, expected_seq)
         self._flush_defects(defects, torn=True)
 
