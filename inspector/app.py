@@ -1,0 +1,70 @@
+"""The TUI application and its factory, shared by the CLI and the tests.
+
+``create_app`` builds the same :class:`InspectorApp` that ``inspector PATH``
+runs, so the Pilot and snapshot tests drive what users see.  A log file opens
+the session screen; a folder or a sessions root opens the session list
+(which goes straight to the session when ``--session`` names one, or when
+there is only one log).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+from textual.app import App, SystemCommand
+from textual.screen import Screen
+
+from invariants.check import CheckOptions
+from invariants.discover import LogSource
+
+
+class InspectorApp(App):
+    CSS_PATH = "app.tcss"
+    TITLE = "inspector"
+
+    def __init__(self, path: str | os.PathLike, *, captures: list | None = None, session: str | None = None,
+                 follow: bool = False, profile: str | None = None) -> None:
+        super().__init__()
+        self.path = Path(path)
+        self.options = CheckOptions(captures=[Path(c) for c in captures] if captures else None, profile=profile)
+        self.session = session
+        self.follow = follow
+
+    def on_mount(self) -> None:
+        from inspector.screens.session import SessionScreen
+        from inspector.screens.session_list import SessionListScreen
+
+        if self.path.is_dir():
+            self.push_screen(SessionListScreen(self.path, options=self.options, session=self.session, follow=self.follow))
+        else:
+            self.push_screen(SessionScreen(LogSource(self.path, self.path.parent), options=self.options, follow=self.follow))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        from inspector.screens.session import SessionScreen
+
+        if isinstance(screen, SessionScreen):
+            yield SystemCommand("Next finding", "Jump to the next finding: its step, its tab, its path (n)", screen.action_next_finding)
+            yield SystemCommand("Previous finding", "Jump to the previous finding (N)", screen.action_previous_finding)
+            yield SystemCommand("Next resume boundary", "Jump to the first step of the next loop instance (])", lambda: screen.action_resume(1))
+            yield SystemCommand("Previous resume boundary", "Jump to the first step of the previous loop instance ([)",
+                                lambda: screen.action_resume(-1))
+            yield SystemCommand("Search", "Search message and event text (/)", screen.action_search)
+            yield SystemCommand("Filter timeline", "Show only steps with findings of one category (f)", screen.action_filter)
+            yield SystemCommand("Go to producing event", "Jump from the selected message to the event that produced it (e)",
+                                screen.action_goto_origin)
+            yield SystemCommand("When did this change?", "Jump to the event that last changed the selected header field or the prefix (w)",
+                                screen.action_when_changed)
+            yield SystemCommand("Export request", "Write the rebuilt request of the step as JSON (x)", screen.action_export)
+            yield SystemCommand("Help", "All keys, explained (?)", screen.action_help)
+            for i, (tab, title) in enumerate((("request", "Request"), ("diff", "Diff"), ("header", "Header"), ("prefix", "Prefix"),
+                                              ("events", "Events"), ("findings", "Findings"))):
+                yield SystemCommand(f"{title} tab", f"Show the {title} tab ({i + 1})", lambda t=tab: screen.action_tab(t))
+
+
+def create_app(path: str | os.PathLike, captures: list | None = None, session: str | None = None,
+               follow: bool = False, profile: str | None = None) -> InspectorApp:
+    """The app ``inspector PATH`` runs (the CLI and the tests both call this)."""
+    return InspectorApp(path, captures=captures, session=session, follow=follow, profile=profile)

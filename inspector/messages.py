@@ -1,0 +1,115 @@
+"""Every custom message of the TUI, in one place.
+
+UI state flows one way: widgets post these, the screen that owns the state
+handles them and sets its reactives; workers (threads) report their results
+with them.  Each is a small dataclass; ``control`` lets ``@on(…, "#id")``
+selectors match the widget that sent it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from textual.message import Message
+
+if TYPE_CHECKING:
+    from textual.widget import Widget
+
+    from invariants.check import CheckResult
+    from invariants.events_view import Match, RawEvent
+    from invariants.replay import SessionModel
+
+
+# -- workers -> screens ---------------------------------------------------------
+@dataclass
+class SessionLoaded(Message):
+    """A check of the session's log finished (``refresh``: a re-check while following)."""
+
+    result: "CheckResult"
+    model: "SessionModel"
+    elapsed: float
+    refresh: bool = False
+
+
+@dataclass
+class SessionLoadFailed(Message):
+    """The log could not be checked at all (unreadable, not a log)."""
+
+    error: str
+
+
+@dataclass
+class SessionSummaryReady(Message):
+    """One row of the session list is ready (rows arrive one log at a time)."""
+
+    summary: Any  # inspector.screens.session_list.SessionSummary
+
+
+@dataclass
+class SessionScanFinished(Message):
+    """Every log under the list's path has been summarised."""
+
+    count: int
+    elapsed: float
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class EventsRead(Message):
+    """The raw events of one step, read back from the file."""
+
+    step: int
+    events: list["RawEvent"]
+    elapsed: float
+    target: int | None = None  # the seq to put the cursor on
+
+
+@dataclass
+class SearchFinished(Message):
+    """Events whose text contains ``query``, in log order."""
+
+    query: str
+    matches: list["Match"]
+    elapsed: float
+
+
+# -- widgets -> screens ---------------------------------------------------------
+@dataclass
+class StepSelected(Message):
+    """The user picked a step in the timeline (index into ``SessionModel.steps``)."""
+
+    index: int
+
+
+@dataclass
+class BlockSelected(Message):
+    """The cursor of a document view moved to the block with ``key``."""
+
+    view: "Widget"
+    key: Any
+
+    @property
+    def control(self) -> "Widget":
+        return self.view
+
+
+@dataclass
+class BlockActivated(Message):
+    """Enter (or a double click) on a block of a document view."""
+
+    view: "Widget"
+    key: Any
+
+    @property
+    def control(self) -> "Widget":
+        return self.view
+
+
+@dataclass
+class SessionChosen(Message):
+    """Enter on a row of the session list."""
+
+    path: Path
+    session_id: str

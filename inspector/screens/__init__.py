@@ -1,0 +1,1 @@
+"""Screens of the TUI: the session list and the session screen (plus small dialogs)."""

@@ -1,0 +1,781 @@
+"""The session screen: the timeline of steps and, for the selected step, the tabs.
+
+The screen owns the state: the checked session (:class:`SessionState`), the
+selected step (``step_index``) and the timeline filter (``category``), both
+reactives.  Widgets only post messages; the screen handles them, sets the
+reactives, and the watchers redraw the timeline and the *active* tab (other
+tabs redraw when they are shown).  The check runs in a worker thread, so the
+first screen appears before a large log is read; events are read back from
+the file in another worker; ``--follow`` re-checks in a third as the log grows.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer, Input, TabbedContent, TabPane
+from textual.worker import get_current_worker
+
+from invariants.check import CheckOptions, run_check
+from invariants.discover import LogSource, strip_log_suffix
+from invariants.events_view import LineIndex, Match, read_events, search
+from inspector.messages import (
+    BlockActivated,
+    BlockSelected,
+    EventsRead,
+    SearchFinished,
+    SessionLoaded,
+    SessionLoadFailed,
+    StepSelected,
+)
+from inspector.screens.state import TABS, SessionState, describe_version, finding_tab
+from inspector.widgets.diff_view import DiffView
+from inspector.widgets.events_view import EventsView
+from inspector.widgets.findings_view import FindingsView, finding_where
+from inspector.widgets.header_view import HeaderView
+from inspector.widgets.jsontext import safe, styled
+from inspector.widgets.prefix_view import PrefixView
+from inspector.widgets.request_view import RequestView
+from inspector.widgets.status import SessionBar, StatusLine
+from inspector.widgets.timeline import Timeline
+
+TAB_TITLES = {"request": "Request", "diff": "Diff", "header": "Header", "prefix": "Prefix", "events": "Events", "findings": "Findings"}
+FOLLOW_POLL = 0.3  # seconds between looks at a followed log
+
+
+def _log_suffix_free(path: Path) -> str:
+    return strip_log_suffix(path.name)
+
+
+class SessionScreen(Screen):
+    BINDINGS = [
+        Binding("j", "step(1)", "Step", key_display="j/k"),
+        Binding("k", "step(-1)", "Step", show=False),
+        Binding("down", "step(1)", "Next step", show=False),
+        Binding("up", "step(-1)", "Previous step", show=False),
+        Binding("pagedown", "step(10)", "10 steps down", show=False),
+        Binding("pageup", "step(-10)", "10 steps up", show=False),
+        Binding("g,home", "edge(0)", "First step", show=False),
+        Binding("G,end", "edge(1)", "Last step", show=False),
+        Binding("n", "next_finding", "Finding", key_display="n/N"),
+        Binding("N", "previous_finding", "Previous finding", show=False),
+        Binding("right_square_bracket", "resume(1)", "Resume", key_display="[/]"),
+        Binding("left_square_bracket", "resume(-1)", "Previous resume", show=False),
+        Binding("slash", "search", "Search", key_display="/"),
+        Binding("f", "filter", "Filter"),
+        Binding("e", "goto_origin", "Event"),
+        Binding("w", "when_changed", "Changed?"),
+        Binding("x", "export", "Export"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("escape", "back", "Back", show=False),
+        Binding("q", "quit", "Quit"),
+        *[Binding(str(i + 1), f"tab('{t}')", TAB_TITLES[t], show=False) for i, t in enumerate(TABS)],
+    ]
+
+    step_index: reactive[int] = reactive(-1, init=False, always_update=True)
+    category: reactive[str | None] = reactive(None, init=False)
+
+    def __init__(self, source: LogSource, *, options: CheckOptions | None = None, extra_paths: list[Path] | None = None,
+                 follow: bool = False, from_list: bool = False) -> None:
+        super().__init__()
+        self.source = source
+        self.options = options or CheckOptions()
+        self.extra_paths = list(extra_paths or [])
+        self.follow = follow
+        self.from_list = from_list
+        self.state: SessionState | None = None
+        self.line_index: LineIndex | None = None
+        self.loaded_at: float | None = None
+        self.load_elapsed: float | None = None
+        self.started = time.perf_counter()
+        self._rendered: dict[str, tuple[int, int]] = {}  # tab -> (state generation, step)
+        self._generation = 0
+        self._pending: dict[str, Any] = {}  # tab -> cursor key to apply on its next draw
+        self._events_target: int | None = None
+        self.finding_pos = -1
+        self.search_query = ""
+        self.search_matches: list[Match] = []
+        self.search_pos = -1
+        self._file_stamp: tuple[int, int] | None = None
+
+    # -- layout --------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield SessionBar(Text(f" {safe(self.source.path.name)} · reading…"), id="session-bar")
+        with Horizontal(id="main"):
+            yield Timeline(id="timeline")
+            with TabbedContent(id="tabs", initial="request"):
+                with TabPane("Request", id="request"):
+                    yield RequestView(id="request-view")
+                with TabPane("Diff", id="diff"):
+                    yield DiffView(id="diff-view")
+                with TabPane("Header", id="header"):
+                    yield HeaderView(id="header-view")
+                with TabPane("Prefix", id="prefix"):
+                    yield PrefixView(id="prefix-view")
+                with TabPane("Events", id="events"):
+                    yield EventsView(id="events-view")
+                with TabPane("Findings", id="findings"):
+                    yield FindingsView(id="findings-view")
+        yield StatusLine(Text(""), id="status")
+        yield Input(placeholder="search message and event text; Enter searches (again: next match), Escape closes", id="search")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(Timeline).focus()
+        self.load_session()
+
+    # -- shortcuts -------------------------------------------------------------------
+    @property
+    def timeline(self) -> Timeline:
+        return self.query_one(Timeline)
+
+    @property
+    def tabs(self) -> TabbedContent:
+        return self.query_one("#tabs", TabbedContent)
+
+    @property
+    def status(self) -> StatusLine:
+        return self.query_one(StatusLine)
+
+    def say(self, text: Text | str) -> None:
+        self.status.show(text)
+
+    @property
+    def active_tab(self) -> str:
+        return self.tabs.active or "request"
+
+    # -- loading -----------------------------------------------------------------------
+    def _paths(self) -> list[Path]:
+        return [self.source.path, *self.extra_paths]
+
+    @work(thread=True, exclusive=True, group="load")
+    def load_session(self, refresh: bool = False) -> None:
+        started = time.perf_counter()
+        try:
+            result = run_check(self._paths(), self.options)
+            model = self._pick(result)
+            if model is None:
+                self.post_message(SessionLoadFailed("; ".join(result.problems) or "no session log found"))
+                return
+            parent = self._parent_path(model) if not refresh else None
+            if parent is not None:
+                self.extra_paths.append(parent)
+                result = run_check(self._paths(), self.options)
+                model = self._pick(result) or model
+            if self.line_index is None:
+                self.line_index = LineIndex(self.source.path)
+            else:
+                self.line_index.extend()
+        except Exception as exc:  # the UI must survive any log
+            self.post_message(SessionLoadFailed(f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(SessionLoaded(result, model, time.perf_counter() - started, refresh))
+
+    def _pick(self, result: Any) -> Any:
+        target = self.source.path.resolve()
+        for m in result.sessions:
+            if m.source.path.resolve() == target:
+                return m
+        return result.sessions[0] if result.sessions else None
+
+    def _parent_path(self, model: Any) -> Path | None:
+        """The parent of a forked child, looked for beside it (both layouts), so its seed is checked."""
+        hdr = model.header
+        if hdr is None or not hdr.parent_session or any(p for p in self.extra_paths):
+            return None
+        name = hdr.parent_session
+        if "/" in name or "\\" in name or name in (".", ".."):
+            return None
+        folder = self.source.path.parent
+        candidates = [folder / f"{name}{s}" for s in (".jsonl", ".jsonl.zstd", ".jsonl.zst")]
+        candidates += [folder.parent / name / f"session{s}" for s in (".jsonl", ".jsonl.zstd", ".jsonl.zst")]
+        for c in candidates:
+            if c.is_file() and c.resolve() != self.source.path.resolve():
+                return c
+        return None
+
+    def on_session_load_failed(self, message: SessionLoadFailed) -> None:
+        self.timeline.placeholder = "could not read this log"
+        self.timeline.refresh()
+        self.say(Text("cannot check this log: " + safe(message.error), style="bold red"))
+
+    def on_session_loaded(self, message: SessionLoaded) -> None:
+        state = SessionState(message.result, message.model)
+        old = self.state
+        self.state = state
+        self._generation += 1
+        self.load_elapsed = message.elapsed
+        if self.loaded_at is None:
+            self.loaded_at = time.perf_counter()
+        self._update_bar()
+        self._update_findings_title()
+        rows = state.rows(self.category)
+        step = self.step_index if message.refresh and self.step_index >= 0 else (0 if state.steps else -1)
+        step = min(step, len(state.steps) - 1)
+        self.timeline.placeholder = "no steps in this log" if not state.steps else ""
+        self.timeline.set_rows(state, rows, step if step >= 0 else None)
+        if message.refresh and old is not None:
+            grown = message.model.events - old.model.events
+            if grown:
+                self.say(Text(f"following: +{grown} events, {len(state.steps) - len(old.steps):+d} steps "
+                              f"(checked in {message.elapsed * 1000:.0f} ms)", style="#7dcfff"))
+        else:
+            self._initial_status(state)
+        self.step_index = step
+        if self.follow and not message.refresh:
+            self.follow_log()
+
+    def _initial_status(self, state: SessionState) -> None:
+        c = state.counts()
+        if not state.findings:
+            self.say(Text(f"✓ no findings · {len(state.model.requests)} recorded request(s) compared", style="green"))
+            return
+        t = styled(f"{len(state.findings)} finding(s): ", "bold")
+        t.append(f"{c['error']} error(s) ", "bold red" if c["error"] else "dim")
+        t.append(f"{c['warning']} warning(s) ", "#e0af68" if c["warning"] else "dim")
+        t.append(f"{c['info']} info(s)", "#7dcfff" if c["info"] else "dim")
+        t.append(" · press n to jump to the first", "dim")
+        self.say(t)
+
+    def _update_bar(self) -> None:
+        state = self.state
+        if state is None:
+            return
+        m = state.model
+        c = state.counts()
+        t = Text(" ")
+        t.append(safe(self.source.path.name), "bold")
+        t.append(" │ ", "dim")
+        t.append(safe(m.id), "#7aa2f7")
+        t.append(" │ ", "dim")
+        t.append(f"{m.profile.era} era" + (f" ({safe(m.profile.name)})" if m.profile.name != m.profile.era else ""))
+        t.append(" │ ", "dim")
+        t.append(f"✗{c['error']}", "bold red" if c["error"] else "dim")
+        t.append(f" ⚠{c['warning']}", "#e0af68" if c["warning"] else "dim")
+        t.append(f" ●{c['info']}", "#7dcfff" if c["info"] else "dim")
+        t.append(" │ ", "dim")
+        t.append(f"{m.events} events · {len(m.steps)} steps · {m.turns} turns · {len(m.instances)} instance{'s' if len(m.instances) != 1 else ''}"
+                 f" · {len(m.compactions)} compaction{'s' if len(m.compactions) != 1 else ''} · {len(m.requests)} recorded", "")
+        if self.follow:
+            t.append("  ◉ following", "bold #9ece6a")
+        if self.category:
+            t.append("  filter: " + safe(self.category), "bold #e0af68")
+        self.query_one(SessionBar).show(t)
+
+    def _update_findings_title(self) -> None:
+        if self.state is None:
+            return
+        n = len(self.state.findings)
+        self.tabs.get_tab("findings").label = Text(f"Findings ({n})" if n else "Findings")
+
+    # -- follow ---------------------------------------------------------------------------
+    def _stamp(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.source.path)
+        except OSError:
+            return None
+        return st.st_size, st.st_mtime_ns
+
+    @work(thread=True, exclusive=True, group="follow")
+    def follow_log(self) -> None:
+        worker = get_current_worker()
+        last = self._stamp()
+        while not worker.is_cancelled:
+            time.sleep(FOLLOW_POLL)
+            stamp = self._stamp()
+            if stamp is None or stamp == last:
+                continue
+            if not self.source.compressed and not self._ends_with_newline():
+                continue  # a line is being written; look again shortly
+            last = stamp
+            started = time.perf_counter()
+            try:
+                result = run_check(self._paths(), self.options)
+                model = self._pick(result)
+                if self.line_index is not None:
+                    self.line_index.extend()
+            except Exception as exc:
+                self.post_message(SessionLoadFailed(f"{type(exc).__name__}: {exc}"))
+                continue
+            if model is not None and not worker.is_cancelled:
+                self.post_message(SessionLoaded(result, model, time.perf_counter() - started, True))
+
+    def _ends_with_newline(self) -> bool:
+        try:
+            with open(self.source.path, "rb") as fh:
+                fh.seek(-1, os.SEEK_END)
+                return fh.read(1) == b"\n"
+        except OSError:
+            return False
+
+    # -- selection ----------------------------------------------------------------------------
+    def watch_step_index(self, old: int, new: int) -> None:
+        if self.state is None or new < 0:
+            return
+        self.timeline.select_step(new)
+        self._draw_active()
+
+    def watch_category(self, old: str | None, new: str | None) -> None:
+        state = self.state
+        if state is None:
+            return
+        rows = state.rows(new)
+        self.timeline.set_rows(state, rows, self.step_index)
+        self._update_bar()
+        visible = self.timeline.visible_steps()
+        if visible and self.step_index not in visible:
+            self.step_index = visible[0]
+        self.say(Text(f"timeline: {len(visible)} step(s)" + (f" with {safe(new)} findings" if new else ""), style="#7dcfff"))
+
+    def on_step_selected(self, message: StepSelected) -> None:
+        self.step_index = message.index
+
+    @on(TabbedContent.TabActivated)
+    def _tab_shown(self, event: TabbedContent.TabActivated) -> None:
+        self._draw_active()
+
+    def _draw_active(self, force: bool = False) -> None:
+        state = self.state
+        if state is None or self.step_index < 0 or not state.steps:
+            if state is not None and self.active_tab == "findings":
+                self._draw("findings")
+            return
+        tab = self.active_tab
+        stamp = (self._generation, self.step_index)
+        waiting = tab == "events" and self._events_target is not None
+        if not force and self._rendered.get(tab) == stamp and tab not in self._pending and not waiting:
+            return
+        self._draw(tab)
+        self._rendered[tab] = stamp
+
+    def _draw(self, tab: str) -> None:
+        state = self.state
+        assert state is not None
+        i = self.step_index
+        key = self._pending.pop(tab, None)
+        if tab == "request":
+            self.query_one(RequestView).show(state, i, key)
+        elif tab == "diff":
+            self.query_one(DiffView).show(state, i, key)
+        elif tab == "header":
+            self.query_one(HeaderView).show(state, i, key)
+        elif tab == "prefix":
+            self.query_one(PrefixView).show(state, i, key)
+        elif tab == "findings":
+            self.query_one(FindingsView).show(state, key)
+        elif tab == "events":
+            view = self.query_one(EventsView)
+            target = self._events_target
+            self._events_target = None
+            if view.step == i and view.items and self._rendered.get("events") == (self._generation, i):
+                if target is not None:
+                    view.goto(target)
+                return
+            first, last, line = state.window(i)
+            view.loading(i, self._events_title(i))
+            self.read_step_events(i, first, last, line, target)
+
+    def _events_title(self, i: int) -> Text:
+        state = self.state
+        assert state is not None
+        st = state.steps[i]
+        first, last, _ = state.window(i)
+        t = styled(f"Events of turn {safe(st.turn)} step {safe(st.step)}", "bold")
+        t.append(f" · seq {first}–{last if last is not None else 'end'} (from the event after the previous step)", "dim")
+        return t
+
+    @work(thread=True, exclusive=True, group="events")
+    def read_step_events(self, step: int, first: int, last: int | None, line: int, target: int | None) -> None:
+        started = time.perf_counter()
+        try:
+            events = read_events(self.source, first, last, start_line=line, index=self.line_index)
+        except OSError as exc:
+            self.post_message(SessionLoadFailed(f"cannot read events: {exc}"))
+            return
+        self.post_message(EventsRead(step, events, time.perf_counter() - started, target))
+
+    def on_events_read(self, message: EventsRead) -> None:
+        if message.step != self.step_index:
+            return
+        self.query_one(EventsView).show_events(message.step, self._events_title(message.step), message.events, message.target)
+
+    # -- block messages -----------------------------------------------------------------------
+    def on_block_activated(self, message: BlockActivated) -> None:
+        view = message.view
+        if isinstance(view, FindingsView):
+            i = FindingsView.index_of_key(message.key)
+            if i is not None:
+                self.jump_to_finding(i)
+        elif isinstance(view, EventsView):
+            view.toggle(message.key)
+        elif isinstance(view, DiffView) and isinstance(message.key, tuple) and message.key[0] == "diff":
+            self.action_goto_origin()
+        elif isinstance(view, (HeaderView, PrefixView)) and isinstance(message.key, tuple) and message.key[0] == "version":
+            self.action_goto_origin()
+
+    def on_block_selected(self, message: BlockSelected) -> None:
+        pass  # selection lives in the view; actions read it when asked
+
+    # -- actions: moving ------------------------------------------------------------------------
+    def action_step(self, delta: int) -> None:
+        if self.state is None:
+            return
+        nxt = self.timeline.neighbour(self.step_index, delta)
+        if nxt is not None and nxt != self.step_index:
+            self.step_index = nxt
+
+    def action_edge(self, end: int) -> None:
+        steps = self.timeline.visible_steps()
+        if steps:
+            self.step_index = steps[-1] if end else steps[0]
+
+    def action_tab(self, tab: str) -> None:
+        self.tabs.active = tab
+
+    def action_back(self) -> None:
+        search = self.query_one("#search", Input)
+        if search.display:
+            self._close_search()
+            return
+        if self.from_list:
+            self.app.pop_screen()
+
+    async def action_quit(self) -> None:
+        self.app.exit()
+
+    def action_help(self) -> None:
+        from inspector.screens.dialogs import HelpScreen
+
+        self.app.push_screen(HelpScreen())
+
+    # -- findings -----------------------------------------------------------------------------------
+    def action_next_finding(self) -> None:
+        self._step_finding(1)
+
+    def action_previous_finding(self) -> None:
+        self._step_finding(-1)
+
+    def _step_finding(self, direction: int) -> None:
+        state = self.state
+        if state is None:
+            return
+        n = len(state.findings)
+        if not n:
+            self.say(Text("✓ no findings in this session", style="green"))
+            return
+        pos = self.finding_pos
+        here = self.step_index
+        if 0 <= pos < n and state.finding_step[pos] in (here, None):
+            nxt = (pos + direction) % n
+        else:
+            order = range(n) if direction > 0 else range(n - 1, -1, -1)
+            nxt = next((i for i in order if state.finding_step[i] is not None and
+                        (state.finding_step[i] >= here if direction > 0 else state.finding_step[i] <= here)),
+                       0 if direction > 0 else n - 1)
+        self.jump_to_finding(nxt)
+
+    def jump_to_finding(self, i: int) -> None:
+        state = self.state
+        if state is None or not (0 <= i < len(state.findings)):
+            return
+        self.finding_pos = i
+        f = state.findings[i]
+        step = state.finding_step[i]
+        tab = finding_tab(f) if step is not None else "findings"
+        if step is not None:
+            if self.category is not None and step not in self.timeline.visible_steps():
+                self.category = None
+            key = self._finding_key(f, step, tab)
+            if tab == "events":
+                self._events_target = f.seq
+            elif key is not None:
+                self._pending[tab] = key
+            self.step_index = step
+        else:
+            self._pending["findings"] = ("finding", i)
+        self._show_tab(tab)
+        self._finding_status(i)
+
+    def _show_tab(self, tab: str) -> None:
+        if self.active_tab != tab:
+            self.tabs.active = tab  # TabActivated draws it
+        else:
+            self._draw_active()
+
+    def _finding_key(self, f: Any, step: int, tab: str) -> Any:
+        state = self.state
+        assert state is not None
+        if tab == "diff":
+            for r, sd in enumerate(state.diffs(step)):
+                for n, d in enumerate(sd.differences):
+                    if d.code == f.rule and d.path == f.path:
+                        return ("diff", r, n)
+            return None
+        if tab == "header":
+            if f.path:
+                root = f.path.split(".", 1)[0].split("[", 1)[0]
+                if root in ("tools", "system", "config", "messagePrefix", "messageSuffix"):
+                    return ("field", root)
+            for j, v in enumerate(state.model.versions):
+                if v.seq == f.seq:
+                    return ("version", j)
+            return None
+        if tab == "prefix":
+            for j, v in enumerate(state.model.versions):
+                if v.seq == f.seq and f.rule == "PFX001":
+                    return ("version", j)
+            for inst in state.model.instances:
+                if inst.seq == f.seq:
+                    return ("instance", inst.index)
+        return None
+
+    def _finding_status(self, i: int) -> None:
+        state = self.state
+        assert state is not None
+        f = state.findings[i]
+        t = styled(f"[{i + 1}/{len(state.findings)}] ", "bold")
+        t.append(f"{f.severity} {f.rule}", {"error": "bold red", "warning": "bold #e0af68"}.get(f.severity, "#7dcfff"))
+        where = finding_where(f)
+        if where:
+            t.append(" · " + where, "dim")
+        if f.path:
+            t.append(" · at ", "dim")
+            t.append(safe(f.path), "bold #ff9e64")
+        t.append("\n" + safe(f.message))
+        self.say(t)
+
+    # -- resume boundaries ------------------------------------------------------------------------------
+    def action_resume(self, direction: int) -> None:
+        state = self.state
+        if state is None:
+            return
+        firsts = state.instance_first_steps()
+        here = self.step_index
+        target = None
+        if direction > 0:
+            target = next((s for s in firsts if s > here), None)
+        else:
+            target = next((s for s in reversed(firsts) if s < here), None)
+        if target is None:
+            self.say(Text("no resume boundary " + ("after" if direction > 0 else "before") + " this step", style="dim"))
+            return
+        if self.category is not None and target not in self.timeline.visible_steps():
+            self.category = None
+        st = state.steps[target]
+        inst = state.model.instances[st.instance] if st.instance is not None else None
+        self.step_index = target
+        if inst is not None:
+            t = styled(f"loop instance {inst.index}: {safe(inst.reason)} snapshot at seq {inst.seq}", "bold #bb9af7")
+            if inst.drift:
+                t.append(" · drift: " + ", ".join(safe(d) for d in inst.drift), "#e0af68")
+            self.say(t)
+
+    # -- filter ------------------------------------------------------------------------------------------
+    def action_filter(self) -> None:
+        from inspector.screens.dialogs import FilterScreen
+
+        if self.state is None:
+            return
+
+        def chosen(category: str | None) -> None:
+            self.category = category
+
+        self.app.push_screen(FilterScreen(self.state.categories(), self.category), chosen)
+
+    # -- jumping to events --------------------------------------------------------------------------------
+    def goto_event(self, seq: int, why: Text | None = None) -> None:
+        state = self.state
+        if state is None:
+            return
+        step = state.step_of_seq(seq)
+        if step is None:
+            self.say(Text(f"seq {seq} is not in any step's events", style="dim"))
+            return
+        if self.category is not None and step not in self.timeline.visible_steps():
+            self.category = None
+        self._events_target = seq
+        same = step == self.step_index
+        self.step_index = step
+        if self.active_tab != "events":
+            self.tabs.active = "events"
+        elif same:
+            self._draw_active(force=True)
+        if why is not None:
+            self.say(why)
+
+    def action_goto_origin(self) -> None:
+        state = self.state
+        if state is None or self.step_index < 0:
+            return
+        tab = self.active_tab
+        seq: int | None = None
+        what = ""
+        if tab in ("request", "events"):
+            view = self.query_one(RequestView)
+            if tab == "events":
+                self.say(Text("already on the events; e jumps from a message, a difference or a header field", style="dim"))
+                return
+            if self._rendered.get("request") != (self._generation, self.step_index):
+                self._draw("request")
+            key = view.selected_key
+            seq = view.origin_of(key)
+            what = f"message {key[1]}" if isinstance(key, tuple) and key and key[0] == "message" else ""
+        elif tab == "diff":
+            view = self.query_one(DiffView)
+            key = view.selected_key
+            seq = view.source_of(key)
+            if seq is None and isinstance(key, tuple) and key and key[0] == "line":
+                seq = self._origin_from_path(key[2])
+            what = "the difference"
+        elif tab == "header":
+            view = self.query_one(HeaderView)
+            seq = view.target_of(view.selected_key)
+            what = "the header field" if view.field_of(view.selected_key) else "the header event"
+        elif tab == "prefix":
+            view = self.query_one(PrefixView)
+            seq = view.target_of(view.selected_key)
+            what = "the prefix"
+        elif tab == "findings":
+            i = FindingsView.index_of_key(self.query_one(FindingsView).selected_key)
+            if i is not None:
+                seq = state.findings[i].seq
+                what = f"finding {state.findings[i].rule}"
+        if seq is None:
+            self.say(Text("no producing event for the selection (select a message, a difference or a field first)", style="dim"))
+            return
+        self.goto_event(seq, Text(f"event seq {seq} produced {what}".rstrip(), style="bold #7dcfff"))
+
+    def _origin_from_path(self, path: str) -> int | None:
+        state = self.state
+        if state is None or not path.startswith("messages["):
+            return None
+        try:
+            i = int(path[len("messages[") : path.index("]")])
+        except ValueError:
+            return None
+        exp = state.rebuilt(self.step_index)
+        return state.origin_of_message(exp, i) if exp is not None and i < len(exp.request.get("messages", [])) else None
+
+    def action_when_changed(self) -> None:
+        state = self.state
+        if state is None or self.step_index < 0:
+            return
+        field = "messagePrefix"
+        if self.active_tab == "header":
+            view = self.query_one(HeaderView)
+            field = view.field_of(view.selected_key) or field
+        vi = state.step_version(self.step_index)
+        j = state.last_change(field, vi)
+        if j is None:
+            self.say(Text(f"{safe(field)} was never set by a header event up to this step", style="dim"))
+            return
+        v = state.model.versions[j]
+        why = styled(f"{safe(field)} last changed at seq {v.seq}", "bold #7dcfff")
+        why.append(f" by {describe_version(v)} (header version {j}, loop instance {v.instance})", "")
+        self.goto_event(v.seq, why)
+
+    # -- search -----------------------------------------------------------------------------------------
+    def action_search(self) -> None:
+        box = self.query_one("#search", Input)
+        box.display = True
+        box.value = self.search_query
+        box.focus()
+
+    def _close_search(self) -> None:
+        box = self.query_one("#search", Input)
+        box.display = False
+        self.timeline.focus()
+
+    @on(Input.Submitted, "#search")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        query = event.value
+        if not query:
+            self._close_search()
+            return
+        if query == self.search_query and self.search_matches:
+            self._next_match()
+            return
+        self.search_query = query
+        self.search_matches = []
+        self.search_pos = -1
+        self.say(Text(f"searching for {safe(query)!s}…", style="dim"))
+        self.run_search(query)
+
+    @work(thread=True, exclusive=True, group="search")
+    def run_search(self, query: str) -> None:
+        started = time.perf_counter()
+        matches = search(self.source, query)
+        self.post_message(SearchFinished(query, matches, time.perf_counter() - started))
+
+    def on_search_finished(self, message: SearchFinished) -> None:
+        if message.query != self.search_query:
+            return
+        self.search_matches = message.matches
+        if not message.matches:
+            self.search_pos = -1
+            self.say(Text(f"no event contains “{safe(message.query)}”", style="#e0af68"))
+            return
+        state = self.state
+        start = state.window(self.step_index)[0] if state is not None and self.step_index >= 0 else 0
+        self.search_pos = next((i for i, m in enumerate(message.matches) if m.seq >= start), 0) - 1
+        self._next_match()
+
+    def _next_match(self) -> None:
+        if not self.search_matches:
+            return
+        self.search_pos = (self.search_pos + 1) % len(self.search_matches)
+        m = self.search_matches[self.search_pos]
+        why = styled(f"“{safe(self.search_query)}”: match {self.search_pos + 1} of {len(self.search_matches)}", "bold #7dcfff")
+        why.append(f" · seq {m.seq} {safe(m.type)} · ", "")
+        why.append(safe(m.snippet), "dim")
+        self.goto_event(m.seq, why)
+
+    # -- export -------------------------------------------------------------------------------------------
+    def action_export(self) -> None:
+        state = self.state
+        if state is None or self.step_index < 0:
+            return
+        exp = state.rebuilt(self.step_index)
+        if exp is None:
+            self.say(Text("no request to export: no header was in force at this step", style="#e0af68"))
+            return
+        st = state.steps[self.step_index]
+        stem = _log_suffix_free(self.source.path)
+        default = f"{stem}.turn{st.turn}-step{st.step}.request.json"
+        from inspector.screens.dialogs import ExportScreen
+
+        def chosen(path: str | None) -> None:
+            if path:
+                self.export_request(Path(path))
+
+        self.app.push_screen(ExportScreen(default), chosen)
+
+    def export_request(self, path: Path) -> None:
+        import orjson
+
+        state = self.state
+        if state is None:
+            return
+        exp = state.rebuilt(self.step_index)
+        if exp is None:
+            return
+        protected = {p.resolve() for p in self._paths()}
+        if path.resolve() in protected:
+            self.say(Text("refusing to overwrite a session log", style="bold red"))
+            return
+        try:
+            path.write_bytes(orjson.dumps(exp.request, option=orjson.OPT_INDENT_2) + b"\n")
+        except (OSError, TypeError) as exc:
+            self.say(Text(f"export failed: {safe(exc)}", style="bold red"))
+            return
+        self.say(Text(f"exported the rebuilt request ({len(exp.request.get('messages', []))} messages) to {safe(path)}", style="green"))

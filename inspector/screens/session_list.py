@@ -1,0 +1,275 @@
+"""The session list: every log under a folder or sessions root, checked one by one.
+
+Rows appear as soon as each log's header is read, and fill in as each log is
+checked in a worker thread (events, steps, resumes, findings by severity), so
+a big root is usable at once.  The list sorts (``s`` cycles the column, ``r``
+reverses) and filters (``/``); forked children sit under their parent.
+Enter opens the session screen.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from invariants.check import CheckOptions, run_check
+from invariants.discover import LogSource, discover
+from invariants.load import LogReader
+from inspector.messages import SessionChosen, SessionScanFinished, SessionSummaryReady
+from inspector.screens.state import session_findings
+from inspector.widgets.jsontext import safe
+from inspector.widgets.session_table import COLUMNS, SessionSummary, SessionTable, header_text
+
+SORT_KEYS = ["order"] + [key for key, _, _, _ in COLUMNS]
+
+
+def _sort_value(s: SessionSummary, key: str):
+    if key == "order":
+        return s.order
+    if key == "errors":
+        return (s.errors, s.warnings, s.infos)
+    if key == "created":
+        return s.created if isinstance(s.created, (int, float)) and not isinstance(s.created, bool) else float("-inf")
+    v = getattr(s, key)
+    if v is None:
+        return -1 if key not in ("id", "cwd") else ""
+    return v
+
+
+def arrange(summaries: list[SessionSummary], key: str, reverse: bool, needle: str) -> list[tuple[SessionSummary, int]]:
+    """Sorted, filtered rows with forked children under their parent (a matching child keeps its parent shown)."""
+    by_id = {s.id: s for s in summaries}
+    children: dict[str, list[SessionSummary]] = {}
+    roots: list[SessionSummary] = []
+    for s in summaries:
+        if s.parent and s.parent in by_id and s.parent != s.id:
+            children.setdefault(s.parent, []).append(s)
+        else:
+            roots.append(s)
+    needle = needle.casefold()
+
+    def matches(s: SessionSummary) -> bool:
+        return not needle or needle in s.id.casefold() or needle in (s.cwd or "").casefold() or needle in str(s.path).casefold()
+
+    def keep(s: SessionSummary, seen: set[str]) -> bool:
+        if s.id in seen:
+            return False
+        return matches(s) or any(keep(c, seen | {s.id}) for c in children.get(s.id, ()))
+
+    def order(items: list[SessionSummary]) -> list[SessionSummary]:
+        return sorted(items, key=lambda s: (_sort_value(s, key), s.order), reverse=reverse)
+
+    out: list[tuple[SessionSummary, int]] = []
+
+    def walk(s: SessionSummary, depth: int, seen: set[str]) -> None:
+        out.append((s, depth))
+        for c in order(children.get(s.id, [])):
+            if keep(c, seen | {s.id}):
+                walk(c, depth + 1, seen | {s.id})
+
+    for r in order(roots):
+        if keep(r, set()):
+            walk(r, 0, set())
+    return out
+
+
+class SessionListScreen(Screen):
+    BINDINGS = [
+        Binding("s", "sort", "Sort"),
+        Binding("r", "reverse", "Reverse"),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    sort_key: reactive[str] = reactive("order", init=False)
+    reverse: reactive[bool] = reactive(False, init=False)
+    needle: reactive[str] = reactive("", init=False)
+
+    def __init__(self, root: Path, *, options: CheckOptions | None = None, session: str | None = None, follow: bool = False) -> None:
+        super().__init__()
+        self.root = root
+        self.options = options or CheckOptions()
+        self.wanted = session
+        self.follow = follow
+        self.summaries: dict[Path, SessionSummary] = {}
+        self._dirty = False
+        self._opened = False
+        self.finished = False
+        self.elapsed: float | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(f" sessions under {safe(self.root)} · looking…"), id="list-bar")
+        yield Static(Text(""), id="list-header")
+        yield SessionTable(id="sessions")
+        yield Input(placeholder="filter by id, cwd or file; Enter applies, Escape clears", id="list-filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(SessionTable).focus()
+        self.set_interval(0.1, self._flush)
+        self.scan()
+
+    def on_resize(self) -> None:
+        self._draw_header()
+
+    # -- scanning ----------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="scan")
+    def scan(self) -> None:
+        started = time.perf_counter()
+        sources, problems = discover([self.root])
+        heads: list[SessionSummary] = []
+        for i, src in enumerate(sources):
+            s = self._head(i, src)
+            heads.append(s)
+            self.post_message(SessionSummaryReady(s))
+        if not self._opened:
+            wanted = [s for s in heads if self.wanted is not None and s.id == self.wanted]
+            if wanted or (self.wanted is None and len(heads) == 1):
+                target = (wanted or heads)[0]
+                self._opened = True
+                self.post_message(SessionChosen(target.path, target.id))
+            elif self.wanted is not None:
+                problems.append(f"no session with id {self.wanted!r} under {self.root}")
+        by_id = {s.id: s for s in heads}
+        for s in heads:
+            if s.problem:
+                continue
+            paths = [s.path] + ([by_id[s.parent].path] if s.parent and s.parent in by_id and by_id[s.parent].path != s.path else [])
+            try:
+                result = run_check(paths, self.options)
+            except Exception as exc:  # one bad log must not stop the list
+                self.post_message(SessionSummaryReady(replace(s, problem=f"{type(exc).__name__}: {exc}", loaded=True)))
+                continue
+            model = next((m for m in result.sessions if m.source.path == s.path), None)
+            if model is None:
+                self.post_message(SessionSummaryReady(replace(s, problem="; ".join(result.problems) or "not readable", loaded=True)))
+                continue
+            found = session_findings(result, model)
+            sev = {"error": 0, "warning": 0, "info": 0}
+            for f in found:
+                sev[f.severity] = sev.get(f.severity, 0) + 1
+            self.post_message(SessionSummaryReady(replace(
+                s, events=model.events, steps=len(model.steps), resumes=sum(1 for x in model.instances if x.reason == "resume"),
+                errors=sev["error"], warnings=sev["warning"], infos=sev["info"], profile=model.profile.name, loaded=True,
+            )))
+        self.post_message(SessionScanFinished(len(heads), time.perf_counter() - started, problems))
+
+    @staticmethod
+    def _head(order: int, src: LogSource) -> SessionSummary:
+        reader = LogReader(src)
+        try:
+            next(iter(reader.iter_objects()), None)
+        except OSError as exc:
+            return SessionSummary(order, src.path, src.path.name, problem=str(exc))
+        h = reader.header
+        if h is None:
+            return SessionSummary(order, src.path, src.path.name, problem="no session header")
+        return SessionSummary(order, src.path, h.id, cwd=h.cwd if isinstance(h.cwd, str) else None,
+                              created=h.created_at, parent=h.parent_session if isinstance(h.parent_session, str) else None)
+
+    def on_session_summary_ready(self, message: SessionSummaryReady) -> None:
+        self.summaries[message.summary.path] = message.summary
+        self._dirty = True
+
+    def on_session_scan_finished(self, message: SessionScanFinished) -> None:
+        self.finished = True
+        self.elapsed = message.elapsed
+        self._dirty = True
+        self._flush()
+        bar = Text(f" sessions under {safe(self.root)} · {message.count} log(s) checked in {message.elapsed:.1f} s")
+        if message.problems:
+            bar.append(" · " + safe("; ".join(message.problems)), "bold #e0af68")
+        self.query_one("#list-bar", Static).update(bar)
+
+    def _flush(self) -> None:
+        if not self._dirty:
+            return
+        self._dirty = False
+        summaries = list(self.summaries.values())
+        kids: dict[str, int] = {}
+        for s in summaries:
+            if s.parent:
+                kids[s.parent] = kids.get(s.parent, 0) + 1
+        for s in summaries:
+            s.forks = kids.get(s.id, 0)
+        self.query_one(SessionTable).set_rows(arrange(summaries, self.sort_key, self.reverse, self.needle))
+        if not self.finished:
+            done = sum(1 for s in summaries if s.loaded)
+            self.query_one("#list-bar", Static).update(Text(f" sessions under {safe(self.root)} · checked {done} of {len(summaries)}…"))
+        self._draw_header()
+
+    def _draw_header(self) -> None:
+        table = self.query_one(SessionTable)
+        self.query_one("#list-header", Static).update(header_text(table.size.width or self.size.width, self.sort_key, self.reverse))
+
+    # -- opening -------------------------------------------------------------------
+    def on_session_chosen(self, message: SessionChosen) -> None:
+        from inspector.screens.session import SessionScreen
+
+        src = LogSource(message.path, self.root)
+        summary = self.summaries.get(message.path)
+        extra: list[Path] = []
+        if summary is not None and summary.parent:
+            parent = next((s for s in self.summaries.values() if s.id == summary.parent and s.path != summary.path), None)
+            if parent is not None:
+                extra.append(parent.path)
+        self.app.push_screen(SessionScreen(src, options=self.options, extra_paths=extra, follow=self.follow, from_list=True))
+
+    # -- sorting and filtering -------------------------------------------------------
+    def action_sort(self) -> None:
+        self.sort_key = SORT_KEYS[(SORT_KEYS.index(self.sort_key) + 1) % len(SORT_KEYS)]
+
+    def action_reverse(self) -> None:
+        self.reverse = not self.reverse
+
+    def watch_sort_key(self) -> None:
+        self._dirty = True
+        self._flush()
+
+    def watch_reverse(self) -> None:
+        self._dirty = True
+        self._flush()
+
+    def watch_needle(self) -> None:
+        self._dirty = True
+        self._flush()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#list-filter", Input)
+        box.display = True
+        box.value = self.needle
+        box.focus()
+
+    @on(Input.Changed, "#list-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.needle = event.value
+
+    @on(Input.Submitted, "#list-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        self.query_one(SessionTable).focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#list-filter", Input)
+        box.value = ""
+        box.display = False
+        self.needle = ""
+        self.query_one(SessionTable).focus()
+
+    def action_help(self) -> None:
+        from inspector.screens.dialogs import HelpScreen
+
+        self.app.push_screen(HelpScreen())
+
+    async def action_quit(self) -> None:
+        self.app.exit()

@@ -1,0 +1,1 @@
+"""Widgets of the TUI, one per concern (timeline, the six tab views, tables, bars)."""

@@ -1,0 +1,186 @@
+"""The Diff tab: expected (rebuilt from the log) against recorded (from the capture).
+
+At the top, in words: the first differing JSON path, the expected and the
+recorded value there, the region and the event the message came from; then
+every difference the comparison found.  Below, both requests side by side as
+pretty JSON aligned line by line, identical runs folded, the first
+difference's line marked.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from rich.text import Text
+
+from inspector.screens.state import STATUS_LABEL, SessionState
+from inspector.widgets.difftext import ADDED_BG, REMOVED_BG
+from inspector.widgets.document import Block, DocumentView
+from inspector.widgets.jsontext import best_line, json_lines, safe, styled
+
+MARK_BG = "on #6b2a12"
+CONTEXT = 3
+REGION_WORDS = {"prefix": "the session prefix", "derived": "the derived history", "suffix": "the message suffix",
+                "beyond": "messages the log does not have"}
+
+
+def align_keys(value: Any, like: Any) -> Any:
+    """``value`` with its object keys in the order ``like`` has them (extra keys last), so a line diff shows content only."""
+    if isinstance(value, dict) and isinstance(like, dict):
+        keys = [k for k in like if k in value] + [k for k in value if k not in like]
+        return {k: align_keys(value[k], like.get(k)) for k in keys}
+    if isinstance(value, list) and isinstance(like, list):
+        return [align_keys(v, like[i] if i < len(like) else None) for i, v in enumerate(value)]
+    return value
+
+
+class DiffView(DocumentView):
+    """Blocks keyed ``("diff", request, n)`` (a difference) and ``("line", request, row)``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.sources: dict[Any, int | None] = {}  # block key -> event seq it points at
+        self.first_path: str | None = None
+
+    def show(self, state: SessionState, index: int, cursor_key: Any = None) -> None:
+        st = state.steps[index]
+        blocks: list[Block] = []
+        self.sources = {}
+        self.first_path = None
+        title = styled("Expected vs recorded", "bold")
+        title.append(f" · turn {safe(st.turn)} step {safe(st.step)} · {STATUS_LABEL.get(st.status, st.status)}", "")
+        blocks.append(Block(title, selectable=False))
+        diffs = state.diffs(index)
+        if not diffs:
+            blocks.append(Block(Text("No recorded request is anchored at this step, so there is nothing to compare. "
+                                     "Give the capture with --captures FILE, or see the rebuilt request in the Request tab.",
+                                     style="italic"), selectable=False))
+            self.set_blocks(blocks, cursor_key)
+            return
+        first_key = None
+        for r, sd in enumerate(diffs):
+            rec = sd.check.recorded
+            head = styled(f"\nrecorded request {r + 1} of {len(diffs)}", "bold")
+            head.append(f" · capture {safe(rec.file)}:{rec.line}", "dim")
+            if rec.log_length is not None:
+                head.append(f" · logLength {rec.log_length}", "dim")
+            head.append(f" · {sd.check.status}", "bold red" if sd.check.status in ("diverges", "header", "unexplained") else "green")
+            blocks.append(Block(head, selectable=False))
+            if not rec.loop_built:
+                blocks.append(Block(Text("a one-shot request (loopBuilt: false): shown, never compared", style="italic"), selectable=False))
+                continue
+            if sd.expected is None:
+                blocks.append(Block(Text("no request header was in force: nothing to compare it with", style="bold red"), selectable=False))
+                continue
+            if not sd.differences:
+                blocks.append(Block(Text(f"✓ identical to the rebuilt request ({len(sd.expected.request.get('messages', []))} messages)",
+                                         style="green"), selectable=False))
+                continue
+            d0 = sd.differences[0]
+            if r == 0 or self.first_path is None:
+                self.first_path = d0.path
+            summary = styled("first difference at ", "bold")
+            summary.append(safe(d0.path), "bold reverse #ff9e64")
+            summary.append(f"  ({d0.code})", "dim")
+            where = self._where(d0.detail)
+            if where:
+                summary.append("\n" + where, "")
+            summary.append("\n  expected  ", "bold")
+            summary.append(safe(d0.detail.get("expected", "")), "#9ece6a")
+            summary.append("\n  recorded  ", "bold")
+            summary.append(safe(d0.detail.get("recorded", "")), "#f7768e")
+            key = ("diff", r, 0)
+            blocks.append(Block(summary, key=key))
+            self.sources[key] = d0.detail.get("source_seq")
+            first_key = first_key or key
+            if len(sd.differences) > 1:
+                blocks.append(Block(Text(f"all differences ({len(sd.differences)}):", style="bold"), selectable=False))
+                for n, d in enumerate(sd.differences[1:], start=1):
+                    t = styled(f"  {d.code} ", "bold #ff9e64")
+                    t.append(safe(d.path), "bold")
+                    t.append("  " + safe(d.message), "")
+                    k = ("diff", r, n)
+                    blocks.append(Block(t, key=k))
+                    self.sources[k] = d.detail.get("source_seq")
+            dd = d0.detail.get("deepdiff")
+            if isinstance(dd, dict) and dd:
+                t = styled("deepdiff: ", "dim")
+                t.append(safe("; ".join(f"{k} ×{v.get('count')} ({', '.join(map(str, v.get('paths', [])[:3]))})"
+                                        if isinstance(v, dict) else f"{k}" for k, v in dd.items())), "dim")
+                blocks.append(Block(t, selectable=False))
+            recorded = rec.request
+            if not any(d.code == "DIV002" for d in sd.differences):
+                recorded = align_keys(recorded, sd.expected.request)  # key order is not the difference: align it
+            else:
+                blocks.append(Block(Text("keys are shown in their recorded order (the key order is one of the differences)", style="dim"),
+                                    selectable=False))
+            blocks.extend(self._side_by_side(r, sd.expected.request, recorded, [d.path for d in sd.differences]))
+        self.set_blocks(blocks, cursor_key if cursor_key is not None else first_key)
+
+    @staticmethod
+    def _where(detail: dict) -> str:
+        region = detail.get("region")
+        if not region:
+            return ""
+        out = f"  in {REGION_WORDS.get(region, region)}"
+        if detail.get("message_index") is not None:
+            out += f", message {detail['message_index']}"
+        if detail.get("source_seq") is not None:
+            out += f", produced by event seq {detail['source_seq']} (e jumps there)"
+        if detail.get("expected_count") is not None:
+            out += f" · {detail['expected_count']} messages expected, {detail.get('recorded_count')} recorded"
+        return out
+
+    def _side_by_side(self, r: int, expected: dict, recorded: dict, paths: list[str]) -> list[Block]:
+        left = json_lines(expected)
+        right = json_lines(recorded)
+        marks_l = {best_line(left, p) for p in paths[:1]}
+        marks_r = {best_line(right, p) for p in paths[:1]}
+        header = styled("expected (rebuilt from the log)", "bold underline")
+        blocks = [Block(Text(""), selectable=False),
+                  Block(header, right=Text("recorded (capture)", style="bold underline"), selectable=False)]
+        a = [t.plain for _, t in left]
+        b = [t.plain for _, t in right]
+        matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+        opcodes = matcher.get_opcodes()
+        for n, (tag, i1, i2, j1, j2) in enumerate(opcodes):
+            if tag == "equal":
+                length = i2 - i1
+                head = CONTEXT if n > 0 else 0
+                tail = CONTEXT if n < len(opcodes) - 1 else 0
+                if length > head + tail + 1:
+                    for k in range(head):
+                        blocks.append(self._row(r, left, right, i1 + k, j1 + k, "", marks_l, marks_r))
+                    blocks.append(Block(Text(f"  ⋯ {length - head - tail} identical lines", style="dim italic"), selectable=False))
+                    for k in range(length - tail, length):
+                        blocks.append(self._row(r, left, right, i1 + k, j1 + k, "", marks_l, marks_r))
+                else:
+                    for k in range(length):
+                        blocks.append(self._row(r, left, right, i1 + k, j1 + k, "", marks_l, marks_r))
+                continue
+            for k in range(max(i2 - i1, j2 - j1)):
+                li = i1 + k if i1 + k < i2 else None
+                rj = j1 + k if j1 + k < j2 else None
+                blocks.append(self._row(r, left, right, li, rj, "changed", marks_l, marks_r))
+        return blocks
+
+    def _row(self, r: int, left: list, right: list, li: int | None, rj: int | None, kind: str,
+             marks_l: set, marks_r: set) -> Block:
+        lt = left[li][1].copy() if li is not None else Text("")
+        rt = right[rj][1].copy() if rj is not None else Text("")
+        marked = (li is not None and li in marks_l) or (rj is not None and rj in marks_r)
+        if kind == "changed":
+            if li is not None:
+                lt.stylize(REMOVED_BG)
+            if rj is not None:
+                rt.stylize(ADDED_BG)
+        if marked:
+            lt = Text.assemble(("▶ ", "bold #ff9e64"), lt)
+            lt.stylize(MARK_BG)
+            rt.stylize(MARK_BG)
+        path = left[li][0] if li is not None else right[rj][0] if rj is not None else ""
+        return Block(lt, key=("line", r, path, li, rj), right=rt, selectable=kind == "changed" or marked)
+
+    def source_of(self, key: Any) -> int | None:
+        return self.sources.get(key)

@@ -1,0 +1,29 @@
+"""One-line bars: the session bar at the top and the status line above the footer.
+
+Both show ``Text`` only (file names, session ids and finding messages come
+from logs, so they are never given to Textual as markup strings).
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+
+class SessionBar(Static):
+    """File, session id, era/profile and counts of the open session."""
+
+    def show(self, text: Text) -> None:
+        self.update(text)
+
+
+class StatusLine(Static):
+    """What the last action found: a finding's path and message, a search hit, an export."""
+
+    def show(self, text: Text | str) -> None:
+        self.update(text if isinstance(text, Text) else Text(text))
+
+    @property
+    def plain(self) -> str:
+        content = self.content
+        return content.plain if isinstance(content, Text) else str(content)
