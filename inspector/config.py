@@ -1,0 +1,266 @@
+"""Project configuration for ``inspector check`` and ``inspector rules``.
+
+Read from ``inspector.toml`` (top level) or ``pyproject.toml``
+(``[tool.inspector]``), found by walking up from the working directory; in
+one folder ``inspector.toml`` wins.  The walk stops at the first folder that
+has either file with inspector settings, or at a repository root (``.git``).
+``--config FILE`` names the file; ``--isolated`` ignores every file.
+
+Keys (kebab-case; snake_case is accepted too)::
+
+    select = ["LOG", "DIV001", "fork-seed"]   # rule codes, code prefixes or categories
+    ignore = ["HDR013"]
+    fail-on = "warning"                        # error | warning | info
+    profile = "seed"                           # force a format profile
+    format = "text"                            # default output format
+    jobs = 4                                   # worker processes (0 = one per CPU)
+    cache = true                               # per-file result cache
+    cache-dir = ".inspector_cache"
+    baseline = "inspector-baseline.json"       # default for --baseline
+
+    [severity]                                 # (pyproject: [tool.inspector.severity])
+    PFX002 = "error"                           # by rule code
+    prefix-drift = "info"                      # or by category; a code beats its category
+
+    [per-path-ignores]                         # glob -> rules, against paths relative to the config's folder
+    "fixtures/**" = ["FRK003", "log-integrity"]
+
+Precedence: command-line flags over the file over defaults.  A list given
+on the command line replaces the file's list (``--select``, ``--ignore``);
+``--severity CODE=LEVEL`` overrides the file's table entry by entry.
+Unknown keys and unknown rule selectors are usage errors (exit 2), so a
+typo cannot silently switch a gate off.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SEVERITY_LEVELS = ("error", "warning", "info")
+
+KNOWN_KEYS = {
+    "select", "ignore", "fail-on", "profile", "format", "jobs", "cache", "cache-dir",
+    "baseline", "severity", "per-path-ignores",
+}
+
+
+class ConfigError(ValueError):
+    """A configuration file or value the tool cannot use (exit 2)."""
+
+
+@dataclass
+class Config:
+    path: Path | None = None  # the file it came from; None = defaults only
+    root: Path = field(default_factory=Path.cwd)  # per-path-ignores are relative to this
+    select: list[str] | None = None
+    ignore: list[str] = field(default_factory=list)
+    fail_on: str | None = None
+    profile: str | None = None
+    format: str | None = None
+    jobs: int | None = None
+    cache: bool | None = None
+    cache_dir: str | None = None
+    baseline: str | None = None
+    severity: dict[str, str] = field(default_factory=dict)  # selector (code/category/prefix) -> level
+    per_path_ignores: dict[str, list[str]] = field(default_factory=dict)
+
+
+def find_config(start: Path | None = None) -> Path | None:
+    """The nearest ``inspector.toml`` or ``pyproject.toml`` with ``[tool.inspector]``."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        own = folder / "inspector.toml"
+        if own.is_file():
+            return own
+        py = folder / "pyproject.toml"
+        if py.is_file() and _has_tool_section(py):
+            return py
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+def _has_tool_section(path: Path) -> bool:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    return isinstance(data.get("tool"), dict) and "inspector" in data["tool"]
+
+
+def load_config(path: Path | None = None, *, isolated: bool = False, start: Path | None = None) -> Config:
+    """The configuration in force: ``path`` if given, else the nearest file, else defaults."""
+    if isolated:
+        return Config()
+    if path is None:
+        path = find_config(start)
+        if path is None:
+            return Config()
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: configuration file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read ({exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("inspector", {}) if isinstance(data.get("tool"), dict) else {}
+        where = "[tool.inspector]"
+    else:
+        tool = data.get("tool")
+        table = tool["inspector"] if isinstance(tool, dict) and "inspector" in tool else data
+        where = "inspector.toml"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: {where} is not a table")
+    return parse_table(table, path, where)
+
+
+def _norm(key: str) -> str:
+    return key.replace("_", "-")
+
+
+def _str_list(value: Any, key: str, path: Path) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{path}: `{key}` must be a list of strings")
+    out: list[str] = []
+    for v in value:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def parse_table(table: dict, path: Path, where: str = "") -> Config:
+    cfg = Config(path=path, root=path.parent.resolve())
+    for raw_key, value in table.items():
+        key = _norm(raw_key)
+        if key not in KNOWN_KEYS:
+            raise ConfigError(f"{path}: unknown key `{raw_key}` in {where or 'configuration'} (known: {', '.join(sorted(KNOWN_KEYS))})")
+        if key == "select":
+            cfg.select = validate_selectors(_str_list(value, key, path), f"{path}: select")
+        elif key == "ignore":
+            cfg.ignore = validate_selectors(_str_list(value, key, path), f"{path}: ignore")
+        elif key == "fail-on":
+            if value not in SEVERITY_LEVELS:
+                raise ConfigError(f"{path}: fail-on must be one of {', '.join(SEVERITY_LEVELS)}, not {value!r}")
+            cfg.fail_on = value
+        elif key == "profile":
+            from invariants.profiles import PROFILES
+
+            if value not in PROFILES:
+                raise ConfigError(f"{path}: unknown profile {value!r}; known: {', '.join(PROFILES)}")
+            cfg.profile = value
+        elif key == "format":
+            from invariants.formats import FORMATS
+
+            if value not in FORMATS:
+                raise ConfigError(f"{path}: format must be one of {', '.join(FORMATS)}, not {value!r}")
+            cfg.format = value
+        elif key == "jobs":
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ConfigError(f"{path}: jobs must be an integer >= 0")
+            cfg.jobs = value
+        elif key == "cache":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{path}: cache must be true or false")
+            cfg.cache = value
+        elif key in ("cache-dir", "baseline"):
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{path}: {key} must be a path string")
+            resolved = str((cfg.root / value)) if not os.path.isabs(value) else value
+            if key == "cache-dir":
+                cfg.cache_dir = resolved
+            else:
+                cfg.baseline = resolved
+        elif key == "severity":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: severity must be a table of rule (or category) = level")
+            cfg.severity = parse_severity_table({str(k): v for k, v in value.items()}, str(path))
+        elif key == "per-path-ignores":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: per-path-ignores must be a table of glob = [rules]")
+            cfg.per_path_ignores = {
+                str(glob): validate_selectors(_str_list(rules, f"per-path-ignores.{glob}", path), f"{path}: per-path-ignores {glob!r}")
+                for glob, rules in value.items()
+            }
+    return cfg
+
+
+def validate_selectors(selectors: list[str], where: str) -> list[str]:
+    """Each selector must name a rule code, a code prefix or a category."""
+    from invariants.rules.registry import RULES
+
+    categories = {r.category for r in RULES.values()}
+    out = []
+    for s in selectors:
+        up = s.upper()
+        if up in RULES:
+            out.append(up)
+        elif s in categories:
+            out.append(s)
+        elif up.isalpha() and any(c.startswith(up) for c in RULES):
+            out.append(up)
+        else:
+            raise ConfigError(f"{where}: unknown rule selector {s!r} (a rule code like DIV001, a prefix like DIV, or a category like fork-seed)")
+    return out
+
+
+def parse_severity_table(table: dict[str, Any], where: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for sel, level in table.items():
+        if level not in SEVERITY_LEVELS:
+            raise ConfigError(f"{where}: severity for {sel!r} must be one of {', '.join(SEVERITY_LEVELS)}, not {level!r}")
+        (norm,) = validate_selectors([sel], f"{where}: severity")
+        out[norm] = level
+    return out
+
+
+def expand_severity(table: dict[str, str]) -> dict[str, str]:
+    """Selector table -> rule code table (``CheckOptions.severity_overrides``).
+
+    Categories apply first, then code prefixes, then exact codes, so the most
+    specific entry wins whatever the order in the file.
+    """
+    from invariants.rules.registry import RULES
+
+    out: dict[str, str] = {}
+    ordered = sorted(table.items(), key=lambda kv: 2 if kv[0].upper() in RULES else (1 if kv[0].isalpha() and kv[0].isupper() else 0))
+    for sel, level in ordered:
+        key = sel.upper() if sel.upper() in RULES else sel
+        for code, rule in RULES.items():
+            if code == key or rule.category == sel or (key.isalpha() and key.isupper() and code.startswith(key)):
+                out[code] = level
+    return out
+
+
+def path_ignored(file: str | None, rule: str, per_path: dict[str, list[str]], root: Path) -> bool:
+    """Does a per-path-ignores entry drop ``rule`` for ``file``?
+
+    A glob matches the file's path relative to ``root`` (the config's folder),
+    its absolute path, or its bare name; ``*`` crosses folders, ``**/`` may
+    match no folder at all.
+    """
+    if not file or not per_path:
+        return False
+    from invariants.check import rule_matches
+
+    p = Path(file)
+    absolute = (p if p.is_absolute() else Path.cwd() / p).resolve()
+    candidates = {absolute.as_posix(), p.name, p.as_posix()}
+    try:
+        candidates.add(absolute.relative_to(root.resolve()).as_posix())
+    except ValueError:
+        pass
+    for glob, rules in per_path.items():
+        patterns = {glob, glob.replace("**/", "")}
+        if any(fnmatch.fnmatchcase(c, g) for c in candidates for g in patterns):
+            if rule_matches(rule, rules):
+                return True
+    return False
