@@ -381,6 +381,7 @@ TESTED_ELSEWHERE = {
     "LOG012": "test_load.py", "HDR012": "test_late_era*.py",
     "LOG015": "test_late_era*.py", "LOG016": "test_sqlite_backend.py", "LOG017": "test_late_era*.py", "HDR015": "test_late_era*.py",
     "FRK001": "test_forks.py", "FRK002": "test_forks.py", "FRK003": "test_forks.py", "FRK004": "test_forks.py",
+    "RSM001": "test_cli_check.py",
 }
 
 

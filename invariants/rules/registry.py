@@ -273,6 +273,13 @@ _TABLE: list[Rule] = [
          "seedLength exceeds the number of events in the child's (or the parent's) log.",
          "The seed cannot be longer than what was copied.",
          "seedLength 40 on a 12-event log"),
+    # ---- resume (needs a previous observation: `inspector check --ledger FILE`) ----
+    Rule("RSM001", "log-rewritten", "log-integrity", "error",
+         "A log no longer begins with what a previous check recorded for it in the ledger (--ledger): it was rewritten, not appended to, "
+         "so a later resume continues a history that is not the previous instance's log.",
+         "A resume seeds the new instance with the whole stored log and only appends (a crash repair only cuts a torn tail); a consistent "
+         "rewrite of earlier events leaves no trace inside one log, so the ledger keeps the byte count and SHA-256 each check saw.",
+         "ledger: 112 events, 48213 bytes, sha256 3f1c...; now the first 48213 bytes differ and a resume follows at seq 140"),
 ]
 
 RULES: dict[str, Rule] = {r.code: r for r in _TABLE}
