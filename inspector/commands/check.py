@@ -1,50 +1,180 @@
-"""``inspector check``: the CI gate."""
+"""``inspector check``: the CI gate.
+
+Exit codes: 0 clean, 1 findings at or above ``--fail-on`` (0 with
+``--exit-zero``), 2 usage error or unreadable input.  The report goes to
+stdout (or ``--output``); for machine formats the one-line summary goes to
+stderr, so stdout stays parseable.  Settings come from the command line,
+then ``inspector.toml`` / ``[tool.inspector]`` (see ``inspector/config.py``),
+then defaults.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
-from .common import add_input_flags, check_profile, fail, split_codes
+from .common import add_input_flags, fail, split_codes
 
-FORMATS = ("text", "json")
+FORMATS = ("text", "json", "jsonl", "junit", "sarif", "github")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check", help="check logs (and captured requests); exit 1 on findings at or above --fail-on",
-                       description="Load logs, fold headers, rebuild every request, compare with captures, report findings.")
+                       description="Load logs, fold headers, rebuild every request, compare with captures, report findings. "
+                       "Settings also come from inspector.toml or [tool.inspector] in pyproject.toml; flags win.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="a log file, a folder of logs, or a sessions root")
     add_input_flags(p)
-    p.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
-    p.add_argument("--output", "-o", metavar="FILE", type=Path, help="write the report here instead of stdout")
-    p.add_argument("--select", action="append", metavar="RULES", help="only these rule codes, code prefixes (DIV) or categories; comma-separated")
-    p.add_argument("--ignore", action="append", metavar="RULES", help="skip these rule codes, prefixes or categories; comma-separated")
-    p.add_argument("--fail-on", choices=("error", "warning", "info"), default="error", help="lowest severity that fails the run (default error)")
-    p.add_argument("--verbose", "-v", action="store_true", help="text format: print each finding's detail")
+    out = p.add_argument_group("output")
+    out.add_argument("--format", choices=FORMATS, default=None,
+                     help="text (default), json (report version 1), jsonl (one finding per line), junit (one test case per session), "
+                     "sarif (SARIF 2.1.0), github (workflow annotations)")
+    out.add_argument("--output", "-o", metavar="FILE", type=Path, help="write the report here instead of stdout")
+    out.add_argument("--statistics", action="store_true", help="count findings per rule (text: instead of the listing)")
+    out.add_argument("--verbose", "-v", action="store_true", help="text format: print each finding's detail")
+    out.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr")
+    sel = p.add_argument_group("rules")
+    sel.add_argument("--select", action="append", metavar="RULES", help="only these rule codes, code prefixes (DIV) or categories; comma-separated")
+    sel.add_argument("--ignore", action="append", metavar="RULES", help="skip these rule codes, prefixes or categories; comma-separated")
+    sel.add_argument("--severity", action="append", metavar="RULE=LEVEL",
+                     help="override a rule's (or category's) severity, e.g. PFX002=error; comma-separated, repeatable")
+    sel.add_argument("--fail-on", choices=("error", "warning", "info"), default=None, help="lowest severity that fails the run (default error)")
+    sel.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings reach --fail-on (unreadable input still exits 2)")
+    cfg = p.add_argument_group("configuration")
+    cfg.add_argument("--config", metavar="FILE", type=Path, help="read settings from this inspector.toml or pyproject.toml")
+    cfg.add_argument("--isolated", action="store_true", help="ignore every configuration file")
+    base = p.add_argument_group("baseline")
+    base.add_argument("--baseline", metavar="FILE", help="report only findings that are not in this baseline; list its entries that no longer occur")
+    base.add_argument("--write-baseline", metavar="FILE", help="record the current findings as the baseline and exit 0")
+    base.add_argument("--ledger", metavar="FILE",
+                      help="log ledger: verify that each log still begins with what a previous check recorded (RSM001), then record it")
+    run_ = p.add_argument_group("speed")
+    run_.add_argument("--jobs", "-j", type=int, metavar="N", default=None, help="check folders in N processes (0 = one per CPU; default 1)")
+    run_.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
+    run_.add_argument("--cache-dir", metavar="DIR", help="result cache folder (default .inspector_cache in the working directory)")
+
+
+def _severity_flags(values: list[str] | None) -> dict[str, str]:
+    from inspector.config import ConfigError, parse_severity_table
+
+    table: dict[str, str] = {}
+    for item in split_codes(values) or []:
+        if "=" not in item:
+            raise ConfigError(f"--severity {item!r}: expected RULE=LEVEL")
+        k, v = item.split("=", 1)
+        table[k.strip()] = v.strip().lower()
+    return parse_severity_table(table, "--severity")
 
 
 def run(args: argparse.Namespace) -> int:
-    from invariants.check import CheckOptions, run_check
+    from inspector.config import ConfigError, expand_severity, load_config, path_ignored, validate_selectors
+    from invariants import __version__
+    from invariants.check import CheckOptions, filter_findings
     from invariants.findings import SEVERITY_RANK
-    from invariants.report import dumps_json, report_json, report_text
+    from invariants.formats import MACHINE_FORMATS, ReportContext, render, statistics_text
 
-    options = CheckOptions(
-        captures=args.captures, profile=check_profile(args.profile),
-        select=split_codes(args.select), ignore=split_codes(args.ignore) or [],
-    )
-    result = run_check(args.paths, options)
+    started = time.perf_counter()
+    try:
+        cfg = load_config(args.config, isolated=args.isolated)
+        select = validate_selectors(split_codes(args.select), "--select") if args.select is not None else cfg.select
+        ignore = validate_selectors(split_codes(args.ignore) or [], "--ignore") if args.ignore is not None else cfg.ignore
+        severity = {**cfg.severity, **_severity_flags(args.severity)}
+        profile = args.profile if args.profile is not None else cfg.profile
+        if profile is not None:
+            from invariants.profiles import PROFILES
+
+            if profile not in PROFILES:
+                raise ConfigError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
+    except ConfigError as exc:
+        return fail(str(exc))
+    fmt = args.format or cfg.format or "text"
+    fail_on = args.fail_on or cfg.fail_on or "error"
+    jobs = args.jobs if args.jobs is not None else (cfg.jobs if cfg.jobs is not None else 1)
+    if jobs < 0:
+        return fail("--jobs must be >= 0")
+    use_cache = not args.no_cache and (cfg.cache if cfg.cache is not None else True)
+    baseline_file = args.baseline or (cfg.baseline if not args.write_baseline else None)
+
+    options = CheckOptions(captures=args.captures, profile=profile, select=select, ignore=ignore,
+                           severity_overrides=expand_severity(severity))
+    from invariants.parallel import RunStats, check_paths
+
+    cache = None
+    if use_cache:
+        from invariants.result_cache import DEFAULT_CACHE_DIR, ResultCache
+
+        cache = ResultCache(args.cache_dir or cfg.cache_dir or DEFAULT_CACHE_DIR)
+    stats = RunStats()
+    result = check_paths(args.paths, options, jobs=jobs, cache=cache, stats=stats)
     for problem in result.problems:
         fail(problem)
-    if args.format == "json":
-        text = dumps_json(report_json(result), indent=True)
-    else:
-        text = report_text(result, verbose=args.verbose)
+
+    if args.ledger:
+        from invariants.ledger import LedgerError, apply_ledger
+
+        try:
+            extra = apply_ledger(args.ledger, result.sessions)
+        except LedgerError as exc:
+            return fail(str(exc))
+        if extra:
+            order = {m.file: i for i, m in enumerate(result.sessions)}
+            merged = result.findings + filter_findings(extra, options)
+            merged.sort(key=lambda f: (order.get(f.file or "", len(order)), f.file or "", f.seq if f.seq is not None else -1, f.line or 0, f.rule))
+            result.findings = merged
+
+    if cfg.per_path_ignores:
+        result.findings = [f for f in result.findings if not path_ignored(f.file, f.rule, cfg.per_path_ignores, cfg.root)]
+
+    if args.write_baseline:
+        from invariants.baseline import write_baseline
+
+        try:
+            n = write_baseline(args.write_baseline, result.findings, __version__)
+        except OSError as exc:
+            return fail(f"{args.write_baseline}: cannot write baseline ({exc.strerror or exc})")
+        if not args.quiet:
+            print(f"inspector: wrote {n} finding(s) to baseline {args.write_baseline}", file=sys.stderr)
+        return 2 if result.problems else 0
+
+    outcome = None
+    if baseline_file:
+        from invariants.baseline import BaselineError, apply_baseline, checked_owners, read_baseline
+
+        try:
+            entries = read_baseline(baseline_file)
+        except BaselineError as exc:
+            return fail(str(exc))
+        outcome = apply_baseline(result.findings, entries, checked_owners(result.sessions, result.findings, args.captures), str(baseline_file))
+        result.findings = outcome.new
+
+    ctx = ReportContext(fail_on=fail_on, verbose=args.verbose, statistics=args.statistics, baseline=outcome,
+                        base_dir=cfg.root if cfg.path is not None else Path.cwd(), tool_version=__version__)
+    text = render(result, fmt, ctx)
     if args.output:
-        args.output.write_text(text + "\n", encoding="utf-8")
-    else:
+        try:
+            args.output.write_text(text + "\n" if text else "", encoding="utf-8")
+        except OSError as exc:
+            return fail(f"{args.output}: cannot write report ({exc.strerror or exc})")
+    elif text:
         sys.stdout.write(text + "\n")
+
+    if not args.quiet and (fmt in MACHINE_FORMATS or args.output):
+        s = result.summary()
+        line = (f"inspector: {s['sessions']} session(s), {s['events']} events, {s['requests_checked']} request(s) checked: "
+                f"{s['errors']} error(s), {s['warnings']} warning(s), {s['infos']} info(s)")
+        if outcome is not None:
+            line += f"; baseline: {outcome.suppressed} known, {len(outcome.stale)} no longer occur"
+        line += f" [{time.perf_counter() - started:.2f}s"
+        if cache is not None:
+            line += f", cache {stats.cache_hits}/{stats.units} folders"
+        line += "]"
+        print(line, file=sys.stderr)
+        if args.statistics and fmt not in ("text", "json") and result.findings:
+            print(statistics_text(result), file=sys.stderr)
     if result.problems:
         return 2
-    threshold = SEVERITY_RANK[args.fail_on]
+    if args.exit_zero:
+        return 0
+    threshold = SEVERITY_RANK[fail_on]
     return 1 if any(SEVERITY_RANK.get(f.severity, 0) >= threshold for f in result.findings) else 0

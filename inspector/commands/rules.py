@@ -1,8 +1,12 @@
-"""``inspector rules [CODE]``: every rule with its category, severity and rationale."""
+"""``inspector rules [CODE]``: every rule with its category, default severity and a one-line
+rationale; or one rule (by code or name) explained with an example; or a category or code
+prefix.  Severities set in the configuration are shown and marked."""
 
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -10,11 +14,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("code", nargs="?", help="a rule code, e.g. DIV001")
     p.add_argument("--profiles", action="store_true", help="list the format profiles instead")
     p.add_argument("--markdown", action="store_true", help="print the rule reference as Markdown (docs/RULES.md)")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="json: the rule table as a JSON array")
+    p.add_argument("--config", metavar="FILE", help="show severities as configured in this inspector.toml / pyproject.toml")
+    p.add_argument("--isolated", action="store_true", help="ignore configuration files (show default severities only)")
 
 
 def run(args: argparse.Namespace) -> int:
     from invariants.profiles import PROFILES
-    from invariants.rules.registry import RULES, rules_by_category
+    from invariants.rules.registry import RULES
 
     from .common import fail
 
@@ -25,20 +32,69 @@ def run(args: argparse.Namespace) -> int:
     if args.markdown:
         print(rules_markdown())
         return 0
+    configured = _configured(args)
+    if isinstance(configured, int):
+        return configured
     if args.code:
-        rule = RULES.get(args.code.upper())
+        rule = RULES.get(args.code.upper()) or next((r for r in RULES.values() if r.name == args.code.lower()), None)
         if rule is None:
-            return fail(f"unknown rule {args.code!r}")
-        print(f"{rule.code} {rule.name} ({rule.category}, default {rule.severity})\n")
+            subset = [r for r in RULES.values() if r.category == args.code or (args.code.isalpha() and r.code.startswith(args.code.upper()))]
+            if not subset:
+                return fail(f"unknown rule {args.code!r} (try `inspector rules` for the list)")
+            return _list(subset, configured, args.format)
+        if args.format == "json":
+            print(json.dumps(_rule_json(rule, configured), indent=2))
+            return 0
+        sev = rule.severity + (f"; configured {configured[rule.code]}" if rule.code in configured and configured[rule.code] != rule.severity else "")
+        print(f"{rule.code} {rule.name} ({rule.category}, default {sev})\n")
         print(rule.summary + "\n")
         print("Why it matters: " + rule.rationale + "\n")
         if rule.example:
             print("Example: " + rule.example)
         return 0
-    for category, rules in rules_by_category().items():
+    return _list(list(RULES.values()), configured, args.format)
+
+
+def one_line(text: str) -> str:
+    """The first sentence of a rationale."""
+    for i, c in enumerate(text):
+        if c in ".;" and (i + 1 == len(text) or text[i + 1] == " "):
+            return text[: i + 1] if c == "." else text[:i] + "."
+    return text
+
+
+def _configured(args: argparse.Namespace) -> dict[str, str] | int:
+    from inspector.config import ConfigError, expand_severity, load_config
+
+    from .common import fail
+
+    try:
+        cfg = load_config(Path(args.config) if args.config else None, isolated=args.isolated)
+    except ConfigError as exc:
+        return fail(str(exc))
+    return expand_severity(cfg.severity)
+
+
+def _rule_json(r, configured: dict[str, str]) -> dict:
+    return {"code": r.code, "name": r.name, "category": r.category, "severity": configured.get(r.code, r.severity),
+            "default_severity": r.severity, "summary": r.summary, "rationale": r.rationale, "example": r.example}
+
+
+def _list(rules: list, configured: dict[str, str], fmt: str) -> int:
+    if fmt == "json":
+        print(json.dumps([_rule_json(r, configured) for r in rules], indent=2))
+        return 0
+    groups: dict[str, list] = {}
+    for r in rules:
+        groups.setdefault(r.category, []).append(r)
+    for category, members in groups.items():
         print(category)
-        for r in rules:
-            print(f"  {r.code}  {r.severity:<7}  {r.name:<28} {r.summary}")
+        for r in members:
+            sev = configured.get(r.code, r.severity)
+            mark = "*" if sev != r.severity else " "
+            print(f"  {r.code}  {sev:<7}{mark} {r.name:<28} {one_line(r.rationale)}")
+    if any(configured.get(r.code, r.severity) != r.severity for r in rules):
+        print("\n* severity set by configuration")
     return 0
 
 
