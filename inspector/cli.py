@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("check", "replay", "rules", "tui", "index", "sessions", "query")
+COMMANDS = ("check", "replay", "rules", "tui", "index", "sessions", "query", "cache-report")
 DEFAULT_COMMAND = "tui"
 
 
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"inspector {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        module = importlib.import_module(f"inspector.commands.{name}")
+        module = importlib.import_module(f"inspector.commands.{name.replace('-', '_')}")
         module.register(sub)
     return parser
 
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    module = importlib.import_module(f"inspector.commands.{args.command}")
+    module = importlib.import_module(f"inspector.commands.{args.command.replace('-', '_')}")
     try:
         return module.run(args)
     except KeyboardInterrupt:
