@@ -249,14 +249,37 @@ def _run_check(paths: list[str | Path], options: CheckOptions,
                 extra.extend(cap_findings)
                 captures[cp] = records
     requests = check_sessions(models, captures, explicit, emit)
-    by_id = {m.id: m for m in models}
+    by_id: dict[str, list[SessionModel]] = {}
     for m in models:
-        check_fork(m, by_id, emit)
+        by_id.setdefault(m.id, []).append(m)
+    for m in models:
+        check_fork(m, parent_candidates_for(m, by_id), emit)
     findings = [f for m in models for f in m.findings] + extra
     findings = filter_findings(findings, options)
     order = {m.file: i for i, m in enumerate(models)}
     findings.sort(key=lambda f: (order.get(f.file or "", len(order)), f.file or "", f.seq if f.seq is not None else -1, f.line or 0, f.rule))
     return CheckResult(models, findings, requests, problems)
+
+
+def _near(a: SessionModel, b: SessionModel) -> bool:
+    """Logs a fork keeps together: one folder, one project directory (``<id>/session.jsonl*``), one database."""
+    pa, pb = a.source.path, b.source.path
+    if pa.parent == pb.parent or (a.source.member is not None and pa == pb):
+        return True
+    return pa.name.startswith("session.jsonl") and pb.name.startswith("session.jsonl") and pa.parent.parent == pb.parent.parent
+
+
+def parent_candidates_for(child: SessionModel, by_id: dict[str, list[SessionModel]]) -> dict[str, SessionModel]:
+    """The checked log that is ``child``'s parent: the one beside it, else the only one with that id.
+
+    Ids repeat across unrelated folders (test suites reuse them), so a parent
+    of the same id elsewhere is not taken when one sits next to the child.
+    """
+    pid = child.header.parent_session if child.header else None
+    candidates = [c for c in by_id.get(pid, []) if c is not child] if pid else []
+    near = [c for c in candidates if _near(child, c)]
+    pick = near or candidates
+    return {pid: pick[0]} if pid and len(pick) == 1 else {}
 
 
 def worst_severity(findings: list[Finding]) -> str | None:
