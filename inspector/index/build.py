@@ -180,7 +180,8 @@ def _finish_run(db: sqlite_utils.Database, run_id: int, stats: IndexStats) -> No
 
 def _previous_logs(db: sqlite_utils.Database) -> dict[str, tuple]:
     return {r[0]: r for r in db.execute(
-        "SELECT path, id, size, mtime_ns, inode, device, lines, steps, versions, head_hash, tail_hash FROM sessions")}
+        "SELECT path, id, size, mtime_ns, inode, device, lines, steps, versions, head_hash, tail_hash, turns, compactions "
+        "FROM sessions")}
 
 
 def _previous_captures(db: sqlite_utils.Database) -> dict[str, tuple]:
@@ -220,7 +221,8 @@ def _plan(db: sqlite_utils.Database, sources: list[LogSource], full: bool, stats
             changed = True
             if row is not None:
                 prev = Previous(Stat(row[2], row[3], row[4], row[5]), lines=row[6] or 0, steps=row[7] or 0,
-                                versions=row[8] or 0, head_hash=row[9], tail_hash=row[10])
+                                versions=row[8] or 0, head_hash=row[9], tail_hash=row[10], turns=row[11] or 0,
+                                compactions=row[12] or 0)
                 changed = full or prev.stat != st
             logs.append(LogTask(path, str(src.root), st, prev, changed))
             if not changed:
@@ -291,6 +293,8 @@ def _build(db: sqlite_utils.Database, roots: list[str], jobs: int | None, full: 
     stats.groups = len(tasks)
     pause_at = int(os.environ.get(PAUSE_ENV, "0") or 0)
     writer = _Writer(db, stats, run_id, pause_at)
+    if pause_at:
+        writer.batch = 1  # the test hook commits folder by folder, so a kill shows partial progress
     try:
         for result in _run_tasks(db, tasks, jobs):
             writer.write(result)
@@ -339,22 +343,28 @@ def default_jobs() -> int:
 
 
 def _prune(db: sqlite_utils.Database, roots: list[str], sources: list[LogSource], stats: IndexStats) -> set[str]:
-    """Forget logs that no longer exist under a directory being indexed; returns their folders."""
+    """Forget logs (and captures) that no longer exist under a path being indexed; returns their folders."""
     seen = {str(s.path) for s in sources}
+    folders = {str(s.path.parent) for s in sources}
     dirs = [r for r in roots if os.path.isdir(r)]
     files = [r for r in roots if not os.path.isdir(r)]
-    gone: list[tuple[int, str]] = []
-    for sid, path in db.execute("SELECT id, path FROM sessions"):
-        if path in seen:
-            continue
-        if any(_within(path, d) for d in dirs) or path in files:
-            gone.append((sid, path))
-    if not gone:
+
+    def covered(path: str) -> bool:
+        return any(_within(path, d) for d in dirs) or path in files
+
+    gone = [(sid, path) for sid, path in db.execute("SELECT id, path FROM sessions") if path not in seen and covered(path)]
+    # A capture goes with the last log of its folder (it is only ever looked up beside a log).
+    gone_caps = [path for (path, folder) in db.execute("SELECT path, dir FROM captures")
+                 if (any(_within(path, d) for d in dirs) or folder in {os.path.dirname(f) for f in files})
+                 and folder not in folders]  # a capture gone from a folder that keeps logs: see _plan
+    if not gone and not gone_caps:
         return set()
     conn = db.conn
     conn.execute("BEGIN IMMEDIATE")
     for sid, _path in gone:
         _delete_session(conn, sid)
+    for path in gone_caps:
+        _drop_capture(conn, path)
     conn.execute("COMMIT")
     stats.removed += len(gone)
     return {os.path.dirname(p) for _sid, p in gone}
@@ -369,6 +379,17 @@ def _delete_session(conn: sqlite3.Connection, sid: int, keep_row: bool = False) 
     conn.execute("DELETE FROM findings WHERE session_id = ? AND source IN ('log', 'fork')", [sid])
     if not keep_row:
         conn.execute("DELETE FROM sessions WHERE id = ?", [sid])
+
+
+def _drop_capture(conn: sqlite3.Connection, path: str) -> None:
+    row = conn.execute("SELECT id FROM captures WHERE path = ?", [path]).fetchone()
+    if row is None:
+        return
+    sids = [r[0] for r in conn.execute("SELECT DISTINCT session_id FROM findings WHERE capture_id = ? AND session_id IS NOT NULL", [row[0]])]
+    conn.execute("DELETE FROM findings WHERE capture_id = ?", [row[0]])
+    conn.execute("DELETE FROM requests WHERE capture_id = ?", [row[0]])
+    conn.execute("DELETE FROM captures WHERE id = ?", [row[0]])
+    update_counts(conn, sids)
 
 
 def _gc_headers(db: sqlite_utils.Database) -> None:
@@ -414,6 +435,7 @@ class _Writer:
         self.written = 0
         self.in_batch = 0
         self.began = 0.0
+        self.batch = BATCH_GROUPS
 
     def write(self, result: GroupResult) -> None:
         conn = self.conn
@@ -450,7 +472,7 @@ class _Writer:
                 print(f"inspector index: paused inside the transaction of folder {self.written} (test hook {PAUSE_ENV})",
                       file=sys.stderr, flush=True)
                 time.sleep(3600)
-            if self.in_batch >= BATCH_GROUPS or time.monotonic() - self.began > BATCH_SECONDS:
+            if self.in_batch >= self.batch or time.monotonic() - self.began > BATCH_SECONDS:
                 self.commit()
         except BaseException:
             if conn.in_transaction:
@@ -489,6 +511,7 @@ class _Writer:
         else:
             self.stats.replaced += 1
         if sid is None:
+            values.update(requests=0, errors=0, warnings=0, infos=0)
             cols = list(values)
             cur = conn.execute(f"INSERT INTO sessions({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                                [values[c] for c in cols])
@@ -587,13 +610,7 @@ class _Writer:
             touched.add(k)
 
     def _drop_capture(self, path: str) -> None:
-        conn = self.conn
-        row = conn.execute("SELECT id FROM captures WHERE path = ?", [path]).fetchone()
-        if row is None:
-            return
-        conn.execute("DELETE FROM findings WHERE capture_id = ?", [row[0]])
-        conn.execute("DELETE FROM requests WHERE capture_id = ?", [row[0]])
-        conn.execute("DELETE FROM captures WHERE id = ?", [row[0]])
+        _drop_capture(self.conn, path)
 
     def _counts(self, sids: Iterable[int]) -> None:
         update_counts(self.conn, sids)

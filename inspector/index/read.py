@@ -31,9 +31,24 @@ _ALLOWED = {
 }
 
 
+# Pragmas that only report (FTS5 itself asks for data_version); any other is refused.
+_READ_PRAGMAS = frozenset({
+    "data_version", "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
+    "foreign_key_list", "database_list", "collation_list", "function_list", "module_list", "pragma_list",
+    "compile_options", "schema_version", "user_version", "page_count", "page_size", "freelist_count", "encoding",
+})
+
+
 def _authorizer(action: int, arg1: Any, arg2: Any, dbname: Any, source: Any) -> int:
     if action in _ALLOWED:
         return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_UPDATE and arg1 == "sqlite_master" and source is None and dbname == "main":
+        # FTS5's constructor re-reads its schema this way; the write itself is impossible
+        # on this connection (mode=ro, query_only), the authorizer is the second fence.
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_PRAGMA and isinstance(arg1, str) and arg1.lower() in _READ_PRAGMAS:
+        if arg1.lower() not in ("schema_version", "user_version") or arg2 is None:
+            return sqlite3.SQLITE_OK
     return sqlite3.SQLITE_DENY
 
 

@@ -19,12 +19,16 @@ log, between:
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import os
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from invariants.capture import Recorded, read_capture
 from invariants.check import check_sessions
@@ -37,6 +41,12 @@ from invariants.rules.registry import make_finding
 from . import rows as R
 
 HASH_WINDOW = 4096
+_WANTS_CHECKPOINT = "checkpoint" in inspect.signature(replay).parameters
+
+
+def _replay(src: LogSource) -> SessionModel:
+    """A full replay that also leaves the resume checkpoint (plain logs, clean end)."""
+    return replay(src, checkpoint=True) if _WANTS_CHECKPOINT else replay(src)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +75,8 @@ class Previous:
     head_hash: str | None = None
     tail_hash: str | None = None
     lines: int = 0
+    turns: int = 0
+    compactions: int = 0
     steps: int = 0
     versions: int = 0
     open_steps: tuple[int, ...] = ()
@@ -227,7 +239,7 @@ def _load(lt: LogTask) -> tuple[SessionResult, SessionModel]:
     if not lt.changed and prev is not None:
         model = resume(src, prev.checkpoint) if prev.checkpoint else None
         if model is None:
-            model = replay(src)
+            model = _replay(src)
         return SessionResult(lt.path, lt.root, "context", lt.stat), model
     if (
         prev is not None
@@ -239,9 +251,36 @@ def _load(lt: LogTask) -> tuple[SessionResult, SessionModel]:
         model = resume(src, prev.checkpoint)
         if model is not None:
             model.findings.extend(_carried(prev.carry, model))
+            if not resume_keeps_counters():
+                # The model's own counters start from zero after a resume (the
+                # checkpoint pickles the fold, not the model): add what was
+                # counted before the checkpoint.
+                model.turns += prev.turns
+                model.compactions[:0] = [-1] * prev.compactions
             return SessionResult(lt.path, lt.root, "append", lt.stat), model
-    model = replay(src)
+    model = _replay(src)
     return SessionResult(lt.path, lt.root, "replace" if prev is not None else "new", lt.stat), model
+
+
+@functools.lru_cache(maxsize=1)
+def resume_keeps_counters() -> bool:
+    """Does ``resume()`` carry ``SessionModel.turns``/``compactions`` over?  Probed once on a tiny log."""
+    import tempfile
+
+    lines = [
+        {"type": "session", "version": 0, "id": "probe", "createdAt": 0},
+        {"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}}},
+        {"type": "turn/end", "seq": 1, "time": 0, "data": {"turn": 1, "reason": {"kind": "completed"}}},
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "probe.jsonl"
+        path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+        src = LogSource(path, Path(tmp))
+        first = _replay(src)
+        if first.checkpoint is None:
+            return True
+        again = resume(src, first.checkpoint)
+        return again is None or again.turns == first.turns
 
 
 def _carried(rows: list[tuple], model: SessionModel) -> list[Finding]:
