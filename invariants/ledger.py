@@ -122,6 +122,8 @@ def apply_ledger(ledger_file: str | os.PathLike, sessions: Iterable[Any], update
     findings: list[Finding] = []
     changed = False
     for m in sessions:
+        if getattr(m, "member", None) or getattr(getattr(m, "source", None), "member", None):
+            continue  # a session inside a SQLite database is not a byte stream of its own
         entry = entries.get(m.id)
         if isinstance(entry, dict):
             f = _verify(m, entry, str(ledger_file))

@@ -19,7 +19,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .check import CheckOptions, CheckResult, check_sessions, filter_findings
 from .discover import LogSource, discover
@@ -48,6 +48,7 @@ class SessionSummary:
     torn: bool = False
     bytes: int = 0
     resumes: list[int] = field(default_factory=list)  # seqs of resume anchors
+    member: str | None = None  # a session inside a SQLite database
     findings: list[Finding] = field(default_factory=list)
 
     @property
@@ -56,7 +57,9 @@ class SessionSummary:
 
     @property
     def source(self) -> LogSource:
-        return LogSource(Path(self.path), Path(self.root))
+        if self.member is None:
+            return LogSource(Path(self.path), Path(self.root))
+        return LogSource(Path(self.path), Path(self.root), self.member)  # type: ignore[call-arg]
 
     def row(self) -> dict[str, Any]:
         return {"session": self.session, "file": self.file, "era": self.era, "profile": self.profile, "events": self.events,
@@ -83,6 +86,7 @@ class SessionSummary:
             parent_session=hdr.parent_session if hdr else None, seed_length=(hdr.seed_length or 0) if hdr else 0,
             has_header=hdr is not None, torn=bool(m.torn), bytes=m.bytes,
             resumes=[i.seq for i in m.instances if i.reason == "resume"],
+            member=getattr(m.source, "member", None),
             findings=list(m.findings),
         )
 
@@ -119,6 +123,7 @@ def _unit_identity(unit: Unit, options: CheckOptions) -> list:
         [os.path.abspath(s.path) for s in unit.sources],
         [str(s.root) for s in unit.sources],
         [str(s.path) for s in unit.sources],
+        [getattr(s, "member", None) for s in unit.sources],
     ]
 
 
@@ -255,14 +260,23 @@ def plan_units(sources: list[LogSource], captures: list[Path] | None) -> list[Un
 
 
 def check_paths(paths: list[str | Path], options: CheckOptions | None = None, *, jobs: int = 1,
-                cache: ResultCache | None = None, stats: RunStats | None = None,
-                on_unit: Callable[[int, int], None] | None = None) -> CheckResult:
+                cache: ResultCache | None = None, stats: RunStats | None = None) -> CheckResult:
     """Like :func:`invariants.check.run_check`, with workers and a cache.
 
     Sessions in the result are :class:`SessionSummary` objects (reports
     accept them); findings, order and counts equal ``run_check``'s.
     """
-    options = options or CheckOptions()
+    from . import check as _check
+
+    paused = getattr(_check, "cyclic_gc_paused", None)
+    if paused is None:
+        return _check_paths(paths, options or CheckOptions(), jobs, cache, stats)
+    with paused():
+        return _check_paths(paths, options or CheckOptions(), jobs, cache, stats)
+
+
+def _check_paths(paths: list[str | Path], options: CheckOptions, jobs: int, cache: ResultCache | None,
+                 stats: RunStats | None) -> CheckResult:
     stats = stats if stats is not None else RunStats()
     jobs = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
     sources, problems = discover(paths)
