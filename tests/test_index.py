@@ -63,7 +63,7 @@ def snapshot(db: Path) -> dict[str, list]:
     cap_of = dict(conn.execute("SELECT id, path FROM captures"))
     skip = {"id", "indexed_at", "index_mode", "fork_checked", "parent_id", "session_id", "capture_id", "step_id"}
     out: dict[str, list] = {}
-    for table in ("sessions", "steps", "versions", "instances", "messages", "tool_calls", "findings", "requests",
+    for table in ("sessions", "steps", "cache_steps", "versions", "instances", "messages", "tool_calls", "findings", "requests",
                   "headers", "header_tools", "captures", "checkpoints"):
         cur = conn.execute(f"SELECT * FROM {table}")
         cols = [d[0] for d in cur.description]
@@ -138,12 +138,16 @@ def test_fork_links_child_to_parent(indexed):
 def test_views_and_full_text_search(indexed):
     _base, db, _w, _s = indexed
     for view in ("session_overview", "diverged_sessions", "prefix_drift", "instance_drift", "forks", "fork_chains",
-                 "model_usage", "step_tools", "tool_usage", "step_cache", "cache_breaks", "finding_counts"):
+                 "model_usage", "step_tools", "tool_usage", "step_cache", "cache_breaks", "cache_summary",
+                 "header_changes", "finding_counts"):
         q(db, f"SELECT * FROM {view} LIMIT 5")
     hits = q(db, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'count'")[0][0]
     assert hits > 0
     assert q(db, "SELECT count(*) FROM findings_fts WHERE findings_fts MATCH 'diverge*'")[0][0] >= 1
     assert ("bash",) in q(db, "SELECT name FROM tool_usage")
+    # invariants.cache_report's account: one row per step that has a request header.
+    assert q(db, "SELECT count(*) FROM cache_steps")[0][0] == q(db, "SELECT count(*) FROM steps WHERE version IS NOT NULL")[0][0]
+    assert q(db, "SELECT count(*) FROM cache_steps WHERE reused_bytes > 0")[0][0] > 0
     assert q(db, "SELECT model FROM model_usage") == [("deepseek-v4-flash",)]
 
 

@@ -13,10 +13,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "query", help="run read-only SQL against the index; print a table or JSON",
         description="Run one SELECT statement against the index (opened read-only: writes, ATTACH and PRAGMA are "
-        "refused). Tables: sessions, steps, findings, headers, header_tools, instances, versions, requests, "
-        "captures, messages, tool_calls, runs; views: session_overview, diverged_sessions, prefix_drift, "
-        "instance_drift, forks, fork_chains, model_usage, step_tools, tool_usage, step_cache, cache_breaks, "
-        "finding_counts; full text: messages_fts, findings_fts.")
+        "refused). Tables: sessions, steps, cache_steps, findings, headers, header_tools, instances, versions, "
+        "requests, captures, messages, tool_calls, runs, meta; views: session_overview, diverged_sessions, "
+        "prefix_drift, instance_drift, forks, fork_chains, model_usage, step_tools, tool_usage, step_cache, "
+        "cache_breaks, cache_summary, header_changes, finding_counts; full text: messages_fts, findings_fts.")
     p.add_argument("sql", metavar="SQL", help="one SELECT statement ('-' reads it from stdin)")
     add_db_flag(p)
     p.add_argument("--param", "-p", action="append", default=[], metavar="VALUE", help="a value for the next ? placeholder")

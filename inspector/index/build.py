@@ -374,7 +374,7 @@ def _delete_session(conn: sqlite3.Connection, sid: int, keep_row: bool = False) 
     conn.execute("UPDATE sessions SET parent_id = NULL, fork_checked = NULL WHERE parent_id = ?", [sid])
     conn.execute("UPDATE requests SET session_id = NULL WHERE session_id = ?", [sid])
     conn.execute("UPDATE findings SET session_id = NULL WHERE session_id = ? AND source = 'capture'", [sid])
-    for table in ("steps", "versions", "instances", "messages", "tool_calls", "checkpoints"):
+    for table in ("steps", "cache_steps", "versions", "instances", "messages", "tool_calls", "checkpoints"):
         conn.execute(f"DELETE FROM {table} WHERE session_id = ?", [sid])
     conn.execute("DELETE FROM findings WHERE session_id = ? AND source IN ('log', 'fork')", [sid])
     if not keep_row:
@@ -539,6 +539,10 @@ class _Writer:
         self._statuses(sid, res.step_status)
         conn.executemany(_STEP_INSERT, [(sid, *r) for r in res.steps_new])
         self.stats.steps_added += len(res.steps_new)
+        if res.cache is not None:
+            conn.execute("DELETE FROM cache_steps WHERE session_id = ? AND idx >= ?", [sid, res.cache_start])
+            conn.executemany(f"INSERT INTO cache_steps(session_id, {', '.join(R.CACHE_COLUMNS)}) "
+                             f"VALUES ({', '.join('?' * (len(R.CACHE_COLUMNS) + 1))})", [(sid, *r) for r in res.cache])
         conn.executemany(f"INSERT INTO messages(session_id, {', '.join(R.MESSAGE_COLUMNS)}) VALUES ({', '.join('?' * (len(R.MESSAGE_COLUMNS) + 1))})",
                          [(sid, *r) for r in res.messages])
         conn.executemany(f"INSERT INTO tool_calls(session_id, {', '.join(R.TOOL_CALL_COLUMNS)}) VALUES ({', '.join('?' * (len(R.TOOL_CALL_COLUMNS) + 1))})",

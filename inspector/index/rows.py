@@ -31,6 +31,9 @@ INSTANCE_COLUMNS = ("idx", "seq", "line", "reason", "header_hash", "prefix_hash"
 MESSAGE_COLUMNS = ("seq", "line", "step_idx", "role", "source", "text", "truncated")
 TOOL_CALL_COLUMNS = ("seq", "step_idx", "call_id", "name")
 FINDING_COLUMNS = ("rule", "category", "severity", "seq", "line", "turn", "step", "path", "file", "message", "detail")
+CACHE_COLUMNS = ("idx", "turn", "step", "seq", "bytes", "reused_bytes", "new_bytes", "repaid_bytes", "tokens_est",
+                 "reused_tokens_est", "repaid_tokens_est", "breaker", "breaker_detail", "config_changes",
+                 "input_tokens", "cache_read_tokens")
 HEADER_COLUMNS = ("hash", "json", "model", "provider", "system_hash", "tools_hash", "prefix_hash", "suffix_hash",
                   "config", "tools", "bytes")
 
@@ -289,3 +292,47 @@ def _iso(ms: Any) -> str | None:
 
 def tool_rows(names: Iterable[str]) -> list[tuple]:
     return [(i, n) for i, n in enumerate(names)]
+
+
+class _StepsView:
+    """A model seen through a slice of its steps (for the cache account of appended steps)."""
+
+    def __init__(self, model: SessionModel, steps: list) -> None:
+        self._model = model
+        self.steps = steps
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+
+def cache_rows(model: SessionModel, start: int = 0) -> list[tuple] | None:
+    """``invariants.cache_report`` rows for steps ``start..``; None when that module is absent.
+
+    The account of a step compares it with the previous step that has a
+    request header, so a slice starts there and its first row is dropped.
+    """
+    try:
+        from invariants.cache_report import session_cache, step_rows
+    except ImportError:
+        return None
+    steps = model.steps
+    begin = 0
+    for i in range(min(start, len(steps)) - 1, -1, -1):
+        if steps[i].header_version is not None:
+            begin = i
+            break
+    view = model if begin == 0 else _StepsView(model, steps[begin:])
+    sc = session_cache(view)
+    out = []
+    for row, sc_step in zip(step_rows(sc), sc.steps):
+        if sc_step.index < start:
+            continue
+        out.append((
+            sc_step.index, scalar(sc_step.turn), scalar(sc_step.step), sc_step.seq, row["bytes"], row["reused_bytes"],
+            row["bytes"] - row["reused_bytes"], row["repaid_bytes"], row["tokens_est"], row["reused_tokens_est"],
+            row["repaid_tokens_est"], scalar(row["breaker"]), dumps(sc_step.breaker) if sc_step.breaker else None,
+            dumps(sc_step.config_changes) if sc_step.config_changes else None,
+            scalar(row["input_tokens"]) if isinstance(row["input_tokens"], (int, float)) else None,
+            scalar(row["cache_read_tokens"]) if isinstance(row["cache_read_tokens"], (int, float)) else None,
+        ))
+    return out

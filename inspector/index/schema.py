@@ -66,6 +66,11 @@ TABLES: list[tuple[str, dict, object, list, set]] = [
         "input_tokens": int, "output_tokens": int, "cache_read_tokens": int, "reasoning_tokens": int,
         "usage": str, "compaction_before": int, "status": str, "requests": int,
     }, "id", [("session_id", "sessions", "id"), ("header_hash", "headers", "hash")], {"session_id", "idx"}),
+    ("cache_steps", {
+        "session_id": int, "idx": int, "turn": int, "step": int, "seq": int, "bytes": int, "reused_bytes": int,
+        "new_bytes": int, "repaid_bytes": int, "tokens_est": int, "reused_tokens_est": int, "repaid_tokens_est": int,
+        "breaker": str, "breaker_detail": str, "config_changes": str, "input_tokens": int, "cache_read_tokens": int,
+    }, ("session_id", "idx"), [("session_id", "sessions", "id")], set()),
     ("requests", {
         "id": int, "capture_id": int, "line": int, "session_id": int, "session_uid": str, "step_idx": int,
         "status": str, "codes": str, "model": str, "log_length": int, "turn": int, "step": int,
@@ -97,6 +102,7 @@ INDEXES: list[tuple[str, list[str], bool]] = [
     ("steps", ["header_hash"], False),
     ("steps", ["model"], False),
     ("steps", ["status"], False),
+    ("cache_steps", ["breaker"], False),
     ("header_tools", ["name"], False),
     ("requests", ["capture_id", "line"], True),
     ("requests", ["session_id"], False),
@@ -194,8 +200,28 @@ SELECT st.session_id, st.id AS step_id, st.idx, st.turn, st.step, st.seq, st.ins
        lag(st.idx) OVER w AS prev_idx
 FROM steps st WHERE st.header_hash IS NOT NULL
 WINDOW w AS (PARTITION BY st.session_id ORDER BY st.idx)""",
-    # Where the cache broke: the first reason, in the order that explains it best.
+    # Where the cache broke: invariants.cache_report's breaker (the first byte the previous
+    # request and this one disagree on, classified), or else a drop in the provider's
+    # cacheReadTokens; with the bytes re-paid.
     "cache_breaks": """
+SELECT * FROM (
+  SELECT c.session_id, s.uid, s.path, st.id AS step_id, c.idx, c.turn, c.step, c.seq, st.instance,
+    coalesce(c.breaker, CASE WHEN c.cache_read_tokens < lag(c.cache_read_tokens) OVER w THEN 'cache read dropped' END) AS reason,
+    c.breaker_detail, c.bytes, c.reused_bytes, c.repaid_bytes, c.repaid_tokens_est,
+    lag(c.cache_read_tokens) OVER w AS prev_cache_read_tokens, c.cache_read_tokens, c.input_tokens
+  FROM cache_steps c JOIN sessions s ON s.id = c.session_id
+  LEFT JOIN steps st ON st.session_id = c.session_id AND st.idx = c.idx
+  WINDOW w AS (PARTITION BY c.session_id ORDER BY c.idx)
+) WHERE reason IS NOT NULL""",
+    # Per session: what the prompt cache saved and what breaks cost.
+    "cache_summary": """
+SELECT s.id AS session_id, s.uid, s.path, count(c.idx) AS steps, sum(c.bytes) AS bytes,
+       sum(c.reused_bytes) AS reused_bytes, round(1.0 * sum(c.reused_bytes) / nullif(sum(c.bytes), 0), 4) AS reuse_ratio,
+       sum(c.repaid_bytes) AS repaid_bytes, sum(c.repaid_tokens_est) AS repaid_tokens_est,
+       count(c.breaker) AS breaks, sum(c.input_tokens) AS input_tokens, sum(c.cache_read_tokens) AS cache_read_tokens
+FROM sessions s JOIN cache_steps c ON c.session_id = s.id GROUP BY s.id""",
+    # The same question from the header hashes alone (no rebuilt requests needed).
+    "header_changes": """
 SELECT * FROM (
   SELECT c.session_id, s.uid, s.path, c.step_id, c.idx, c.turn, c.step, c.seq, c.instance,
     CASE
@@ -203,10 +229,9 @@ SELECT * FROM (
       WHEN c.prev_prefix_hash IS NOT c.prefix_hash THEN 'prefix changed'
       WHEN c.prev_system_hash IS NOT c.system_hash THEN 'system changed'
       WHEN c.prev_tools_hash IS NOT c.tools_hash THEN 'tools changed'
-      WHEN c.compaction_before THEN 'compaction'
-      WHEN c.cache_read_tokens < c.prev_cache_read_tokens THEN 'cache read dropped'
+      WHEN c.prev_header_hash IS NOT c.header_hash THEN 'config changed'
     END AS reason,
-    c.prev_cache_read_tokens, c.cache_read_tokens, c.input_tokens, c.prev_header_hash, c.header_hash
+    c.prev_header_hash, c.header_hash
   FROM step_cache c JOIN sessions s ON s.id = c.session_id
   WHERE c.prev_idx IS NOT NULL
 ) WHERE reason IS NOT NULL""",

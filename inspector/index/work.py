@@ -133,6 +133,8 @@ class SessionResult:
     steps_update: list[tuple] = field(default_factory=list)
     step_status: list[tuple] = field(default_factory=list)  # (idx, status) for steps kept from before
     messages: list[tuple] = field(default_factory=list)
+    cache: list[tuple] | None = None  # cache_report rows from cache_start on (None: module absent)
+    cache_start: int = 0
     tool_calls: list[tuple] = field(default_factory=list)
     findings: list[tuple] = field(default_factory=list)
     problem: str | None = None
@@ -319,6 +321,12 @@ def _fill(res: SessionResult, model: SessionModel, prev: Previous | None) -> Non
     res.steps_update = [R.step_row(model.steps[i], headers) for i in open_steps if i < prev_steps]
     res.step_status = [s for s in statuses if s[0] < prev_steps and s[0] not in open_steps]
     res.messages, res.tool_calls = R.message_rows(model, since_seq)
+    res.cache_start = min((*open_steps, prev_steps))
+    try:
+        res.cache = R.cache_rows(model, res.cache_start)
+    except Exception as exc:  # an account we cannot make is not a reason to drop the session
+        res.cache, res.problem = None, _problem(res.path, exc).replace("indexing", "making the cache account") \
+            .replace("the file was skipped", "its cache account is missing")
     res.facts["messages_new"] = len(res.messages)
     res.findings = [R.finding_row(f) for f in model.findings]
     res.headers = list(headers.rows.values())
