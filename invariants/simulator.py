@@ -1301,7 +1301,9 @@ SAMPLES: list[Callable[[], Sample]] = [
 
 
 def build_samples() -> list[Sample]:
-    return [make() for make in SAMPLES]
+    from .simulator_late import LATE_SAMPLES  # HEAD-era storage forms: zstd frames, packed rows, SQLite
+
+    return [make() for make in (*SAMPLES, *LATE_SAMPLES)]
 
 
 def _readme(samples: list[Sample]) -> str:
@@ -1319,10 +1321,14 @@ def _readme(samples: list[Sample]) -> str:
         "`warning` entries are faults a checker must report; `info` entries are legitimate but notable",
         "facts a checker may report at info level. `[]` means a clean log.",
         "",
+        "`late/` holds late-era (HEAD) sessions in the current storage forms: `.jsonl.zstd` files in",
+        "`--<project>--/<id>/` directories, with chunk runs packed into rows, and a SQLite session",
+        "database; a database session is named `<file>#<sessionId>` in `EXPECTED.json`.",
+        "",
     ]
     for sample in samples:
         logs = [p for p in sample.files if p.endswith(".jsonl") and not p.endswith("requests.jsonl")]
-        label = f"`{sample.name}/`" if "/" in logs[0] else f"`{logs[0]}`"
+        label = f"`{sample.name}`" if not logs else f"`{sample.name}/`" if "/" in logs[0] else f"`{logs[0]}`"
         lines.append(f"- {label}: {sample.description}.")
     return "\n".join(lines) + "\n"
 

@@ -35,7 +35,7 @@ import sqlite3
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import orjson
 import zstandard
@@ -407,7 +407,8 @@ def iter_member_lines(source: LogSource, max_line: int = DEFAULT_MAX_LINE) -> It
 
 # -- writing (tests and sample logs only) --------------------------------------------
 
-def write_database(path: Path, sessions: list[tuple[dict, list[dict]]], schema: str = "head", pack: bool = True) -> None:
+def write_database(path: Path, sessions: list[tuple[dict, list[dict]]], schema: str = "head", pack: bool = True,
+                   uuids: Callable[[], str] | None = None) -> None:
     """Build a database the way the harness's backend lays it out.
 
     ``sessions`` holds (header line, events) pairs.  HEAD schema: chunk runs
@@ -420,11 +421,12 @@ def write_database(path: Path, sessions: list[tuple[dict, list[dict]]], schema: 
 
     from .chunk_rows import pack_events
 
+    new_uuid = uuids or (lambda: str(uuid.uuid4()))
     con = sqlite3.connect(path)
     try:
         con.executescript(HEAD_DDL if schema == "head" else SEED_DDL)
         if schema == "head":
-            con.execute("INSERT INTO persistence_state (singleton, store_id) VALUES (1, ?)", (str(uuid.uuid4()),))
+            con.execute("INSERT INTO persistence_state (singleton, store_id) VALUES (1, ?)", (new_uuid(),))
             con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             con.execute(f"PRAGMA user_version = {HEAD_SCHEMA}")
         else:
@@ -438,7 +440,7 @@ def write_database(path: Path, sessions: list[tuple[dict, list[dict]]], schema: 
                     "INSERT INTO sessions (id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset, incarnation, revision)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
                     (header["id"], header["version"], header["createdAt"], header.get("cwd"), header.get("parentSession"),
-                     header.get("seedLength"), header.get("origin"), header.get("delegationDepth"), header.get("agentPreset"), str(uuid.uuid4())),
+                     header.get("seedLength"), header.get("origin"), header.get("delegationDepth"), header.get("agentPreset"), new_uuid()),
                 )
                 records = pack_events(events) if pack else events
                 for rec in records:

@@ -38,7 +38,10 @@ def test_checker_finds_exactly_the_injected_faults(result, name):
 
 
 def test_every_sample_log_is_listed():
-    logs = {str(p.relative_to(SAMPLES)) for p in SAMPLES.rglob("*.jsonl") if not p.name.endswith("requests.jsonl")}
+    from invariants.discover import discover
+
+    sources, _ = discover([SAMPLES])
+    logs = {str(s.path.relative_to(SAMPLES)) + (f"#{s.member}" if s.member is not None else "") for s in sources}
     assert logs == set(EXPECTED)
 
 
