@@ -136,6 +136,8 @@ def _unit_key(unit: Unit, options: CheckOptions) -> list | None:
         if r is None:
             return None
         revs.append(r)
+        if getattr(s, "member", None) is not None:
+            revs.append(revision(f"{s.path}-wal"))  # SQLite in WAL mode: recent commits live beside the file
     if unit.captures is not None:
         caps = [[c, revision(c)] for c in unit.captures]
         listing: list = []
