@@ -56,6 +56,15 @@ class SessionSummary:
         return self.session
 
     @property
+    def header(self) -> Any:
+        """The bits of the session header the fork checks read (None without a header)."""
+        if not self.has_header:
+            return None
+        from types import SimpleNamespace
+
+        return SimpleNamespace(id=self.session, parent_session=self.parent_session, seed_length=self.seed_length)
+
+    @property
     def source(self) -> LogSource:
         if self.member is None:
             return LogSource(Path(self.path), Path(self.root))
@@ -368,11 +377,18 @@ def _assemble(units: list[Unit], results: list, problems: list[str], options: Ch
         extra.extend(finding_from_json(f) for f in cap["check"])
         requests.extend(RequestStatus(*r) for r in cap["requests"])
 
-    by_id = {m.id: m for m in models}
+    from . import check as _check
+
+    pick = getattr(_check, "parent_candidates_for", None)
+    by_ids: dict[str, list[SessionSummary]] = {}
+    for m in models:
+        by_ids.setdefault(m.id, []).append(m)
+    last_by_id = {m.id: m for m in models}
     for m in models:
         if not m.has_header or not m.parent_session:
             continue
-        extra.extend(_fork_findings(m, by_id, cache, stats, ForkSide, check_fork_sides, find_parent_log, make_finding))
+        parents = pick(m, by_ids) if pick is not None else last_by_id  # the same choice as run_check
+        extra.extend(_fork_findings(m, parents, cache, stats, ForkSide, check_fork_sides, find_parent_log, make_finding))
 
     findings = [f for m in models for f in m.findings] + extra
     findings = filter_findings(findings, options)
