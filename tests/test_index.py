@@ -43,8 +43,22 @@ def q(db: Path, sql: str, *params):
         conn.close()
 
 
+def fts_consistent(db: Path) -> bool:
+    """FTS5's own check of both full-text indexes against their content tables."""
+    conn = sqlite3.connect(db)
+    try:
+        for table in ("messages_fts", "findings_fts"):
+            conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+        return True
+    except sqlite3.DatabaseError:
+        return False
+    finally:
+        conn.close()
+
+
 def assert_same(a: Path, b: Path) -> None:
     """Two indexes hold the same data; on a difference, name the table and the rows."""
+    assert fts_consistent(a) and fts_consistent(b)
     sa, sb = snapshot(a), snapshot(b)
     for table in sa:
         only_a = sorted(set(sa[table]) - set(sb[table]))

@@ -320,7 +320,7 @@ def _run_tasks(db: sqlite_utils.Database, tasks: list[GroupTask], jobs: int | No
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
-    window = jobs * 2
+    window = jobs * 4  # results are written in order; a deeper queue keeps workers busy past a slow folder
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
         pending: deque[Future] = deque()
         it = iter(tasks)
@@ -374,6 +374,8 @@ def _delete_session(conn: sqlite3.Connection, sid: int, keep_row: bool = False) 
     conn.execute("UPDATE sessions SET parent_id = NULL, fork_checked = NULL WHERE parent_id = ?", [sid])
     conn.execute("UPDATE requests SET session_id = NULL WHERE session_id = ?", [sid])
     conn.execute("UPDATE findings SET session_id = NULL WHERE session_id = ? AND source = 'capture'", [sid])
+    conn.execute("INSERT INTO messages_fts(messages_fts, rowid, text) SELECT 'delete', id, text FROM messages "
+                 "WHERE session_id = ?", [sid])
     for table in ("steps", "cache_steps", "versions", "instances", "messages", "tool_calls", "checkpoints"):
         conn.execute(f"DELETE FROM {table} WHERE session_id = ?", [sid])
     conn.execute("DELETE FROM findings WHERE session_id = ? AND source IN ('log', 'fork')", [sid])
@@ -543,8 +545,11 @@ class _Writer:
             conn.execute("DELETE FROM cache_steps WHERE session_id = ? AND idx >= ?", [sid, res.cache_start])
             conn.executemany(f"INSERT INTO cache_steps(session_id, {', '.join(R.CACHE_COLUMNS)}) "
                              f"VALUES ({', '.join('?' * (len(R.CACHE_COLUMNS) + 1))})", [(sid, *r) for r in res.cache])
+        last_id = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
         conn.executemany(f"INSERT INTO messages(session_id, {', '.join(R.MESSAGE_COLUMNS)}) VALUES ({', '.join('?' * (len(R.MESSAGE_COLUMNS) + 1))})",
                          [(sid, *r) for r in res.messages])
+        if res.messages:  # messages_fts has no triggers (see schema.FTS)
+            conn.execute("INSERT INTO messages_fts(rowid, text) SELECT id, text FROM messages WHERE id > ?", [last_id])
         conn.executemany(f"INSERT INTO tool_calls(session_id, {', '.join(R.TOOL_CALL_COLUMNS)}) VALUES ({', '.join('?' * (len(R.TOOL_CALL_COLUMNS) + 1))})",
                          [(sid, *r) for r in res.tool_calls])
         conn.execute("DELETE FROM findings WHERE session_id = ? AND source = 'log'", [sid])
