@@ -17,7 +17,9 @@ import pytest
 from inspector.index import QueryError, build_index, covers, list_sessions, run_query
 from invariants.check import run_check
 from tests.conftest import ROOT, corpus_dir
-from tests.test_index_support import capture_lines_before, growing_session, make_root, write_capture, write_log
+from tests.test_index_support import (
+    add_late, capture_lines_before, growing_session, make_root, write_capture, write_log,
+)
 
 
 @pytest.fixture(scope="module")
@@ -379,6 +381,36 @@ def test_terminal_output_is_inert(tmp_path, capsys):
 
 
 # -- confinement and conformance ------------------------------------------------------------------
+
+
+def test_late_era_zstd_and_sqlite_sessions(tmp_path):
+    base = tmp_path / "root"
+    make_root(base, n=2, seed=4)
+    files = add_late(base)
+    db = tmp_path / "index.db"
+    stats = build_index([base], db, jobs=1)
+    result = run_check([base])
+    assert stats.problems == [] and stats.sessions == len(result.sessions) == 3 + 1 + 2
+    expected = collections.Counter((f.rule, f.file, f.seq, f.message) for f in result.findings)
+    assert collections.Counter(q(db, "SELECT rule, file, seq, message FROM findings")) == expected
+    assert collections.Counter(dict(q(db, "SELECT status, count(*) FROM requests GROUP BY status"))) == \
+        collections.Counter(r.status for r in result.requests)
+    assert q(db, "SELECT era, count(*) FROM sessions GROUP BY era") == [("late", 3), ("seed", 3)]
+    members = q(db, "SELECT member, c.uid FROM sessions s LEFT JOIN (SELECT id, uid FROM sessions) c ON c.id = s.parent_id "
+                    "WHERE member IS NOT NULL ORDER BY member")
+    assert members == [("child-7e41", "parent-2c9a"), ("parent-2c9a", None)]
+    # Touching the database re-reads every session in it (no byte-offset resume inside a database).
+    dbfile = next(p for p in files if p.name == "sessions.sqlite")
+    os.utime(dbfile, ns=(time.time_ns(), time.time_ns()))
+    again = build_index([base], db, jobs=1)
+    assert (again.replaced, again.unchanged) == (2, 4)
+    assert_same(db, _fresh(base, tmp_path))
+
+
+def _fresh(base: Path, tmp_path: Path) -> Path:
+    fresh = tmp_path / "fresh.db"
+    build_index([base], fresh, jobs=1)
+    return fresh
 
 
 def test_parent_session_never_resolves_outside_the_root(tmp_path):

@@ -107,6 +107,21 @@ def make_root(root: Path, n: int = 8, seed: int = 7, turns: int = 3) -> dict[str
     return out
 
 
+def add_late(root: Path) -> list[Path]:
+    """Late-era sessions from ``invariants.simulator_late``: a zstd log in the project/session
+    layout with its capture, and a SQLite session database holding a parent and its fork."""
+    from invariants.simulator_late import sample_late_sqlite, sample_late_zstd
+
+    written = []
+    for sample in (sample_late_zstd(), sample_late_sqlite()):
+        for rel, data in sample.files.items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            written.append(path)
+    return written
+
+
 def growing_session(world_seed: int = 11, turns: int = 12) -> tuple[str, list[bytes], list[bytes], list[int]]:
     """A long session: (id, log lines, capture lines, log line count after each turn/end)."""
     world = World(world_seed)

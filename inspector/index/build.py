@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-import orjson
 import sqlite_utils
 
 from invariants.capture import find_capture
@@ -35,7 +34,8 @@ from invariants.rules.registry import make_finding
 from . import rows as R
 from .schema import SCHEMA_VERSION, create_schema
 from .work import (
-    CaptureResult, CaptureTask, GroupResult, GroupTask, LogTask, Previous, SessionResult, Stat, process_group,
+    CaptureTask, GroupResult, GroupTask, LogTask, Previous, SessionResult, Stat, process_group,
+    source_stat,
 )
 
 DEFAULT_DB = "inspector-index.db"
@@ -211,8 +211,11 @@ def _plan(db: sqlite_utils.Database, sources: list[LogSource], full: bool, stats
     for folder, srcs in groups.items():
         logs: list[LogTask] = []
         for src in srcs:
-            path = str(src.path)
-            st = _stat(path)
+            path = src.display
+            try:
+                st = source_stat(src)
+            except OSError:
+                st = None
             if st is None:
                 stats.problems.append(f"{path}: vanished while indexing")
                 continue
@@ -224,7 +227,7 @@ def _plan(db: sqlite_utils.Database, sources: list[LogSource], full: bool, stats
                                 versions=row[8] or 0, head_hash=row[9], tail_hash=row[10], turns=row[11] or 0,
                                 compactions=row[12] or 0)
                 changed = full or prev.stat != st
-            logs.append(LogTask(path, str(src.root), st, prev, changed))
+            logs.append(LogTask(src, st, prev, changed))
             if not changed:
                 stats.unchanged += 1
         cap_paths: list[str] = []
@@ -344,7 +347,7 @@ def default_jobs() -> int:
 
 def _prune(db: sqlite_utils.Database, roots: list[str], sources: list[LogSource], stats: IndexStats) -> set[str]:
     """Forget logs (and captures) that no longer exist under a path being indexed; returns their folders."""
-    seen = {str(s.path) for s in sources}
+    seen = {s.display for s in sources}
     folders = {str(s.path.parent) for s in sources}
     dirs = [r for r in roots if os.path.isdir(r)]
     files = [r for r in roots if not os.path.isdir(r)]
@@ -501,7 +504,7 @@ class _Writer:
         st = res.stat
         values = {c: facts.get(c) for c in _SESSION_FACT_COLS}
         values.update(
-            path=res.path, root=res.root, dir=os.path.dirname(res.path), size=st.size, mtime_ns=st.mtime_ns,
+            path=res.path, file=res.file, member=res.member, root=res.root, dir=os.path.dirname(res.file), size=st.size, mtime_ns=st.mtime_ns,
             inode=st.inode, device=st.device, revision=st.revision, head_hash=res.head_hash, tail_hash=res.tail_hash,
             resumable=int(res.checkpoint is not None), indexed_at=now_iso(),
             index_mode="append" if res.action == "append" else "full",
@@ -649,31 +652,31 @@ def _fork_phase(db: sqlite_utils.Database, roots: list[str], stats: IndexStats) 
     """
     conn = db.conn
     children = conn.execute(
-        "SELECT id, uid, path, root, parent_session, seed_length, events, era, revision, fork_checked FROM sessions "
-        "WHERE parent_session IS NOT NULL").fetchall()
+        "SELECT id, uid, path, root, parent_session, seed_length, events, era, revision, fork_checked, file, member "
+        "FROM sessions WHERE parent_session IS NOT NULL").fetchall()
     todo = []
-    for sid, uid, path, root, parent_uid, seed, events, era, rev, checked in children:
+    for sid, uid, path, root, parent_uid, seed, events, era, rev, checked, file, member in children:
         if not any(_within(path, r) for r in roots):
             continue
-        parent = _resolve_parent(conn, sid, path, root, parent_uid)
+        parent = _resolve_parent(conn, sid, file, root, parent_uid)
         key = f"{rev}|{root}|" + (f"{parent[0]}:{parent[3]}" if parent else "-")
         if key == checked:
             continue
-        todo.append((sid, uid, path, root, parent_uid, seed, events, era, parent, key))
+        todo.append((sid, uid, path, root, parent_uid, seed, events, era, parent, key, file, member))
     batch = 200
     for i in range(0, len(todo), batch):
         conn.execute("BEGIN IMMEDIATE")
         done = []
-        for sid, uid, path, root, parent_uid, seed, events, era, parent, key in todo[i:i + batch]:
+        for sid, uid, path, root, parent_uid, seed, events, era, parent, key, file, member in todo[i:i + batch]:
             emitted: list[Finding] = []
 
             def emit(code: str, message: str, **where: Any) -> None:
                 emitted.append(make_finding(code, message, **where))
 
-            child = ForkSide(LogSource(Path(path), Path(root)), uid, events, era, parent_uid, seed or 0)
+            child = ForkSide(_source(file, root, member), uid, events, era, parent_uid, seed or 0)
             side = None
             if parent is not None:
-                side = ForkSide(LogSource(Path(parent[1]), Path(root)), parent_uid, parent[2], parent[4])
+                side = ForkSide(_source(parent[5], root, parent[6]), parent_uid, parent[2], parent[4])
             try:
                 check_fork_sides(child, side, emit)
             except OSError as exc:
@@ -689,21 +692,30 @@ def _fork_phase(db: sqlite_utils.Database, roots: list[str], stats: IndexStats) 
         stats.fork_checks += len(done)
 
 
-def _resolve_parent(conn: sqlite3.Connection, sid: int, path: str, root: str, parent_uid: str) -> tuple | None:
-    """(id, path, events, revision, era) of the parent under ``root``, nearest first."""
+def _source(file: str, root: str, member: str | None) -> LogSource:
+    if member is None:
+        return LogSource(Path(file), Path(root))
+    return LogSource(Path(file), Path(root), member)  # type: ignore[call-arg]  # SQLite-backed session
+
+
+def _resolve_parent(conn: sqlite3.Connection, sid: int, file: str, root: str, parent_uid: str) -> tuple | None:
+    """(id, path, events, revision, era, file, member) of the parent under ``root``, nearest first.
+
+    Nearest: the same file (a SQLite database), the same folder, the same project
+    folder, else the first by path.  Only indexed sessions under ``root`` count.
+    """
     prefix = root.rstrip(os.sep) + os.sep
     rows = conn.execute(
-        "SELECT id, path, events, revision, era, version FROM sessions WHERE uid = ? AND id != ? "
+        "SELECT id, path, events, revision, era, file, member, version FROM sessions WHERE uid = ? AND id != ? "
         "AND substr(path, 1, ?) = ? ORDER BY path", [parent_uid, sid, len(prefix), prefix]).fetchall()
-    rows = [r for r in rows if r[5] is not None] or rows  # a log whose header parsed, first
+    rows = [r for r in rows if r[7] is not None] or rows  # a log whose header parsed, first
     if not rows:
         return None
-    here = os.path.dirname(path)
+    here = os.path.dirname(file)
     up = os.path.dirname(here)
-    for r in rows:
-        if os.path.dirname(r[1]) == here:
-            return r[:5]
-    for r in rows:
-        if os.path.dirname(os.path.dirname(r[1])) == up:
-            return r[:5]
-    return rows[0][:5]
+    for test in (lambda r: r[5] == file, lambda r: os.path.dirname(r[5]) == here,
+                 lambda r: os.path.dirname(os.path.dirname(r[5])) == up):
+        for r in rows:
+            if test(r):
+                return r[:7]
+    return rows[0][:7]

@@ -34,7 +34,7 @@ TABLES: list[tuple[str, dict, object, list, set]] = [
     ("header_tools", {"hash": str, "position": int, "name": str}, ("hash", "position"),
      [("hash", "headers", "hash")], set()),
     ("sessions", {
-        "id": int, "uid": str, "path": str, "root": str, "dir": str, "cwd": str,
+        "id": int, "uid": str, "path": str, "file": str, "member": str, "root": str, "dir": str, "cwd": str,
         "created_at": int, "created": str, "parent_session": str, "parent_id": int, "seed_length": int,
         "era": str, "profile": str, "version": str, "compressed": int,
         "events": int, "turns": int, "steps": int, "chunks": int, "chunk_rows": int, "lines": int, "bytes": int,

@@ -89,11 +89,40 @@ class Previous:
 
 @dataclass
 class LogTask:
-    path: str
-    root: str
+    source: LogSource
     stat: Stat
     previous: Previous | None
     changed: bool
+
+    @property
+    def path(self) -> str:
+        """The session's key: the file, or ``file#id`` for a session inside a SQLite database."""
+        return self.source.display
+
+    @property
+    def root(self) -> str:
+        return str(self.source.root)
+
+
+def member_of(src: LogSource) -> str | None:
+    return getattr(src, "member", None)
+
+
+def resumable(src: LogSource) -> bool:
+    """A plain log file, which can be resumed at a byte offset (not zstd, not a database)."""
+    return not src.compressed and member_of(src) is None
+
+
+def source_stat(src: LogSource) -> Stat:
+    """The revision of the file a session lives in; a SQLite database counts its -wal file too."""
+    st = Stat.of(src.path)
+    if member_of(src) is None:
+        return st
+    try:
+        wal = Stat.of(f"{src.path}-wal")
+    except OSError:
+        return st
+    return Stat(st.size + wal.size, max(st.mtime_ns, wal.mtime_ns), st.inode, st.device)
 
 
 @dataclass
@@ -119,6 +148,8 @@ class SessionResult:
     root: str
     action: str  # new | replace | append | context | error
     stat: Stat
+    file: str = ""
+    member: str | None = None
     facts: dict = field(default_factory=dict)
     head_hash: str | None = None
     tail_hash: str | None = None
@@ -235,20 +266,24 @@ def _problem(path: str, exc: BaseException) -> str:
     return f"{path}: internal error while indexing ({tb}); the file was skipped"
 
 
+def _result(lt: LogTask, action: str) -> SessionResult:
+    return SessionResult(lt.path, lt.root, action, lt.stat, str(lt.source.path), member_of(lt.source))
+
+
 def _load(lt: LogTask) -> tuple[SessionResult, SessionModel]:
-    src = LogSource(Path(lt.path), Path(lt.root))
+    src = lt.source
     prev = lt.previous
     if not lt.changed and prev is not None:
         model = resume(src, prev.checkpoint) if prev.checkpoint else None
         if model is None:
             model = _replay(src)
-        return SessionResult(lt.path, lt.root, "context", lt.stat), model
+        return _result(lt, "context"), model
     if (
         prev is not None
         and prev.checkpoint
-        and not src.compressed
+        and resumable(src)
         and prev.lines >= SNIFF_LINES  # the era sniff reads the head: it must not change
-        and grew_in_place(lt.path, lt.stat, prev, prev.bytes_at)
+        and grew_in_place(str(src.path), lt.stat, prev, prev.bytes_at)
     ):
         model = resume(src, prev.checkpoint)
         if model is not None:
@@ -259,9 +294,9 @@ def _load(lt: LogTask) -> tuple[SessionResult, SessionModel]:
                 # counted before the checkpoint.
                 model.turns += prev.turns
                 model.compactions[:0] = [-1] * prev.compactions
-            return SessionResult(lt.path, lt.root, "append", lt.stat), model
+            return _result(lt, "append"), model
     model = _replay(src)
-    return SessionResult(lt.path, lt.root, "replace" if prev is not None else "new", lt.stat), model
+    return _result(lt, "replace" if prev is not None else "new"), model
 
 
 @functools.lru_cache(maxsize=1)
@@ -309,9 +344,9 @@ def _fill(res: SessionResult, model: SessionModel, prev: Previous | None) -> Non
     res.facts = R.session_facts(model)
     res.checkpoint = model.checkpoint
     res.bytes_at = model.bytes if model.checkpoint is not None else None
-    if not model.source.compressed:
+    if resumable(model.source):
         try:
-            res.head_hash, res.tail_hash = window_hashes(res.path, model.bytes)
+            res.head_hash, res.tail_hash = window_hashes(res.file, model.bytes)
         except OSError:
             res.head_hash = res.tail_hash = None
     res.version_start = prev_versions
@@ -375,7 +410,7 @@ def _check_capture(ct: CaptureTask, cr: CaptureResult, models: list[SessionModel
         before = {id(m): len(m.requests) for m in models}
         checks = check_sessions(models, {path: [rec]}, False, emit)
         target = next((m for k, m in owner.items() if len(m.requests) > before[k]), None)
-        session_path = target.file if target is not None else None
+        session_path = target.file if target is not None else None  # == LogTask.path (display)
         if checks:
             rc = checks[0]
             cr.requests.append(_request_row(rec, session_path, rc.session, rc.step, rc.status, rc.codes))
