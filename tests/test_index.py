@@ -287,25 +287,60 @@ def test_parallel_workers_build_the_same_index(root, indexed, tmp_path):
 # -- kill safety -----------------------------------------------------------------------------
 
 
-def test_killed_indexer_leaves_a_usable_database(root, indexed, tmp_path):
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_killed_indexer_leaves_a_usable_database(root, indexed, tmp_path, jobs):
     base, written = root
     db = tmp_path / "killed.db"
     env = {**os.environ, "INSPECTOR_INDEX_PAUSE_AT": "3", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "inspector.cli", "index", str(base), "--db", str(db), "--jobs", "1"],
+    proc = subprocess.Popen([sys.executable, "-m", "inspector.cli", "index", str(base), "--db", str(db), "--jobs", str(jobs)],
                             cwd=tmp_path, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    workers: list[int] = []
     try:
         line = proc.stderr.readline()
         assert "paused" in line, line
+        workers = _children(proc.pid)
+        assert len(workers) == (jobs if jobs > 1 else 0)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(w) for w in workers), "worker processes outlived the killed indexer"
     finally:
         if proc.poll() is None:
             proc.kill()
+        for w in workers:
+            if _alive(w):
+                os.kill(w, signal.SIGKILL)
     assert q(db, "PRAGMA integrity_check") == [("ok",)]
     assert q(db, "SELECT count(*) FROM sessions")[0][0] == 2  # folders 1 and 2 committed, 3 rolled back
-    assert q(db, "SELECT status FROM runs") == [("running",)]
+    assert q(db, "SELECT status, groups_done FROM runs") == [("running", 2)]
     assert len(list_sessions(db)) == 2  # readable while in this state
-    stats = build_index([base], db, jobs=1)
+    stats = build_index([base], db, jobs=1)  # the lock died with the indexer
     assert stats.new == len(written) - 2 and stats.unchanged == 2
     assert q(db, "PRAGMA integrity_check") == [("ok",)]
     assert q(db, "SELECT status FROM runs ORDER BY id") == [("interrupted",), ("complete",)]

@@ -145,6 +145,7 @@ def build_index(
     db_path = str(db_path)
     db = open_index(db_path)
     lock = _Lock(db_path)
+    db._index_lock_fd = lock.fd  # type: ignore[attr-defined]  # closed in worker processes
     try:
         run_id = _start_run(db, paths)
         stats = _build(db, [os.path.abspath(p) for p in paths], jobs, full, progress, stats, run_id)
@@ -324,7 +325,9 @@ def _run_tasks(db: sqlite_utils.Database, tasks: list[GroupTask], jobs: int | No
 
     ctx = multiprocessing.get_context("fork")
     window = jobs * 4  # results are written in order; a deeper queue keeps workers busy past a slow folder
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+    lock_fd = getattr(db, "_index_lock_fd", None)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init,
+                             initargs=(os.getpid(), lock_fd)) as pool:
         pending: deque[Future] = deque()
         it = iter(tasks)
         for task in it:
@@ -339,6 +342,25 @@ def _run_tasks(db: sqlite_utils.Database, tasks: list[GroupTask], jobs: int | No
                 _attach_state(db, nxt)
                 pending.append(pool.submit(process_group, nxt))
             yield result
+
+
+def _worker_init(parent: int, lock_fd: int | None) -> None:
+    """A worker never outlives a killed indexer, and never holds its lock or its database."""
+    if lock_fd is not None:
+        try:
+            os.close(lock_fd)  # our copy only: the parent's lock stays
+        except OSError:
+            pass
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the parent (Linux)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
 
 
 def default_jobs() -> int:
