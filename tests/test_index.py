@@ -149,6 +149,9 @@ def test_fork_links_child_to_parent(indexed):
     assert q(db, "SELECT count(*) FROM findings WHERE category = 'fork-seed'")[0][0] == 0
     assert q(db, "SELECT session_uid, ancestor_uid, depth FROM fork_chains") == [(child, parent, 1)]
     assert [r["uid"] for r in list_sessions(db, parent=parent)] == [child]
+    rows = {r["uid"]: r for r in list_sessions(db, check_fresh=True)}
+    assert rows[parent]["forks"] == 1 and rows[child]["parent_uid"] == parent
+    assert not any(r["stale"] for r in rows.values())
 
 
 def test_views_and_full_text_search(indexed):

@@ -3,7 +3,7 @@
 Write side: :func:`build_index` (``inspector index``).  Read side, for the CLI
 and the TUI, never taking a write lock: :func:`list_sessions`,
 :func:`run_query`, :func:`open_readonly`, :func:`covers`, :func:`index_info`.
-See ``docs/INDEX.md`` for the schema, the views and how updates stay
+See ``inspector/index/README.md`` for the schema, the views and how updates stay
 incremental.
 """
 

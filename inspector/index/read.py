@@ -139,9 +139,15 @@ def covers(db_path: str | os.PathLike, path: str | os.PathLike) -> bool:
         conn.close()
 
 
-SESSION_FIELDS = ("id", "uid", "path", "root", "cwd", "created_at", "created", "parent_session", "parent_id",
-                  "parent_uid", "seed_length", "era", "profile", "events", "turns", "steps", "requests",
-                  "errors", "warnings", "infos", "worst", "size", "compressed", "torn", "open_turn_at_end", "indexed_at")
+SESSION_FIELDS = ("id", "uid", "path", "file", "member", "root", "cwd", "created_at", "created", "parent_session",
+                  "parent_id", "parent_uid", "seed_length", "era", "profile", "events", "turns", "steps", "instances",
+                  "resumes", "forks", "requests", "errors", "warnings", "infos", "worst", "size", "mtime_ns", "inode",
+                  "compressed", "torn", "open_turn_at_end", "indexed_at")
+_COMPUTED = {
+    "parent_uid": "p.uid",
+    "resumes": "(SELECT count(*) FROM instances i WHERE i.session_id = s.id AND i.reason = 'resume')",
+    "forks": "(SELECT count(*) FROM sessions c WHERE c.parent_id = s.id)",
+}
 
 
 def _ms(value: str | int | float | None, end: bool = False) -> int | None:
@@ -222,15 +228,20 @@ def session_filter_sql(*, under: str | os.PathLike | None = None, category: str 
 
 
 def list_sessions(db_path: str | os.PathLike, *, limit: int | None = None, order: str = "created",
-                  **filters: Any) -> list[dict[str, Any]]:
+                  check_fresh: bool = False, **filters: Any) -> list[dict[str, Any]]:
     """Sessions in the index matching ``filters`` (see :func:`session_filter_sql`), as dicts.
 
     This is the TUI's session list when an index exists; it never writes.
+    Keys: :data:`SESSION_FIELDS` (``id`` is the index's key, ``uid`` the id in
+    the log header, ``path`` the file or ``file#id`` for a session in a SQLite
+    database).  ``check_fresh`` adds ``stale``: True when the file's size,
+    mtime or inode no longer match what was indexed (one ``stat`` per file),
+    so a caller can re-check that session itself or ask for a re-index.
     """
     where, params = session_filter_sql(**filters)
     orders = {"created": "s.created_at IS NULL, s.created_at, s.path", "path": "s.path",
               "errors": "s.errors DESC, s.warnings DESC, s.path", "size": "s.size DESC, s.path"}
-    sql = (f"SELECT {', '.join('p.uid' if f == 'parent_uid' else 's.' + f for f in SESSION_FIELDS)} "
+    sql = (f"SELECT {', '.join(_COMPUTED.get(f, 's.' + f) for f in SESSION_FIELDS)} "
            f"FROM sessions s LEFT JOIN sessions p ON p.id = s.parent_id{where} ORDER BY {orders.get(order, orders['created'])}")
     if limit is not None:
         sql += " LIMIT ?"
@@ -243,4 +254,18 @@ def list_sessions(db_path: str | os.PathLike, *, limit: int | None = None, order
             raise QueryError(_explain(exc)) from None
     finally:
         conn.close()
-    return [dict(zip(SESSION_FIELDS, r)) for r in rows]
+    out = [dict(zip(SESSION_FIELDS, r)) for r in rows]
+    if check_fresh:
+        for row in out:
+            row["stale"] = _stale(row)
+    return out
+
+
+def _stale(row: dict[str, Any]) -> bool:
+    try:
+        st = os.stat(row["file"])
+    except (OSError, TypeError):
+        return True
+    if row.get("member") is not None:  # a database: any write may touch any session in it
+        return st.st_mtime_ns > (row["mtime_ns"] or 0) or st.st_ino != row["inode"]
+    return (st.st_size, st.st_mtime_ns, st.st_ino) != (row["size"], row["mtime_ns"], row["inode"])
