@@ -474,7 +474,7 @@ def test_parent_session_never_resolves_outside_the_root(tmp_path):
     assert q(db, "SELECT count(*) FROM findings WHERE category = 'fork-seed'")[0][0] == 0
 
 
-@pytest.mark.parametrize("name", ["fixtures-seed-era", "fixtures-late-era", "upstream-seed-era"])
+@pytest.mark.parametrize("name", ["fixtures-seed-era", "fixtures-late-era", "upstream-seed-era", "upstream-late-era"])
 def test_index_agrees_with_check_on_the_corpus(name, tmp_path):
     folder = corpus_dir(name)
     db = tmp_path / "corpus.db"

@@ -28,7 +28,7 @@ import sqlite_utils
 from invariants.capture import find_capture
 from invariants.discover import LogSource, discover
 from invariants.findings import Finding
-from invariants.forks import ForkSide, check_fork_sides
+from invariants.forks import ForkSide, check_fork_sides, parent_candidates
 from invariants.rules.registry import make_finding
 
 from . import rows as R
@@ -680,8 +680,8 @@ def _fork_phase(db: sqlite_utils.Database, roots: list[str], stats: IndexStats) 
     for sid, uid, path, root, parent_uid, seed, events, era, rev, checked, file, member in children:
         if not any(_within(path, r) for r in roots):
             continue
-        parent = _resolve_parent(conn, sid, file, root, parent_uid)
-        key = f"{rev}|{root}|" + (f"{parent[0]}:{parent[3]}" if parent else "-")
+        parent = _resolve_parent(conn, sid, file, member, root, parent_uid, seed or 0)
+        key = f"{rev}|{root}|" + (f"{parent[0]}:{parent[3]}:{parent[7]}" if parent else "-")
         if key == checked:
             continue
         todo.append((sid, uid, path, root, parent_uid, seed, events, era, parent, key, file, member))
@@ -698,7 +698,10 @@ def _fork_phase(db: sqlite_utils.Database, roots: list[str], stats: IndexStats) 
             child = ForkSide(_source(file, root, member), uid, events, era, parent_uid, seed or 0)
             side = None
             if parent is not None:
-                side = ForkSide(_source(parent[5], root, parent[6]), parent_uid, parent[2], parent[4])
+                # A parent found by name (not the one checked log beside the child) is read
+                # only as far as the seed, as `inspector check` does: its length is not taken.
+                events = parent[2] if parent[7] == "checked" else None
+                side = ForkSide(_source(parent[5], root, parent[6]), parent_uid, events, parent[4])
             try:
                 check_fork_sides(child, side, emit)
             except OSError as exc:
@@ -720,24 +723,50 @@ def _source(file: str, root: str, member: str | None) -> LogSource:
     return LogSource(Path(file), Path(root), member)  # type: ignore[call-arg]  # SQLite-backed session
 
 
-def _resolve_parent(conn: sqlite3.Connection, sid: int, file: str, root: str, parent_uid: str) -> tuple | None:
-    """(id, path, events, revision, era, file, member) of the parent under ``root``, nearest first.
+def _resolve_parent(conn: sqlite3.Connection, sid: int, file: str, member: str | None, root: str, parent_uid: str,
+                    seed: int) -> tuple | None:
+    """(id, path, events, revision, era, file, member, how) of the parent, or None.
 
-    Nearest: the same file (a SQLite database), the same folder, the same project
-    folder, else the first by path.  Only indexed sessions under ``root`` count.
+    The same choice as ``inspector check``, made among the sessions indexed
+    under the child's root only: the log with that id beside the child (same
+    folder, project directory or database), else the only one with that id
+    (``invariants.check.parent_candidates_for``); failing both, the first of
+    ``invariants.forks.parent_candidates`` (the names the harness would give
+    it) that is an indexed log with that id.  The id never becomes a path:
+    candidates are compared with indexed paths, and nothing outside ``root``
+    can be indexed under it.
     """
     prefix = root.rstrip(os.sep) + os.sep
     rows = conn.execute(
         "SELECT id, path, events, revision, era, file, member, version FROM sessions WHERE uid = ? AND id != ? "
-        "AND substr(path, 1, ?) = ? ORDER BY path", [parent_uid, sid, len(prefix), prefix]).fetchall()
-    rows = [r for r in rows if r[7] is not None] or rows  # a log whose header parsed, first
+        "AND substr(path, 1, ?) = ? ORDER BY id", [parent_uid, sid, len(prefix), prefix]).fetchall()
     if not rows:
         return None
-    here = os.path.dirname(file)
-    up = os.path.dirname(here)
-    for test in (lambda r: r[5] == file, lambda r: os.path.dirname(r[5]) == here,
-                 lambda r: os.path.dirname(os.path.dirname(r[5])) == up):
-        for r in rows:
-            if test(r):
-                return r[:7]
-    return rows[0][:7]
+    child = _ref(file, member, root, parent_uid)
+    refs = [_ref(r[5], r[6], root, None, r) for r in rows]
+    pick = _pick_parent(child, refs, parent_uid)
+    if pick is not None:
+        return (*pick.row[:7], "checked")
+    if seed <= 0:
+        return None
+    by_file = {r[5]: r for r in rows if r[6] is None and r[7] is not None}  # a log file whose header parsed
+    for candidate in parent_candidates(child.source, parent_uid):
+        r = by_file.get(str(candidate))
+        if r is not None and _within(str(candidate), root):
+            return (*r[:7], "found")
+    return None
+
+
+def _ref(file: str, member: str | None, root: str, parent_uid: str | None, row: tuple = ()) -> Any:
+    """What ``parent_candidates_for`` reads of a session model: its header's parent and its source."""
+    from types import SimpleNamespace
+
+    return SimpleNamespace(header=SimpleNamespace(parent_session=parent_uid), source=_source(file, root, member), row=row)
+
+
+def _pick_parent(child: Any, refs: list, parent_uid: str) -> Any:
+    try:
+        from invariants.check import parent_candidates_for
+    except ImportError:  # an older library: the only candidate, if it is the only one
+        return refs[0] if len(refs) == 1 else None
+    return parent_candidates_for(child, {parent_uid: refs}).get(parent_uid)
