@@ -8,7 +8,15 @@ import sys
 from .common import fail
 from .index import add_db_flag
 
-COLUMNS = ("uid", "created", "era", "events", "steps", "requests", "errors", "warnings", "parent_uid", "path")
+COLUMNS = ("uid", "created", "era", "events", "steps", "requests", "errors", "warnings", "parent", "path")
+
+
+def _parent(row: dict) -> str | None:
+    """The parent the header names; a ``?`` marks one that is not indexed under the same root."""
+    claim = row.get("parent_session")
+    if claim is None:
+        return None
+    return claim if row.get("parent_id") is not None else f"{claim} ?"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(dumps_json(rows, indent=True) + "\n")
         return 0
-    sys.stdout.write(render(COLUMNS, [[r.get(c) for c in COLUMNS] for r in rows], max_width=48) + "\n")
+    table = [[_parent(r) if c == "parent" else r.get(c) for c in COLUMNS] for r in rows]
+    sys.stdout.write(render(COLUMNS, table, max_width=48) + "\n")
     sys.stdout.write(f"{len(rows)} session{'s' if len(rows) != 1 else ''}\n")
     return 0
