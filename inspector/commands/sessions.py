@@ -11,6 +11,13 @@ from .index import add_db_flag
 COLUMNS = ("uid", "created", "era", "events", "steps", "requests", "errors", "warnings", "parent", "path")
 
 
+def _short(row: dict) -> str:
+    """The path below the indexed root (the root is the same for most rows; --format json has it all)."""
+    path, root = row.get("path") or "", row.get("root") or ""
+    prefix = root.rstrip("/") + "/"
+    return path[len(prefix):] if root and path.startswith(prefix) else path
+
+
 def _parent(row: dict) -> str | None:
     """The parent the header names; a ``?`` marks one that is not indexed under the same root."""
     claim = row.get("parent_session")
@@ -59,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         sys.stdout.write(dumps_json(rows, indent=True) + "\n")
         return 0
-    table = [[_parent(r) if c == "parent" else r.get(c) for c in COLUMNS] for r in rows]
-    sys.stdout.write(render(COLUMNS, table, max_width=48) + "\n")
+    table = [[_parent(r) if c == "parent" else _short(r) if c == "path" else r.get(c) for c in COLUMNS] for r in rows]
+    sys.stdout.write(render(COLUMNS, table, max_width=72) + "\n")
     sys.stdout.write(f"{len(rows)} session{'s' if len(rows) != 1 else ''}\n")
     return 0
