@@ -408,6 +408,26 @@ def test_cli_sessions_and_query(indexed, capsys):
     assert covers(db, _base) and not covers(db, "/nonexistent")
 
 
+def test_foreign_database_is_never_written(tmp_path, capsys):
+    from inspector.cli import main
+    from inspector.index import IndexError_
+
+    other = tmp_path / "mine.db"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE notes(x)")
+    conn.commit()
+    conn.close()
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database at all, just text " * 10)
+    for target in (other, text):
+        before = target.read_bytes()
+        with pytest.raises(IndexError_):
+            build_index([tmp_path / "nothing"], target)
+        assert main(["index", str(tmp_path), "--db", str(target), "--rebuild"]) == 2
+        assert target.read_bytes() == before
+    capsys.readouterr()
+
+
 def test_terminal_output_is_inert(tmp_path, capsys):
     from inspector.cli import main
 

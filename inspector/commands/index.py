@@ -39,10 +39,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from invariants.inert import inert
     from inspector.index import IndexError_, build_index
+    from inspector.index.build import is_index
 
     db = args.db
     if args.jobs is not None and args.jobs < 1:
         return fail("--jobs must be at least 1")
+    if args.rebuild and db.exists() and db.stat().st_size and not is_index(db):
+        return fail(f"{db}: not an index written by `inspector index`; --rebuild deletes only those")
     if args.rebuild:
         for suffix in ("", "-wal", "-shm"):
             target = Path(f"{db}{suffix}")

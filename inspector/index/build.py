@@ -73,6 +73,20 @@ class IndexStats:
         return out
 
 
+def is_index(db_path: str | os.PathLike) -> bool:
+    """Whether ``db_path`` is an index this tool wrote (so --rebuild may delete it)."""
+    try:
+        conn = sqlite3.connect(f"file:{Path(db_path).resolve()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        return conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() is not None
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
 def now_iso() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -80,28 +94,43 @@ def now_iso() -> str:
 def connect(db_path: str | os.PathLike) -> sqlite_utils.Database:
     """A writable connection in WAL mode, autocommit (we issue BEGIN/COMMIT ourselves)."""
     conn = sqlite3.connect(str(db_path), isolation_level=None, timeout=30)
+    _pragmas(conn)
+    return sqlite_utils.Database(conn)
+
+
+def _pragmas(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA temp_store=MEMORY")
     conn.execute("PRAGMA cache_size=-65536")
-    return sqlite_utils.Database(conn)
 
 
 def open_index(db_path: str | os.PathLike) -> sqlite_utils.Database:
-    """Open (creating when new) an index database and check its schema version."""
-    db = connect(db_path)
-    names = set(db.table_names())
-    if "meta" not in names:
-        if names - {"sqlite_sequence"}:
-            raise IndexError_(f"{db_path}: this database has tables but is not an inspector index; refusing to write to it")
+    """Open (creating when new) an index database and check its schema version.
+
+    A file that is not ours is refused before anything is written to it
+    (not even the switch to WAL mode).
+    """
+    conn = sqlite3.connect(str(db_path), isolation_level=None, timeout=30)
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if "meta" in names else None
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise IndexError_(f"{db_path}: not an SQLite database ({exc}); refusing to write to it") from None
+    if names and version is None:
+        conn.close()
+        raise IndexError_(f"{db_path}: this database has tables but is not an inspector index; refusing to write to it")
+    if version is not None and version[0] != str(SCHEMA_VERSION):
+        conn.close()
+        raise IndexError_(f"{db_path}: index schema version {version[0]} is not {SCHEMA_VERSION}; "
+                          "rebuild it with `inspector index --rebuild`")
+    _pragmas(conn)
+    db = sqlite_utils.Database(conn)
+    if not names:
         create_schema(db)
         db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('created_at', ?)", [now_iso()])
-        return db
-    row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    if not row or row[0] != str(SCHEMA_VERSION):
-        raise IndexError_(f"{db_path}: index schema version {row[0] if row else '?'} is not {SCHEMA_VERSION}; "
-                          "rebuild it with `inspector index --rebuild`")
     return db
 
 
@@ -113,7 +142,7 @@ class _Lock:
     """
 
     def __init__(self, path: str) -> None:
-        self.fd = os.open(path, os.O_RDWR)
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # an empty file is an empty database
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -143,8 +172,12 @@ def build_index(
     t0 = time.perf_counter()
     stats = IndexStats()
     db_path = str(db_path)
-    db = open_index(db_path)
-    lock = _Lock(db_path)
+    lock = _Lock(db_path)  # before any write, the schema included
+    try:
+        db = open_index(db_path)
+    except BaseException:
+        lock.release()
+        raise
     db._index_lock_fd = lock.fd  # type: ignore[attr-defined]  # closed in worker processes
     try:
         run_id = _start_run(db, paths)
@@ -311,6 +344,7 @@ def _build(db: sqlite_utils.Database, roots: list[str], jobs: int | None, full: 
     _fork_phase(db, roots, stats)
     if stats.replaced or stats.removed:
         _gc_headers(db)
+    stats.findings = db.execute("SELECT count(*) FROM findings").fetchone()[0]
     return stats
 
 
