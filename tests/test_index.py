@@ -246,6 +246,30 @@ def test_grown_log_gains_exactly_its_new_steps(tmp_path, mid_step):
         old_steps = q(db, "SELECT * FROM steps ORDER BY idx")
 
 
+def test_grown_log_with_an_unchanged_capture_does_not_reread_it(tmp_path, monkeypatch):
+    sid, lines, capture, ends = growing_session()
+    folder = tmp_path / "root" / "--p--" / sid
+    folder.mkdir(parents=True)
+    log = folder / "session.jsonl"
+    cut = next(e for e in ends if e >= 420)
+    log.write_bytes(b"".join(l + b"\n" for l in lines[:cut]))
+    write_capture(folder / "requests.jsonl", capture_lines_before(capture, cut - 1))
+    db = tmp_path / "index.db"
+    build_index([tmp_path / "root"], db, jobs=1)
+    with open(log, "ab") as fh:
+        fh.write(b"".join(l + b"\n" for l in lines[cut:]))
+    import inspector.index.work as work
+
+    def boom(*a, **k):
+        raise AssertionError("the capture did not change")
+
+    monkeypatch.setattr(work, "read_capture", boom)
+    stats = build_index([tmp_path / "root"], db, jobs=1)
+    assert stats.appended == 1 and stats.problems == []
+    monkeypatch.undo()
+    assert_same(db, _fresh(tmp_path / "root", tmp_path))
+
+
 def test_replaced_and_removed_logs(tmp_path):
     base = tmp_path / "root"
     written = make_root(base, n=4, seed=3)

@@ -221,40 +221,48 @@ def grew_in_place(path: str, stat: Stat, prev: Previous | None, end: int | None)
 
 
 def process_group(task: GroupTask) -> GroupResult:
-    """Replay, resume or reload the folder's logs, then check its captures."""
-    need_models = bool(task.captures)
+    """Replay or resume the folder's changed logs, then check its captures where needed."""
     results: list[SessionResult] = []
-    models: list[SessionModel] = []
-    pending: list[tuple[SessionResult, SessionModel, Previous | None]] = []
+    loaded: dict[int, tuple[SessionResult, SessionModel, Previous | None]] = {}
     parsed = False
-    for lt in task.logs:
-        if not lt.changed and not need_models:
-            continue
+
+    def load(i: int, lt: LogTask) -> None:
+        nonlocal parsed
         try:
             res, model = _load(lt)
         except Exception as exc:  # one bad log must not stop a postmortem index
-            res = SessionResult(lt.path, lt.root, "error", lt.stat, problem=_problem(lt.path, exc))
-            model = None
+            res, model = SessionResult(lt.path, lt.root, "error", lt.stat, problem=_problem(lt.path, exc)), None
         parsed = parsed or res.action != "context"
         results.append(res)
         if model is not None:
-            models.append(model)
-            pending.append((res, model, lt.previous))
+            loaded[i] = (res, model, lt.previous)
+
+    for i, lt in enumerate(task.logs):
+        if lt.changed:
+            load(i, lt)
     caps: list[CaptureResult] = []
     if task.captures:
         replaced = task.recheck_all or any(r.action in ("new", "replace") for r in results)
         plans = [_capture_plan(ct) for ct in task.captures]
         all_lines = replaced or any(p.all_lines for p in plans)
-        for ct, cr in zip(task.captures, plans):
-            cr.all_lines = all_lines
-            try:
-                _check_capture(ct, cr, models)
-                parsed = True
-            except Exception as exc:
-                cr.action, cr.problem = "error", _problem(ct.path, exc)
-            caps.append(cr)
-    for res, model, prev in pending:
-        _fill(res, model, prev)
+        work = all_lines or any(p.action != "same" or (ct.previous and ct.previous.unexplained_lines)
+                                for ct, p in zip(task.captures, plans))
+        if work:
+            # Routing needs every session of the folder: unchanged ones come from their checkpoints.
+            for i, lt in enumerate(task.logs):
+                if i not in loaded and not lt.changed:
+                    load(i, lt)
+            models = [loaded[i][1] for i in sorted(loaded)]  # discovery order, as run_check has them
+            for ct, cr in zip(task.captures, plans):
+                cr.all_lines = all_lines
+                try:
+                    _check_capture(ct, cr, models)
+                    parsed = True
+                except Exception as exc:
+                    cr.action, cr.problem = "error", _problem(ct.path, exc)
+                caps.append(cr)
+    for i in sorted(loaded):
+        _fill(*loaded[i])
     return GroupResult(task.folder, results, caps, task.recheck_all or (bool(caps) and caps[0].all_lines), parsed,
                        task.gone_captures)
 
