@@ -215,3 +215,27 @@ def test_garbage_never_raises(tmp_path, garbage):
     p.write_bytes(garbage)
     result = run_check([p])
     assert result.findings and all(f.file == str(p) for f in result.findings)
+
+
+def test_resume_over_appended_bytes_equals_a_full_replay(tmp_path):
+    from invariants.replay import resume
+
+    log = _clean(4)
+    lines = log.lines()
+    p = tmp_path / "grow.jsonl"
+    p.write_bytes(b"\n".join(lines[:12]) + b"\n")
+    src = LogSource(p, p.parent)
+    first = replay(src, checkpoint=True)
+    assert first.checkpoint is not None
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    resumed = resume(src, first.checkpoint)
+    full = replay(src)
+    key = lambda m: [(s.turn, s.step, s.seq, s.header_version, s.chunks, s.surface, s.instance) for s in m.steps]  # noqa: E731
+    assert key(resumed) == key(full)
+    assert (resumed.turns, resumed.events, resumed.chunks, resumed.compactions) == (full.turns, full.events, full.chunks, full.compactions)
+    assert [f.rule for f in resumed.findings] == [f.rule for f in full.findings] == []
+
+
+def test_no_checkpoint_after_a_torn_tail(tmp_path):
+    p = _write(tmp_path, _clean().lines() + [b'{"type":"turn/st'], newline_at_end=False)
+    assert replay(LogSource(p, p.parent), checkpoint=True).checkpoint is None

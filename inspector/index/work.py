@@ -19,7 +19,6 @@ log, between:
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import inspect
 import os
@@ -296,36 +295,9 @@ def _load(lt: LogTask) -> tuple[SessionResult, SessionModel]:
         model = resume(src, prev.checkpoint)
         if model is not None:
             model.findings.extend(_carried(prev.carry, model))
-            if not resume_keeps_counters():
-                # The model's own counters start from zero after a resume (the
-                # checkpoint pickles the fold, not the model): add what was
-                # counted before the checkpoint.
-                model.turns += prev.turns
-                model.compactions[:0] = [-1] * prev.compactions
             return _result(lt, "append"), model
     model = _replay(src)
     return _result(lt, "replace" if prev is not None else "new"), model
-
-
-@functools.lru_cache(maxsize=1)
-def resume_keeps_counters() -> bool:
-    """Does ``resume()`` carry ``SessionModel.turns``/``compactions`` over?  Probed once on a tiny log."""
-    import tempfile
-
-    lines = [
-        {"type": "session", "version": 0, "id": "probe", "createdAt": 0},
-        {"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}}},
-        {"type": "turn/end", "seq": 1, "time": 0, "data": {"turn": 1, "reason": {"kind": "completed"}}},
-    ]
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "probe.jsonl"
-        path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
-        src = LogSource(path, Path(tmp))
-        first = _replay(src)
-        if first.checkpoint is None:
-            return True
-        again = resume(src, first.checkpoint)
-        return again is None or again.turns == first.turns
 
 
 def _carried(rows: list[tuple], model: SessionModel) -> list[Finding]:
