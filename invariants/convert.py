@@ -22,7 +22,7 @@ from typing import Iterable
 
 import orjson
 
-from .chunk_rows import pack_events
+from .chunk_rows import CHUNK_ROW_TYPES, ChunkRowError, expand_row, pack_events
 from .discover import discover, strip_log_suffix
 from .forks import encode_id
 from .zstdio import write_frames
@@ -64,8 +64,9 @@ def session_path(root: Path, header: dict, compressed: bool = True) -> Path:
 def storage_lines(lines: list[bytes], pack: bool = True) -> tuple[bytes, list[tuple[bytes, bool]]]:
     """The header line and the stored lines after it, each with ``ends_batch``.
 
-    Events that cannot be parsed are kept verbatim; chunk runs become rows
-    when ``pack``.  A batch ends after every ``turn/end`` (the seed era's
+    Existing chunk rows are expanded first, so the output's rows are exactly
+    what the encoder makes of the events (``pack``) or there are none.  Lines
+    that cannot be parsed, or rows that do not decode, are kept verbatim.  A batch ends after every ``turn/end`` (the seed era's
     flush point and a natural late-era flush), so a log of several turns
     spans several frames.
     """
@@ -77,6 +78,12 @@ def storage_lines(lines: list[bytes], pack: bool = True) -> tuple[bytes, list[tu
             obj = orjson.loads(raw)
         except orjson.JSONDecodeError:
             obj = raw  # kept verbatim
+        if isinstance(obj, dict) and obj.get("type") in CHUNK_ROW_TYPES and "seq0" in obj:
+            try:
+                parsed.extend(expand_row(obj))
+                continue
+            except ChunkRowError:
+                obj = raw
         if isinstance(obj, dict):
             original[id(obj)] = raw
         parsed.append(obj)

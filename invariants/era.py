@@ -36,7 +36,7 @@ from itertools import islice
 from typing import Any, Iterable
 
 from .discover import LogSource
-from .lines import FrameProblem, iter_source_lines
+from .lines import RawLine, iter_source_lines
 from .load import parse_json
 
 SNIFF_LINES = 400
@@ -158,7 +158,7 @@ def sniff(source: LogSource, max_lines: int = SNIFF_LINES) -> EraGuess:
 
         schema_era_evidence(source, seen)
     for raw in islice(iter_source_lines(source), max_lines):
-        if isinstance(raw, FrameProblem) or raw.oversized:
+        if not isinstance(raw, RawLine) or raw.oversized:
             continue
         obj, err = parse_json(raw.data)
         if err is None and isinstance(obj, dict):

@@ -460,7 +460,7 @@ def write_database(path: Path, sessions: list[tuple[dict, list[dict]]], schema: 
                 con.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
                             (header["id"], header["version"], header["createdAt"], header.get("cwd"), header.get("parentSession"), header.get("seedLength")))
                 for ev in events:
-                    con.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    con.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
                                 (header["id"], ev["seq"], ev["type"], ev["time"], js(ev["data"]),
                                  js(ev["sourceEventSeqs"]) if "sourceEventSeqs" in ev else None,
                                  js(ev["surfaceOp"]) if "surfaceOp" in ev else None))

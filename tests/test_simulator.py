@@ -129,7 +129,8 @@ def test_regeneration_is_byte_identical_to_committed_samples(tmp_path: Path) -> 
 
 
 def test_every_log_is_listed_in_expected(built: list[simulator.Sample], expected: dict) -> None:
-    assert sorted(_logs(built)) == sorted(expected)
+    # late/ holds HEAD-era storage forms (zstd, SQLite members): tests/test_samples.py lists those
+    assert sorted(_logs(built)) == sorted(k for k in expected if not k.startswith("late/"))
     for faults in expected.values():
         for fault in faults:
             assert fault["severity"] in ("error", "warning", "info") and fault["kind"]
