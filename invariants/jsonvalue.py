@@ -10,6 +10,8 @@ differing path, and a key-order walk for differences that only change bytes.
 from __future__ import annotations
 
 import json
+import re
+from itertools import accumulate
 from typing import Any
 
 import orjson
@@ -154,3 +156,36 @@ def shorten(value: Any, limit: int = 160) -> str:
 def is_safe_int(value: Any) -> bool:
     """An integer JS can represent exactly (``Number.isSafeInteger``)."""
     return isinstance(value, int) and not isinstance(value, bool) and -(2**53 - 1) <= value <= 2**53 - 1
+
+
+# -- nesting depth of JSON text ----------------------------------------------------
+
+MAX_DEPTH = 512
+"""Deepest JSON nesting the tool parses.  A log line nested deeper is reported, not
+parsed: orjson recurses while it builds Python values (100,000 nested objects
+overflow the C stack and kill the process), and every walker of a parsed value
+(diff, canonical form, rendering) is recursive too.  Real logs nest a few dozen
+levels; orjson's own encoder stops at 255."""
+
+_DEPTH_KEEP = bytes(c for c in range(256) if c not in b'"[]{}')
+_DEPTH_SIGN = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+_DEPTH_STRING = re.compile(rb'"[^"]*"?')
+
+
+def nesting_depth(data: bytes) -> int:
+    """Structural nesting depth of JSON text, ignoring brackets inside strings.
+
+    Linear time: escaped backslashes, then escaped quotes, are dropped; what
+    remains of strings is removed; the brackets left are summed as +1/-1.
+    For invalid JSON the number is only an estimate (the parser refuses it).
+    """
+    reduced = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _DEPTH_KEEP)
+    signs = _DEPTH_STRING.sub(b"", reduced).translate(_DEPTH_SIGN)
+    return max(accumulate(memoryview(signs).cast("b")), default=0)
+
+
+def too_deep(data: bytes, limit: int = MAX_DEPTH) -> bool:
+    """Whether JSON text nests deeper than ``limit``; two C-level counts for ordinary lines."""
+    if len(data) <= limit or data.count(b"[") + data.count(b"{") <= limit:
+        return False
+    return nesting_depth(data) > limit

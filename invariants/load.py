@@ -21,8 +21,8 @@ import orjson
 
 from .discover import LogSource, strip_log_suffix
 from .findings import Finding
-from .jsonvalue import is_safe_int, shorten
-from .lines import DEFAULT_MAX_LINE, FrameProblem, RawLine, RowProblem, iter_source_lines
+from .jsonvalue import MAX_DEPTH, is_safe_int, shorten, too_deep
+from .lines import DEFAULT_MAX_LINE, FrameProblem, LineRun, RawLine, RowProblem, iter_source_lines
 from .records import ENVELOPE_KEYS, Event, SessionHeader
 from .rows_fast import expand_row_fast
 from .rules.registry import make_finding
@@ -41,6 +41,8 @@ def _reject_constant(name: str) -> Any:
 
 def parse_json(data: bytes) -> tuple[Any, str | None]:
     """Parse one line; returns (value, None) or (None, reason)."""
+    if too_deep(data):  # before any parser: deep enough nesting crashes orjson
+        return None, f"nesting deeper than {MAX_DEPTH} levels"
     try:
         return orjson.loads(data), None
     except orjson.JSONDecodeError as exc:
@@ -107,6 +109,30 @@ def header_problem(obj: Any) -> str | None:
     return None
 
 
+class ChunkRun:
+    """Consecutive plain ``assistant/chunk`` envelopes, validated as a run.
+
+    Envelope and seq checks are done; the contract checks (open turn/step) are
+    the replay's, which may fall back to event-by-event handling.
+    """
+
+    __slots__ = ("objs", "datas", "maybe_usage")
+
+    def __init__(self, objs: list[dict], datas: list, maybe_usage: bool = True) -> None:
+        self.objs = objs
+        self.datas = datas
+        self.maybe_usage = maybe_usage  # False only when no usage chunk can be in the run
+
+
+class _ReadState:
+    __slots__ = ("start_offset", "start_line", "expected_seq", "bad_since_good", "defects")
+
+    def __init__(self, start_offset: int, start_line: int, expected_seq: int) -> None:
+        self.start_offset, self.start_line, self.expected_seq = start_offset, start_line, expected_seq
+        self.bad_since_good = 0
+        self.defects: list[_Defect] = []
+
+
 @dataclass(slots=True)
 class _Defect:
     code: str
@@ -157,103 +183,160 @@ class LogReader:
     # -- reading -----------------------------------------------------------
     def __iter__(self) -> Iterator[Event]:
         for obj, line, offset in self.iter_objects():
-            yield event_from(obj, line, offset)
+            if type(obj) is ChunkRun:
+                for i, o in enumerate(obj.objs):
+                    yield event_from(o, line + i, -1)
+            else:
+                yield event_from(obj, line, offset)
 
-    def iter_objects(self) -> Iterator[tuple[dict, int, int]]:
+    def iter_objects(self) -> Iterator[tuple[Any, int, int]]:
         """Valid event envelopes as ``(object, line, offset)``, seq-checked, rows expanded.
 
-        This is the hot loop of the tool: the common case (a well-formed event)
-        costs one parse and a handful of C-level checks.
+        This is the hot loop of the tool.  Runs of plain chunk lines arrive as
+        one :class:`ChunkRun` item (``(run, first line, first offset)``) after a
+        single parse and C-level checks; everything else, and any run that does
+        not validate as a whole, goes line by line.
         """
-        defects: list[_Defect] = []
-        start_offset, start_line, expected_seq = self._start
-        bad_since_good = 0
+        st = _ReadState(*self._start)
+        start_offset = st.start_offset
         first = start_offset == 0
-        keys_ok = ENVELOPE_KEYS.issuperset
-        loads = orjson.loads
         self.resume_point = None
         last_complete = True
-        for raw in iter_source_lines(self.source, self.max_line, (start_offset, start_line)):
-            last_complete = raw.complete if type(raw) is RawLine else False
-            if type(raw) is RowProblem:  # a database row that does not decode: a defect at its place
-                self.lines = raw.number
-                defects.append(_Defect(raw.code, raw.number, raw.seq, raw.message))
-                bad_since_good += 1
+        for raw in iter_source_lines(self.source, self.max_line, (start_offset, st.start_line), runs=True):
+            kind = type(raw)
+            if kind is LineRun:
+                n = len(raw.lines)
+                self.lines = raw.number + n - 1
+                self.bytes = raw.offset + raw.nbytes
+                run = self._batch(raw, st.expected_seq) if not first and st.bad_since_good == 0 else None
+                if run is not None:
+                    st.expected_seq += n
+                    self.events += n
+                    yield run, raw.number, raw.offset
+                    continue
+                for line in raw.raw_lines():
+                    if first:
+                        first = False
+                        if self._read_header(line):
+                            continue
+                    yield from self._line(line, st)
                 continue
-            if type(raw) is FrameProblem:
+            if kind is RowProblem:  # a database row that does not decode: a defect at its place
+                self.lines = raw.number
+                st.defects.append(_Defect(raw.code, raw.number, raw.seq, raw.message))
+                st.bad_since_good += 1
+                continue
+            if kind is FrameProblem:
                 self.frame_problem = raw
                 if raw.kind == "torn":
                     self._emit("LOG010", f"file ends inside zstd frame {raw.frame_index} (byte {raw.offset}): {raw.message}", line=self.lines or None)
                 else:
                     self._emit("LOG009", f"zstd frame {raw.frame_index} at byte {raw.offset}: {raw.message}", line=self.lines or None)
+                last_complete = False
                 break
-            number = raw.number
-            self.lines = number
+            last_complete = raw.complete
+            self.lines = raw.number
             self.bytes = raw.offset + (raw.oversized or len(raw.data)) + raw.complete
             if first:
                 first = False
                 if self._read_header(raw):
                     continue
-            if raw.oversized:
-                defects.append(_Defect("LOG008", number, expected_seq + bad_since_good, f"line {number} is {raw.oversized} bytes, over the {self.max_line}-byte limit; not parsed"))
-                bad_since_good += 1
-                continue
-            try:
-                obj = loads(raw.data)
-            except orjson.JSONDecodeError:
-                obj, err = parse_json(raw.data)
-                if err is not None:
-                    what = "fragment without newline" if not raw.complete else "unparsable line"
-                    defects.append(_Defect("LOG001", number, expected_seq + bad_since_good, f"line {number}: {what} ({err}), where seq {expected_seq + bad_since_good} was due"))
-                    bad_since_good += 1
-                    continue
-            if (
-                type(obj) is dict
-                and keys_ok(obj)
-                and type(obj.get("type")) is str
-                and type(obj.get("seq")) is int
-                and 0 <= obj["seq"] <= _MAX_SAFE
-                and type(obj.get("time")) is int
-                and -_MAX_SAFE <= obj["time"] <= _MAX_SAFE
-                and "data" in obj
-                and obj.get("ignorable", True) is True
-                and obj["type"]
-            ):
-                objs = (obj,)
-            elif isinstance(obj, dict) and obj.get("type") in _ROW_TYPES and "seq0" in obj:
-                objs = self._expand_row(obj, raw, defects)
-                if objs is None:
-                    bad_since_good += 1
-                    continue
-            else:
-                problem = envelope_problem(obj) or "malformed event envelope"
-                seq = obj.get("seq") if isinstance(obj, dict) and is_safe_int(obj.get("seq")) else expected_seq + bad_since_good
-                defects.append(_Defect("LOG002", number, seq, f"line {number}: {problem}"))
-                bad_since_good += 1
-                continue
-            if not raw.complete:
-                self._emit("LOG004", f"line {number} has no trailing newline: the harness treats the final fragment as torn and drops it", line=number, seq=objs[-1]["seq"])
-                self.ended_torn = True
-            for ev in objs:
-                seq = ev["seq"]
-                if seq != expected_seq:
-                    if seq < expected_seq:
-                        self._emit("LOG003", f"seq {seq} does not increase (expected {expected_seq}); event skipped", line=number, seq=seq)
-                        continue
-                    missing = seq - expected_seq
-                    if missing != bad_since_good:
-                        defects.append(_Defect("LOG003", number, seq, f"seq {seq} follows seq {expected_seq - 1}: {missing} event(s) missing"))
-                bad_since_good = 0
-                expected_seq = seq + 1
-                if defects and ev["type"] == "turn/end":
-                    self._flush_defects(defects, torn=False)
-                yield ev, number, raw.offset
-            self.events += len(objs)
+            yield from self._line(raw, st)
         if first and self.header is None and self.frame_problem is None:
             self._emit("LOG005", "empty file: no session header line", line=1)
-        if not defects and last_complete and self.header is not None and self.source.resumable:
-            self.resume_point = (max(self.bytes, start_offset), self.lines, expected_seq)
-        self._flush_defects(defects, torn=True)
+        if not st.defects and last_complete and self.header is not None and self.source.resumable:
+            self.resume_point = (max(self.bytes, start_offset), self.lines, st.expected_seq)
+        self._flush_defects(st.defects, torn=True)
+
+    def _batch(self, raw: LineRun, expected_seq: int) -> ChunkRun | None:
+        """Parse and validate a run of chunk lines at once, or None to go line by line."""
+        if max(map(len, raw.lines)) > MAX_DEPTH and any(map(too_deep, raw.lines)):
+            return None  # line by line: the deep line becomes a defect
+        joined = b",".join(raw.lines)
+        try:
+            objs = orjson.loads(b"[" + joined + b"]")
+            seqs = [o["seq"] for o in objs]
+            times = [o["time"] for o in objs]
+            datas = [o["data"] for o in objs]
+        except (orjson.JSONDecodeError, TypeError, KeyError):
+            return None
+        n = len(objs)
+        if (
+            set(map(len, objs)) != {4}
+            or set(map(type, seqs)) != {int}
+            or seqs[0] != expected_seq
+            or seqs[-1] != expected_seq + n - 1
+            or seqs != list(range(expected_seq, expected_seq + n))
+            or set(map(type, times)) != {int}
+            or min(times) < -_MAX_SAFE
+            or max(times) > _MAX_SAFE
+            or seqs[-1] > _MAX_SAFE
+        ):
+            return None
+        return ChunkRun(objs, datas, b'"type":"usage"' in joined)
+
+    def _line(self, raw: RawLine, st: "_ReadState") -> Iterator[tuple[dict, int, int]]:
+        """Validate one physical line; yields its event(s) or records a defect."""
+        number = raw.number
+        defects = st.defects
+        if raw.oversized:
+            defects.append(_Defect("LOG008", number, st.expected_seq + st.bad_since_good, f"line {number} is {raw.oversized} bytes, over the {self.max_line}-byte limit; not parsed"))
+            st.bad_since_good += 1
+            return
+        try:
+            if len(raw.data) > MAX_DEPTH and too_deep(raw.data):
+                raise ValueError  # parse_json says why, without parsing
+            obj = orjson.loads(raw.data)
+        except ValueError:  # orjson.JSONDecodeError is one
+            obj, err = parse_json(raw.data)
+            if err is not None:
+                due = st.expected_seq + st.bad_since_good
+                what = "fragment without newline" if not raw.complete else "unparsable line"
+                defects.append(_Defect("LOG001", number, due, f"line {number}: {what} ({err}), where seq {due} was due"))
+                st.bad_since_good += 1
+                return
+        if (
+            type(obj) is dict
+            and ENVELOPE_KEYS.issuperset(obj)
+            and type(obj.get("type")) is str
+            and type(obj.get("seq")) is int
+            and 0 <= obj["seq"] <= _MAX_SAFE
+            and type(obj.get("time")) is int
+            and -_MAX_SAFE <= obj["time"] <= _MAX_SAFE
+            and "data" in obj
+            and obj.get("ignorable", True) is True
+            and obj["type"]
+        ):
+            objs: Any = (obj,)
+        elif isinstance(obj, dict) and obj.get("type") in _ROW_TYPES and "seq0" in obj:
+            objs = self._expand_row(obj, raw, defects)
+            if objs is None:
+                st.bad_since_good += 1
+                return
+        else:
+            problem = envelope_problem(obj) or "malformed event envelope"
+            seq = obj.get("seq") if isinstance(obj, dict) and is_safe_int(obj.get("seq")) else st.expected_seq + st.bad_since_good
+            defects.append(_Defect("LOG002", number, seq, f"line {number}: {problem}"))
+            st.bad_since_good += 1
+            return
+        if not raw.complete:
+            self._emit("LOG004", f"line {number} has no trailing newline: the harness treats the final fragment as torn and drops it", line=number, seq=objs[-1]["seq"])
+            self.ended_torn = True
+        for ev in objs:
+            seq = ev["seq"]
+            if seq != st.expected_seq:
+                if seq < st.expected_seq:
+                    self._emit("LOG003", f"seq {seq} does not increase (expected {st.expected_seq}); event skipped", line=number, seq=seq)
+                    continue
+                missing = seq - st.expected_seq
+                if missing != st.bad_since_good:
+                    defects.append(_Defect("LOG003", number, seq, f"seq {seq} follows seq {st.expected_seq - 1}: {missing} event(s) missing"))
+            st.bad_since_good = 0
+            st.expected_seq = seq + 1
+            if defects and ev["type"] == "turn/end":
+                self._flush_defects(defects, torn=False)
+            self.events += 1
+            yield ev, number, raw.offset
 
     def resume_from(self, point: tuple[int, int, int]) -> None:
         """Continue a later iteration at a recorded :attr:`resume_point`."""
@@ -261,7 +344,7 @@ class LogReader:
 
     def _read_header(self, raw: RawLine) -> bool:
         """Parse line 1 as the session header; True when it was consumed as one."""
-        fallback_id = strip_log_suffix(self.source.path.name)
+        fallback_id = self.source.member or strip_log_suffix(self.source.path.name)
         if fallback_id == "session":
             fallback_id = self.source.path.parent.name
         obj, err = (None, "oversized") if raw.oversized else parse_json(raw.data)

@@ -1,0 +1,712 @@
+"""Hostile-input fuzzing: seeds, mutators, hypothesis strategies and the case runner.
+
+Shared by the CI slice (``tests/test_fuzz*.py``) and the long run
+(``benchmarks/fuzz_long.py``).  A *case* is a small folder of files (a log,
+maybe a capture beside it) plus the command line that checks it.  The runner
+drives the real CLI in-process (``inspector.cli.main``), with a hang guard,
+and :func:`verdict` says whether the outcome keeps the promises of
+SECURITY.md: exit 0, 1 or 2; no traceback; no raw terminal control bytes in
+text output; findings that name their file (and a line where one exists);
+time proportional to the input size.
+
+Failure modes are named by :func:`failure_mode` from the exception type and
+the innermost frame in our code, so a long run can count *distinct* bugs
+rather than cases.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import random
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "sample_logs"
+CORPUS = ROOT.parent / "shared" / "corpus"
+
+# -- hostile material ------------------------------------------------------------
+
+OSC52 = "\x1b]52;c;ZXZpbCBjbGlwYm9hcmQ=\x07"
+HOSTILE_TEXTS = [
+    OSC52,
+    "\x1b[2J\x1b[H",  # clear screen, cursor home
+    "\x1b]0;pwned title\x1b\\",  # set window title, ST-terminated
+    "\x07\x07bell",
+    "[bold]markup[/bold]",
+    "[link=https://evil.example]click[/link]",
+    "[/]",  # closing tag with nothing open: MarkupError if interpreted
+    "[@click=app.quit]x[/]",  # Textual action markup
+    "\x9b31m",  # 8-bit CSI
+    "\u202eevil\u202c",  # bidi override
+    "\ud800",  # lone surrogate (only reachable through json escapes)
+    "\x00nul",
+    "line\r\nbreak\rreturn",
+    "{{system}}",
+]
+
+# Values of every JSON kind (and some that are only nearly JSON-safe), to put
+# where a field of another type is expected.
+WRONG_VALUES: list[Any] = [
+    None, True, False, 0, -1, -(2**53), 2**53, 2**64, 10**30, -(10**30), 0.5, -0.0, 1e308, 1.0,
+    "", "x", "..", "/etc/passwd", "../../../etc/passwd", "append", "replace", OSC52, "[bold]x[/bold]",
+    [], [None], [1, "a"], [[]], {}, {"op": "replace"}, {"a": {"b": {"c": []}}}, {"type": 1},
+    {"op": "replace", "start": -1, "end": 2**60}, {"op": "replace", "start": "0", "end": 1},
+]
+
+SEQ_VALUES: list[Any] = [-1, -(2**63), 2**53, 2**53 - 1, 2**64, 10**400, 1.5, 3.0, "3", None, True, [], {}]
+
+
+def deep_json(depth: int, kind: str = "array") -> bytes:
+    """A JSON value nested ``depth`` levels deep."""
+    if kind == "array":
+        return b"[" * depth + b"]" * depth
+    return b'{"a":' * depth + b"1" + b"}" * depth
+
+
+# -- seeds --------------------------------------------------------------------------
+
+
+@dataclass
+class Seed:
+    """A log to mutate, with the capture that sits beside it (if any)."""
+
+    name: str
+    log: bytes
+    log_name: str = "s.jsonl"
+    capture: bytes | None = None
+    others: dict[str, bytes] = field(default_factory=dict)  # extra files in the folder (fork parent)
+
+
+def sample_seeds() -> list[Seed]:
+    """The sample logs (seed era) with their captures, the fork pair, and late-era variants."""
+    out: list[Seed] = []
+    for log in sorted(SAMPLES.glob("*.jsonl")):
+        if log.name.endswith(".requests.jsonl"):
+            continue
+        cap = log.with_name(log.name[: -len(".jsonl")] + ".requests.jsonl")
+        out.append(Seed(log.stem, log.read_bytes(), log.name, cap.read_bytes() if cap.exists() else None))
+    fork = SAMPLES / "fork"
+    if fork.is_dir():
+        logs = sorted(p for p in fork.glob("*.jsonl") if p.name != "requests.jsonl")
+        if len(logs) == 2:
+            child = [p for p in logs if b"parentSession" in p.read_bytes().split(b"\n", 1)[0]]
+            if child:
+                parent = [p for p in logs if p != child[0]][0]
+                req = fork / "requests.jsonl"
+                out.append(Seed("fork-child", child[0].read_bytes(), child[0].name,
+                                None, {parent.name: parent.read_bytes(), "requests.jsonl": req.read_bytes() if req.exists() else b""}))
+    out.append(packed_seed(out[0]) if out else None)
+    return [s for s in out if s is not None]
+
+
+def packed_seed(seed: Seed) -> Seed:
+    """A late-era shape of a seed: chunk runs packed into chunk rows."""
+    from invariants.chunk_rows import pack_events
+
+    lines = seed.log.rstrip(b"\n").split(b"\n")
+    events = [orjson.loads(x) for x in lines[1:]]
+    packed = pack_events(events)
+    body = b"\n".join([lines[0]] + [orjson.dumps(e) for e in packed]) + b"\n"
+    return Seed(seed.name + "-packed", body, seed.log_name, seed.capture)
+
+
+def corpus_seeds(limit: int = 12, max_bytes: int = 40_000) -> list[Seed]:
+    """Small late-era logs from the conformance corpus, when it is present."""
+    folder = CORPUS / "fixtures-late-era"
+    if not folder.is_dir():
+        return []
+    files = sorted(p for p in folder.glob("*.jsonl") if p.stat().st_size <= max_bytes)
+    step = max(1, len(files) // limit)
+    return [Seed("corpus:" + p.stem, p.read_bytes(), "session.jsonl") for p in files[::step][:limit]]
+
+
+# -- zstd ---------------------------------------------------------------------------
+
+
+def to_zstd(data: bytes, batch: int = 7) -> bytes:
+    """Frame a plain log the harness way: header line alone, then batches of lines."""
+    from invariants.zstdio import write_frames
+
+    lines = data.split(b"\n")
+    tail = lines.pop()  # b"" for a file that ends in a newline
+    batches = [lines[0] + b"\n"] if lines else []
+    rest = lines[1:]
+    for i in range(0, len(rest), batch):
+        batches.append(b"".join(x + b"\n" for x in rest[i : i + batch]))
+    if tail:
+        batches.append(tail)
+    buf = io.BytesIO()
+    write_frames(buf, batches)
+    return buf.getvalue()
+
+
+# -- mutators -----------------------------------------------------------------------
+# Each takes (rng, data) and returns new bytes.  They work on the log's bytes
+# or on its lines; the JSON-level ones parse one line and damage one field.
+
+
+def _lines(data: bytes) -> tuple[list[bytes], bool]:
+    ends = data.endswith(b"\n")
+    lines = data.split(b"\n")
+    if ends:
+        lines.pop()
+    return lines, ends
+
+
+def _join(lines: list[bytes], ends: bool = True) -> bytes:
+    return b"\n".join(lines) + (b"\n" if ends and lines else b"")
+
+
+def m_truncate(rng: random.Random, data: bytes) -> bytes:
+    return data[: rng.randrange(len(data) + 1)]
+
+
+def m_bitflip(rng: random.Random, data: bytes) -> bytes:
+    if not data:
+        return data
+    b = bytearray(data)
+    for _ in range(rng.choice((1, 1, 2, 8))):
+        i = rng.randrange(len(b))
+        b[i] ^= 1 << rng.randrange(8)
+    return bytes(b)
+
+
+_BAD_UTF8 = [b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xf0\x28\x8c\x28", b"\xe2\x82", b"\xc0\xaf", b"\x80"]
+
+
+def m_bad_utf8(rng: random.Random, data: bytes) -> bytes:
+    i = rng.randrange(len(data) + 1)
+    return data[:i] + rng.choice(_BAD_UTF8) + data[i:]
+
+
+def m_nul(rng: random.Random, data: bytes) -> bytes:
+    i = rng.randrange(len(data) + 1)
+    return data[:i] + b"\x00" * rng.choice((1, 1, 4, 1024)) + data[i:]
+
+
+def m_blank_lines(rng: random.Random, data: bytes) -> bytes:
+    lines, ends = _lines(data)
+    i = rng.randrange(len(lines) + 1)
+    lines[i:i] = [rng.choice((b"", b" ", b"\r", b"\t \t"))] * rng.choice((1, 2))
+    return _join(lines, ends)
+
+
+def m_dup_line(rng: random.Random, data: bytes) -> bytes:
+    lines, ends = _lines(data)
+    if not lines:
+        return data
+    i = rng.randrange(len(lines))
+    lines.insert(i, lines[i])
+    return _join(lines, ends)
+
+
+def m_delete_line(rng: random.Random, data: bytes) -> bytes:
+    lines, ends = _lines(data)
+    if not lines:
+        return data
+    del lines[rng.randrange(len(lines))]
+    return _join(lines, ends)
+
+
+def m_swap_lines(rng: random.Random, data: bytes) -> bytes:
+    lines, ends = _lines(data)
+    if len(lines) < 2:
+        return data
+    i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
+    lines[i], lines[j] = lines[j], lines[i]
+    return _join(lines, ends)
+
+
+def m_shuffle_block(rng: random.Random, data: bytes) -> bytes:
+    lines, ends = _lines(data)
+    if len(lines) < 3:
+        return data
+    i = rng.randrange(len(lines) - 1)
+    j = min(len(lines), i + rng.randrange(2, 12))
+    block = lines[i:j]
+    rng.shuffle(block)
+    lines[i:j] = block
+    return _join(lines, ends)
+
+
+def m_crlf(rng: random.Random, data: bytes) -> bytes:
+    return data.replace(b"\n", b"\r\n")
+
+
+def _json_paths(value: Any, prefix: tuple = (), depth: int = 0, out: list | None = None) -> list[tuple]:
+    out = [] if out is None else out
+    out.append(prefix)
+    if depth > 8:
+        return out
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _json_paths(v, prefix + (k,), depth + 1, out)
+    elif isinstance(value, list):
+        for i, v in enumerate(value[:6]):
+            _json_paths(v, prefix + (i,), depth + 1, out)
+    return out
+
+
+def _set_path(value: Any, path: tuple, new: Any) -> Any:
+    if not path:
+        return new
+    parent = value
+    for k in path[:-1]:
+        parent = parent[k]
+    parent[path[-1]] = new
+    return value
+
+
+def _dump(value: Any) -> bytes:
+    """JSON bytes for any value we build, including >64-bit ints and lone surrogates."""
+    try:
+        return orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode()
+
+
+def _pick_json_line(rng: random.Random, data: bytes) -> tuple[list[bytes], bool, int, Any] | None:
+    lines, ends = _lines(data)
+    order = list(range(len(lines)))
+    rng.shuffle(order)
+    for i in order[:20]:
+        try:
+            return lines, ends, i, orjson.loads(lines[i])
+        except orjson.JSONDecodeError:
+            continue
+    return None
+
+
+def m_wrong_type(rng: random.Random, data: bytes) -> bytes:
+    """Replace one field anywhere in one line by a value of another JSON kind."""
+    picked = _pick_json_line(rng, data)
+    if picked is None:
+        return data
+    lines, ends, i, obj = picked
+    path = rng.choice(_json_paths(obj))
+    value = rng.choice(WRONG_VALUES + [rng.choice(HOSTILE_TEXTS)])
+    lines[i] = _dump(_set_path(obj, path, value))
+    return _join(lines, ends)
+
+
+def m_drop_key(rng: random.Random, data: bytes) -> bytes:
+    picked = _pick_json_line(rng, data)
+    if picked is None:
+        return data
+    lines, ends, i, obj = picked
+    paths = [p for p in _json_paths(obj) if p]
+    if not paths:
+        return data
+    path = rng.choice(paths)
+    parent = obj
+    for k in path[:-1]:
+        parent = parent[k]
+    del parent[path[-1]]
+    lines[i] = _dump(obj)
+    return _join(lines, ends)
+
+
+def m_numbers(rng: random.Random, data: bytes) -> bytes:
+    """Negative, huge or non-integer seq / turn / step / seedLength / logLength / index."""
+    picked = _pick_json_line(rng, data)
+    if picked is None:
+        return data
+    lines, ends, i, obj = picked
+    keys = ("seq", "time", "turn", "step", "index", "seedLength", "logLength", "seq0", "time0", "createdAt", "version", "start", "end")
+    paths = [p for p in _json_paths(obj) if p and p[-1] in keys]
+    if not paths:
+        return data
+    lines[i] = _dump(_set_path(obj, rng.choice(paths), rng.choice(SEQ_VALUES)))
+    return _join(lines, ends)
+
+
+def m_surface_replace(rng: random.Random, data: bytes) -> bytes:
+    """Turn one surface event into a replace whose range points nowhere (or backwards)."""
+    lines, ends = _lines(data)
+    cands = [i for i, x in enumerate(lines) if b'"surfaceOp"' in x]
+    if not cands:
+        return data
+    i = rng.choice(cands)
+    try:
+        obj = orjson.loads(lines[i])
+    except orjson.JSONDecodeError:
+        return data
+    seq = obj.get("seq") if isinstance(obj, dict) and isinstance(obj.get("seq"), int) else 0
+    start, end = rng.choice([(seq + 5, seq + 9), (seq - 1, 0), (0, 10**6), (-3, 2), (2**53 - 1, 2**53 - 1), (seq, seq), (1, 1)])
+    obj["surfaceOp"] = rng.choice([{"op": "replace", "start": start, "end": end}, {"op": "replace", "start": start},
+                                   {"op": "splice", "start": start, "end": end}, "replace", ["append"]])
+    if rng.random() < 0.5:
+        obj["sourceEventSeqs"] = rng.choice([[start, end], [], "x", [None], list(range(start, start + 3)) if isinstance(start, int) else []])
+    lines[i] = _dump(obj)
+    return _join(lines, ends)
+
+
+def m_delta_arms(rng: random.Random, data: bytes) -> bytes:
+    """Give a request/header-delta (or snapshot) arms of the wrong shape."""
+    lines, ends = _lines(data)
+    cands = [i for i, x in enumerate(lines) if b'"request/header' in x]
+    if not cands:
+        # make one: insert a delta after a step/start
+        starts = [i for i, x in enumerate(lines) if b'"step/start"' in x]
+        if not starts:
+            return data
+        i = rng.choice(starts)
+        seq = _seq_of(lines[i])
+        lines.insert(i + 1, _dump({"type": "request/header-delta", "seq": seq + 1, "time": 0, "data": {}}))
+        cands = [i + 1]
+    i = rng.choice(cands)
+    try:
+        obj = orjson.loads(lines[i])
+    except orjson.JSONDecodeError:
+        return data
+    arm_keys = ["system", "tools", "config", "messagePrefix", "messageSuffix", "header", "reason", "delta", "set", "remove",
+                "add", "edits", "patch", "ops", "changes"]
+    arm_values = WRONG_VALUES + [
+        [{"op": "replace", "from": 10**9, "to": -5, "lines": None}],
+        {"add": [{"index": -1}], "remove": ["nope", 7], "set": {"x": None}},
+        {"edits": [{"start": 99, "end": 1, "text": 5}]},
+        [{"name": None}, {"name": "dup"}, {"name": "dup"}],
+        {"insert": {"at": 10**18, "value": []}},
+    ]
+    d = obj.get("data") if isinstance(obj, dict) else None
+    if not isinstance(d, dict):
+        obj["data"] = d = {}
+    target = d.get("header") if isinstance(d.get("header"), dict) and rng.random() < 0.5 else d
+    for _ in range(rng.randrange(1, 4)):
+        target[rng.choice(arm_keys)] = rng.choice(arm_values)
+    lines[i] = _dump(obj)
+    return _join(lines, ends)
+
+
+def _seq_of(line: bytes) -> int:
+    try:
+        v = orjson.loads(line).get("seq")
+        return v if isinstance(v, int) else 0
+    except Exception:
+        return 0
+
+
+def m_deep_nesting(rng: random.Random, data: bytes) -> bytes:
+    """A line (or a field) nested far beyond any parser's recursion limit, or just under it."""
+    lines, ends = _lines(data)
+    depth = rng.choice((100_000, 1_100, 1_023, 900, 300, 254, 256))
+    kind = rng.choice(("array", "object"))
+    i = rng.randrange(1, len(lines) + 1) if lines else 0
+    if rng.random() < 0.5 or not lines:
+        lines.insert(i, deep_json(depth, kind))
+    else:
+        picked = _pick_json_line(rng, data)
+        if picked is None:
+            return data
+        lines, ends, j, obj = picked
+        paths = _json_paths(obj)
+        path = rng.choice(paths)
+        marker = "__DEEP__"
+        raw = _dump(_set_path(obj, path, marker))
+        lines[j] = raw.replace(b'"__DEEP__"', deep_json(depth, kind), 1)
+    return _join(lines, ends)
+
+
+def m_hostile_text(rng: random.Random, data: bytes) -> bytes:
+    """Put escape sequences and markup into a string field (text, ids, types, names)."""
+    picked = _pick_json_line(rng, data)
+    if picked is None:
+        return data
+    lines, ends, i, obj = picked
+    strings = [p for p in _json_paths(obj) if p and _get(obj, p).__class__ is str]
+    if not strings:
+        return data
+    p = rng.choice(strings)
+    lines[i] = _dump(_set_path(obj, p, _get(obj, p) + rng.choice(HOSTILE_TEXTS)))
+    return _join(lines, ends)
+
+
+def _get(value: Any, path: tuple) -> Any:
+    for k in path:
+        value = value[k]
+    return value
+
+
+def m_foreign_line(rng: random.Random, data: bytes) -> bytes:
+    """Insert a line that is valid JSON but not an object, or an object of a strange kind."""
+    lines, ends = _lines(data)
+    junk = rng.choice([b"null", b"1", b"[]", b'"str"', b"true", b"{}", b"-0", b"1e999", b"NaN", b"Infinity",
+                       b'{"type":"session","version":0,"id":"again","createdAt":1}',
+                       b'{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1,2],"texts":["a"]}}',
+                       b'{"type":"tool-call-chunks","seq0":5,"time0":0,"data":{"turn":1,"step":1,"index":0,"id":7,"dt":[],"args":["{"]}}',
+                       b'{"type":"text-chunks","seq0":9007199254740991,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a","b"]}}',
+                       b'{"a":1,"a":2}', b"\xef\xbb\xbf{}", "{\"type\":\"\u2028\"}".encode()])
+    lines.insert(rng.randrange(len(lines) + 1), junk)
+    return _join(lines, ends)
+
+
+def m_splice_seeds(rng: random.Random, data: bytes) -> bytes:
+    """Concatenate the log with a copy of itself (duplicated header, seqs restart)."""
+    lines, ends = _lines(data)
+    cut = rng.randrange(len(lines) + 1)
+    return _join(lines + lines[:cut], ends)
+
+
+MUTATORS: dict[str, Callable[[random.Random, bytes], bytes]] = {
+    "truncate": m_truncate,
+    "bitflip": m_bitflip,
+    "bad-utf8": m_bad_utf8,
+    "nul": m_nul,
+    "blank-lines": m_blank_lines,
+    "dup-line": m_dup_line,
+    "delete-line": m_delete_line,
+    "swap-lines": m_swap_lines,
+    "shuffle-block": m_shuffle_block,
+    "crlf": m_crlf,
+    "wrong-type": m_wrong_type,
+    "drop-key": m_drop_key,
+    "numbers": m_numbers,
+    "surface-replace": m_surface_replace,
+    "delta-arms": m_delta_arms,
+    "deep-nesting": m_deep_nesting,
+    "hostile-text": m_hostile_text,
+    "foreign-line": m_foreign_line,
+    "splice": m_splice_seeds,
+}
+# Mutators a case may stack (the expensive deep one at most once).
+STACKABLE = [k for k in MUTATORS if k not in ("deep-nesting", "crlf", "splice")]
+
+
+def mutate(rng: random.Random, data: bytes, names: list[str]) -> bytes:
+    for name in names:
+        data = MUTATORS[name](rng, data)
+    return data
+
+
+def capture_mutate(rng: random.Random, data: bytes) -> bytes:
+    """Damage a capture: lines that are not objects, wrong types, bad logLength/sessionId/sessionFile."""
+    lines, ends = _lines(data)
+    choice = rng.randrange(6)
+    if choice == 0:
+        lines.insert(rng.randrange(len(lines) + 1), rng.choice([b"[]", b"1", b"null", b'"request"', b"[{}]", b"true"]))
+    elif choice == 1 and lines:
+        i = rng.randrange(len(lines))
+        try:
+            obj = orjson.loads(lines[i])
+        except orjson.JSONDecodeError:
+            return data
+        if isinstance(obj, dict):
+            key = rng.choice(["sessionId", "sessionFile", "logLength", "turn", "step", "loopBuilt", "request", "time", "verdict"])
+            obj[key] = rng.choice(WRONG_VALUES + SEQ_VALUES + ["../" * 8 + "etc/passwd", "/etc/passwd", "..", "sub/../x.jsonl"])
+            lines[i] = _dump(obj)
+    elif choice == 2:
+        return m_wrong_type(rng, data)
+    elif choice == 3:
+        return m_truncate(rng, data)
+    elif choice == 4:
+        return m_deep_nesting(rng, data)
+    else:
+        return m_bitflip(rng, data)
+    return _join(lines, ends)
+
+
+# -- running a case ---------------------------------------------------------------
+
+
+class Hang(BaseException):
+    """Raised by the hang guard (a BaseException, so no ``except Exception`` in the tool swallows it)."""
+
+
+@contextlib.contextmanager
+def hang_guard(seconds: float):
+    """Interrupt the block after ``seconds`` (main thread only; a no-op elsewhere)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def on_alarm(signum, frame):  # noqa: ARG001
+        raise Hang(f"no answer within {seconds:.1f}s")
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def time_budget(nbytes: int) -> float:
+    """Generous: a fixed allowance plus 2 s per MB (the checker does ~50 MB/s)."""
+    return 10.0 + 2.0 * nbytes / 1_000_000
+
+
+@dataclass
+class Outcome:
+    code: int | None
+    out: str
+    err: str
+    seconds: float
+    exc: BaseException | None = None
+    tb: str = ""
+
+
+def run_cli(argv: list[str], budget: float) -> Outcome:
+    """``inspector.cli.main(argv)`` in-process: its exit code, stdout, stderr; never raises."""
+    from inspector.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code: int | None = None
+    exc: BaseException | None = None
+    tb = ""
+    t0 = time.perf_counter()
+    try:
+        with hang_guard(budget), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+    except SystemExit as e:  # argparse
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    except BaseException as e:  # noqa: BLE001 - every escape is a failure mode to report
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        exc, tb = e, traceback.format_exc()
+    return Outcome(code, out.getvalue(), err.getvalue(), time.perf_counter() - t0, exc, tb)
+
+
+def check_flags() -> list[str]:
+    """Flags that keep a fuzz run hermetic: no config file, no result cache (when the CLI has them)."""
+    from inspector.cli import build_parser
+
+    text = build_parser()._subparsers._group_actions[0].choices["check"].format_help()
+    return [f for f in ("--no-cache", "--isolated") if f in text]
+
+
+_ESC_BYTES = ("\x1b", "\x07", "\x9b", "\x9d", "\x90", "\x00")
+
+
+def verdict(outcome: Outcome, fmt: str, inputs: list[Path], budget: float) -> str | None:
+    """None when the outcome keeps the promises; else a short description of the broken one."""
+    if outcome.exc is not None:
+        return f"exception: {failure_mode(outcome.exc)}"
+    if outcome.code not in (0, 1, 2):
+        return f"exit code {outcome.code!r}"
+    if "Traceback" in outcome.err or "Traceback" in outcome.out:
+        return "traceback printed"
+    if outcome.seconds > budget:
+        return f"slow: {outcome.seconds:.1f}s > {budget:.1f}s"
+    for stream, text in (("stdout", outcome.out), ("stderr", outcome.err)):
+        bad = [c for c in _ESC_BYTES if c in text]
+        if bad:
+            return f"raw control byte(s) {bad!r} on {stream} ({fmt})"
+    if outcome.code == 2:
+        names = [str(p) for p in inputs]
+        if not outcome.err.strip():
+            return "exit 2 without a message"
+        if not any(n in outcome.err for n in names) and "inspector: error" not in outcome.err:
+            return "exit 2 message names no input"
+    if fmt == "json" and outcome.out.strip():
+        try:
+            report = json.loads(outcome.out)
+        except ValueError as e:
+            return f"json report does not parse ({e})"
+        for f in report.get("findings", []):
+            if not f.get("file"):
+                return f"finding {f.get('rule')} names no file"
+            if f.get("rule") in LINE_RULES and not isinstance(f.get("line"), int):
+                return f"finding {f.get('rule')} names no line"
+    return None
+
+
+# Findings about a physical line: they must carry it.
+LINE_RULES = frozenset({"LOG001", "LOG002", "LOG003", "LOG008", "LOG012", "LOG013"})
+
+
+def failure_mode(exc: BaseException) -> str:
+    """A stable name for a failure: exception type at the innermost frame of our code."""
+    if isinstance(exc, Hang):
+        return "Hang"
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if ("/invariants/" in f.filename or "/inspector/" in f.filename)]
+    where = ours[-1] if ours else (frames[-1] if frames else None)
+    loc = f"{Path(where.filename).parent.name}/{Path(where.filename).name}:{where.name}" if where else "?"
+    return f"{type(exc).__name__} at {loc}"
+
+
+@dataclass
+class Case:
+    """Files to write in a fresh folder, and which of them to name on the command line."""
+
+    files: dict[str, bytes]
+    target: str  # the file (or "." for the folder) to check
+    fmt: str = "json"
+    command: str = "check"
+    extra: list[str] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return sum(len(v) for v in self.files.values())
+
+
+def write_case(case: Case, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in case.files.items():
+        p = folder / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+    return folder / case.target if case.target != "." else folder
+
+
+def argv_for(case: Case, target: Path, flags: list[str]) -> list[str]:
+    if case.command == "replay":
+        return ["replay", str(target), *case.extra]
+    return ["check", str(target), "--format", case.fmt, *flags, *case.extra]
+
+
+def run_case(case: Case, folder: Path, flags: list[str] | None = None) -> tuple[Outcome, str | None]:
+    """Write the case under ``folder``, run it, and judge it."""
+    target = write_case(case, folder)
+    budget = time_budget(case.size)
+    outcome = run_cli(argv_for(case, target, check_flags() if flags is None else flags), budget * 1.5)
+    fmt = case.fmt if case.command == "check" else "replay"
+    return outcome, verdict(outcome, fmt, [target], budget)
+
+
+FORMATS = ("json", "text", "jsonl", "sarif", "junit", "github")
+
+
+def random_case(rng: random.Random, seeds: list[Seed], max_stack: int = 3) -> tuple[Case, list[str]]:
+    """One mutated case from a random seed: the mutators applied, and the case."""
+    seed = rng.choice(seeds)
+    names = [rng.choice(STACKABLE) for _ in range(rng.randrange(1, max_stack + 1))]
+    if rng.random() < 0.08:
+        names.append(rng.choice(("deep-nesting", "crlf", "splice")))
+    log = mutate(rng, seed.log, names)
+    files = dict(seed.others)
+    cap = seed.capture
+    if cap is not None and rng.random() < 0.3:
+        cap = capture_mutate(rng, cap)
+        names.append("capture")
+    log_name = seed.log_name
+    if rng.random() < 0.15:
+        log = to_zstd(log)
+        log_name = log_name + ".zstd"
+        names.append("zstd")
+        if rng.random() < 0.6:
+            log = rng.choice([m_truncate, m_bitflip, m_nul])(rng, log)
+            names.append("zstd-damage")
+    files[log_name] = log
+    if cap is not None:
+        files[log_name.split(".jsonl")[0] + ".requests.jsonl"] = cap
+    command = "replay" if rng.random() < 0.1 else "check"
+    extra: list[str] = []
+    if command == "replay" and rng.random() < 0.5:
+        extra = ["--turn", str(rng.randrange(1, 4)), "--step", "1"]
+    target = log_name if rng.random() < 0.8 or command == "replay" else "."
+    return Case(files, target, rng.choice(FORMATS), command, extra), names

@@ -1,0 +1,65 @@
+"""One test per failure mode the fuzzer found (see SECURITY.md), each on the
+smallest input that showed it.  Cases that once killed the interpreter run in
+a subprocess, so a regression fails the test instead of the test run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.fuzz_strategies import ROOT, deep_json
+from tests.logbuilder import Log
+
+
+def _cli(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "inspector.cli", *argv], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+
+
+def _log_with(tmp_path, line: bytes, name: str = "s.jsonl"):
+    log = Log()
+    log.clean_turn(1, header_reason="initial")
+    lines = log.lines()
+    lines.insert(3, line)
+    path = tmp_path / name
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+@pytest.mark.parametrize("kind", ["object", "array"])
+def test_100k_deep_line_is_a_finding_not_a_segfault(tmp_path, kind):
+    """orjson 3.8 recursed while building 100,000 nested objects and overflowed the C stack (SIGSEGV)."""
+    path = _log_with(tmp_path, deep_json(100_000, kind))
+    proc = _cli("check", str(path), "--format", "json", "--no-cache")
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    deep = [f for f in json.loads(proc.stdout)["findings"] if "nesting deeper" in f["message"]]
+    assert deep and deep[0]["rule"] == "LOG001" and deep[0]["line"] == 4 and deep[0]["file"] == str(path)
+
+
+def test_deep_value_inside_a_field_and_in_a_capture(tmp_path):
+    deep = deep_json(100_000, "object").decode()
+    log = Log()
+    log.clean_turn(1, header_reason="initial")
+    path = log.write(tmp_path / "s.jsonl")
+    (tmp_path / "requests.jsonl").write_text('{"sessionId":"s1","logLength":3,"request":' + deep + "}\n")
+    with path.open("ab") as fh:
+        fh.write(('{"type":"user/message","seq":%d,"time":1,"data":{"content":%s},"surfaceOp":"append"}\n' % (log.seq, deep)).encode())
+    proc = _cli("check", str(path), "--format", "json", "--no-cache")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    msgs = [(f["rule"], f["line"]) for f in json.loads(proc.stdout)["findings"] if "nesting deeper" in f["message"]]
+    assert ("LOG004", log.seq + 2) in msgs  # the last line: a crash-truncated tail
+    assert ("LOG013", 1) in msgs
+
+
+def test_nesting_depth_ignores_brackets_in_strings():
+    from invariants.jsonvalue import MAX_DEPTH, nesting_depth, too_deep
+
+    assert nesting_depth(b'{"a":"]]]]\\\\","b":[[["\\"]]]"]]]}') == 4
+    assert nesting_depth(b'["' + b"[" * 10_000 + b'"]') == 1
+    assert nesting_depth(b'["unterminated [[[[') == 1
+    assert too_deep(deep_json(MAX_DEPTH + 1)) and not too_deep(deep_json(MAX_DEPTH))
+    assert not too_deep(b"[" + b'"{",' * 10_000 + b"1]")
