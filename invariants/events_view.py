@@ -68,12 +68,14 @@ class LineIndex:
 
     Built in one readline pass; :meth:`extend` continues from where the last
     pass stopped, so a log that is still being written is indexed
-    incrementally.  Compressed logs are not indexed (``usable`` is False).
+    incrementally.  Compressed logs and sessions inside a SQLite database are
+    not indexed (``usable`` is False): they are read by streaming.
     """
 
-    def __init__(self, path: str | os.PathLike) -> None:
-        self.path = Path(path)
-        self.usable = not self.path.name.endswith((".zstd", ".zst"))
+    def __init__(self, path: str | os.PathLike | LogSource) -> None:
+        member = getattr(path, "member", None)
+        self.path = Path(path.path if isinstance(path, LogSource) else path)
+        self.usable = member is None and not self.path.name.endswith((".zstd", ".zst"))
         self.checkpoints: list[int] = [0]  # offset of line 1 + k*_STRIDE
         self.lines = 0  # complete lines indexed
         self.end = 0  # byte offset just after the last indexed complete line
@@ -230,11 +232,13 @@ def search(source: LogSource | str | os.PathLike, query: str, limit: int = 1000)
     needle = query.casefold()
     raw_needle = orjson.dumps(query)[1:-1].lower()
     out: list[Match] = []
-    from .lines import FrameProblem, iter_lines
+    from .lines import iter_source_lines
 
-    for raw in iter_lines(src.path):
-        if isinstance(raw, FrameProblem):
-            break
+    for raw in iter_source_lines(src):
+        if not hasattr(raw, "data"):
+            if hasattr(raw, "frame_index"):
+                break  # a broken zstd frame: nothing after it is readable
+            continue  # a row that does not decode
         if raw.number == 1 or raw.oversized:
             continue
         data = raw.data

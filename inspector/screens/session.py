@@ -85,12 +85,11 @@ class SessionScreen(Screen):
     step_index: reactive[int] = reactive(-1, init=False, always_update=True)
     category: reactive[str | None] = reactive(None, init=False)
 
-    def __init__(self, source: LogSource, *, options: CheckOptions | None = None, extra_paths: list[Path] | None = None,
-                 follow: bool = False, from_list: bool = False) -> None:
+    def __init__(self, source: LogSource, *, options: CheckOptions | None = None, follow: bool = False,
+                 from_list: bool = False) -> None:
         super().__init__()
         self.source = source
         self.options = options or CheckOptions()
-        self.extra_paths = list(extra_paths or [])
         self.follow = follow
         self.from_list = from_list
         self.state: SessionState | None = None
@@ -156,10 +155,11 @@ class SessionScreen(Screen):
 
     # -- loading -----------------------------------------------------------------------
     def _paths(self) -> list[Path]:
-        return [self.source.path, *self.extra_paths]
+        # One log (or its database); the library finds a forked child's parent by itself.
+        return [self.source.path]
 
     @work(thread=True, exclusive=True, group="load")
-    def load_session(self, refresh: bool = False) -> None:
+    def load_session(self) -> None:
         started = time.perf_counter()
         try:
             result = run_check(self._paths(), self.options)
@@ -167,42 +167,22 @@ class SessionScreen(Screen):
             if model is None:
                 self.post_message(SessionLoadFailed("; ".join(result.problems) or "no session log found"))
                 return
-            parent = self._parent_path(model) if not refresh else None
-            if parent is not None:
-                self.extra_paths.append(parent)
-                result = run_check(self._paths(), self.options)
-                model = self._pick(result) or model
             if self.line_index is None:
-                self.line_index = LineIndex(self.source.path)
+                self.line_index = LineIndex(self.source)
             else:
                 self.line_index.extend()
         except Exception as exc:  # the UI must survive any log
             self.post_message(SessionLoadFailed(f"{type(exc).__name__}: {exc}"))
             return
-        self.post_message(SessionLoaded(result, model, time.perf_counter() - started, refresh))
+        self.post_message(SessionLoaded(result, model, time.perf_counter() - started))
 
     def _pick(self, result: Any) -> Any:
-        target = self.source.path.resolve()
+        """This screen's session among the checked ones (a database holds several)."""
+        target = (self.source.path.resolve(), self.source.member)
         for m in result.sessions:
-            if m.source.path.resolve() == target:
+            if (m.source.path.resolve(), getattr(m.source, "member", None)) == target:
                 return m
-        return result.sessions[0] if result.sessions else None
-
-    def _parent_path(self, model: Any) -> Path | None:
-        """The parent of a forked child, looked for beside it (both layouts), so its seed is checked."""
-        hdr = model.header
-        if hdr is None or not hdr.parent_session or any(p for p in self.extra_paths):
-            return None
-        name = hdr.parent_session
-        if "/" in name or "\\" in name or name in (".", ".."):
-            return None
-        folder = self.source.path.parent
-        candidates = [folder / f"{name}{s}" for s in (".jsonl", ".jsonl.zstd", ".jsonl.zst")]
-        candidates += [folder.parent / name / f"session{s}" for s in (".jsonl", ".jsonl.zstd", ".jsonl.zst")]
-        for c in candidates:
-            if c.is_file() and c.resolve() != self.source.path.resolve():
-                return c
-        return None
+        return result.sessions[0] if result.sessions and self.source.member is None else None
 
     def on_session_load_failed(self, message: SessionLoadFailed) -> None:
         self.timeline.placeholder = "could not read this log"
@@ -382,7 +362,7 @@ class SessionScreen(Screen):
                     view.goto(target)
                 return
             first, last, line = state.window(i)
-            view.loading(i, self._events_title(i))
+            view.show_reading(i, self._events_title(i))
             self.read_step_events(i, first, last, line, target)
 
     def _events_title(self, i: int) -> Text:
@@ -699,8 +679,8 @@ class SessionScreen(Screen):
     @on(Input.Submitted, "#search")
     def _search_submitted(self, event: Input.Submitted) -> None:
         query = event.value
+        self._close_search()
         if not query:
-            self._close_search()
             return
         if query == self.search_query and self.search_matches:
             self._next_match()

@@ -102,7 +102,7 @@ class SessionListScreen(Screen):
         self.options = options or CheckOptions()
         self.wanted = session
         self.follow = follow
-        self.summaries: dict[Path, SessionSummary] = {}
+        self.summaries: dict[tuple[Path, str | None], SessionSummary] = {}
         self._dirty = False
         self._opened = False
         self.finished = False
@@ -141,45 +141,48 @@ class SessionListScreen(Screen):
                 self.post_message(SessionChosen(target.path, target.id))
             elif self.wanted is not None:
                 problems.append(f"no session with id {self.wanted!r} under {self.root}")
-        by_id = {s.id: s for s in heads}
+        by_path: dict[Path, list[SessionSummary]] = {}
         for s in heads:
-            if s.problem:
-                continue
-            paths = [s.path] + ([by_id[s.parent].path] if s.parent and s.parent in by_id and by_id[s.parent].path != s.path else [])
+            if not s.problem:
+                by_path.setdefault(s.path, []).append(s)
+        for path, group in by_path.items():  # one check per file: a database holds many sessions
             try:
-                result = run_check(paths, self.options)
+                result = run_check([path], self.options)
             except Exception as exc:  # one bad log must not stop the list
-                self.post_message(SessionSummaryReady(replace(s, problem=f"{type(exc).__name__}: {exc}", loaded=True)))
+                for s in group:
+                    self.post_message(SessionSummaryReady(replace(s, problem=f"{type(exc).__name__}: {exc}", loaded=True)))
                 continue
-            model = next((m for m in result.sessions if m.source.path == s.path), None)
-            if model is None:
-                self.post_message(SessionSummaryReady(replace(s, problem="; ".join(result.problems) or "not readable", loaded=True)))
-                continue
-            found = session_findings(result, model)
-            sev = {"error": 0, "warning": 0, "info": 0}
-            for f in found:
-                sev[f.severity] = sev.get(f.severity, 0) + 1
-            self.post_message(SessionSummaryReady(replace(
-                s, events=model.events, steps=len(model.steps), resumes=sum(1 for x in model.instances if x.reason == "resume"),
-                errors=sev["error"], warnings=sev["warning"], infos=sev["info"], profile=model.profile.name, loaded=True,
-            )))
+            for s in group:
+                model = next((m for m in result.sessions if getattr(m.source, "member", None) == s.member), None)
+                if model is None:
+                    self.post_message(SessionSummaryReady(replace(s, problem="; ".join(result.problems) or "not readable", loaded=True)))
+                    continue
+                found = session_findings(result, model)
+                sev = {"error": 0, "warning": 0, "info": 0}
+                for f in found:
+                    sev[f.severity] = sev.get(f.severity, 0) + 1
+                self.post_message(SessionSummaryReady(replace(
+                    s, events=model.events, steps=len(model.steps), resumes=sum(1 for x in model.instances if x.reason == "resume"),
+                    errors=sev["error"], warnings=sev["warning"], infos=sev["info"], profile=model.profile.name, loaded=True,
+                )))
         self.post_message(SessionScanFinished(len(heads), time.perf_counter() - started, problems))
 
     @staticmethod
     def _head(order: int, src: LogSource) -> SessionSummary:
         reader = LogReader(src)
+        member = getattr(src, "member", None)
         try:
             next(iter(reader.iter_objects()), None)
-        except OSError as exc:
-            return SessionSummary(order, src.path, src.path.name, problem=str(exc))
+        except Exception as exc:  # unreadable file or database: shown as such, never fatal
+            return SessionSummary(order, src.path, member or src.path.name, member=member, problem=f"{type(exc).__name__}: {exc}")
         h = reader.header
         if h is None:
-            return SessionSummary(order, src.path, src.path.name, problem="no session header")
-        return SessionSummary(order, src.path, h.id, cwd=h.cwd if isinstance(h.cwd, str) else None,
+            return SessionSummary(order, src.path, member or src.path.name, member=member, problem="no session header")
+        return SessionSummary(order, src.path, h.id, member=member, cwd=h.cwd if isinstance(h.cwd, str) else None,
                               created=h.created_at, parent=h.parent_session if isinstance(h.parent_session, str) else None)
 
     def on_session_summary_ready(self, message: SessionSummaryReady) -> None:
-        self.summaries[message.summary.path] = message.summary
+        self.summaries[(message.summary.path, message.summary.member)] = message.summary
         self._dirty = True
 
     def on_session_scan_finished(self, message: SessionScanFinished) -> None:
@@ -187,7 +190,7 @@ class SessionListScreen(Screen):
         self.elapsed = message.elapsed
         self._dirty = True
         self._flush()
-        bar = Text(f" sessions under {safe(self.root)} · {message.count} log(s) checked in {message.elapsed:.1f} s")
+        bar = Text(f" sessions under {safe(self.root)} · {message.count} session(s) checked · Enter opens one")
         if message.problems:
             bar.append(" · " + safe("; ".join(message.problems)), "bold #e0af68")
         self.query_one("#list-bar", Static).update(bar)
@@ -217,14 +220,9 @@ class SessionListScreen(Screen):
     def on_session_chosen(self, message: SessionChosen) -> None:
         from inspector.screens.session import SessionScreen
 
-        src = LogSource(message.path, self.root)
-        summary = self.summaries.get(message.path)
-        extra: list[Path] = []
-        if summary is not None and summary.parent:
-            parent = next((s for s in self.summaries.values() if s.id == summary.parent and s.path != summary.path), None)
-            if parent is not None:
-                extra.append(parent.path)
-        self.app.push_screen(SessionScreen(src, options=self.options, extra_paths=extra, follow=self.follow, from_list=True))
+        summary = next((s for s in self.summaries.values() if s.path == message.path and s.id == message.session_id), None)
+        src = LogSource(message.path, self.root, summary.member if summary is not None else None)
+        self.app.push_screen(SessionScreen(src, options=self.options, follow=self.follow, from_list=True))
 
     # -- sorting and filtering -------------------------------------------------------
     def action_sort(self) -> None:

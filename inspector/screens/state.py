@@ -49,7 +49,7 @@ def finding_tab(f: Finding) -> str:
 class TimelineRow:
     """One line of the timeline: a separator, a turn heading or a step."""
 
-    kind: str  # "instance" | "compaction" | "turn" | "step"
+    kind: str  # "instance" | "drift" | "compaction" | "turn" | "step"
     step: int | None = None  # step index for "step" rows (and the step a separator precedes)
     instance: int | None = None
     seq: int | None = None
@@ -146,6 +146,8 @@ class SessionState:
                 inst = instances[st.instance] if 0 <= st.instance < len(instances) else None
                 if keep is None or st.index in keep:
                     out.append(TimelineRow("instance", st.index, st.instance, inst.seq if inst else None))
+                    if inst is not None and inst.drift:
+                        out.append(TimelineRow("drift", st.index, st.instance, inst.seq))
                     last_turn = object()
                 last_instance = st.instance
             if st.compaction_before and (keep is None or st.index in keep):

@@ -133,8 +133,9 @@ class DiffView(DocumentView):
         return out
 
     def _side_by_side(self, r: int, expected: dict, recorded: dict, paths: list[str]) -> list[Block]:
-        left = json_lines(expected)
-        right = json_lines(recorded)
+        focus = tuple(paths[:1])
+        left = json_lines(expected, expand=focus)
+        right = json_lines(recorded, expand=focus)
         marks_l = {best_line(left, p) for p in paths[:1]}
         marks_r = {best_line(right, p) for p in paths[:1]}
         header = styled("expected (rebuilt from the log)", "bold underline")

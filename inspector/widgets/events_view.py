@@ -45,7 +45,7 @@ class EventsView(DocumentView):
         self.target: int | None = None
         self.title = Text("")
 
-    def loading(self, step: int, title: Text) -> None:
+    def show_reading(self, step: int, title: Text) -> None:
         self.step = step
         self.items = []
         self.set_blocks([Block(title, selectable=False), Block(Text("reading events…", style="italic dim"), selectable=False)])

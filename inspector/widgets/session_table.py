@@ -30,6 +30,7 @@ class SessionSummary:
     order: int
     path: Path
     id: str
+    member: str | None = None  # the session's id inside a SQLite database
     cwd: str | None = None
     created: float | None = None
     parent: str | None = None
@@ -144,11 +145,15 @@ class SessionTable(ScrollView, can_focus=True):
         self.placeholder = "looking for session logs…"
 
     def set_rows(self, rows: list[tuple[SessionSummary, int]]) -> None:
-        current = self.rows[self.cursor][0].path if 0 <= self.cursor < len(self.rows) else None
+        current = self._key(self.rows[self.cursor][0]) if 0 <= self.cursor < len(self.rows) else None
         self.rows = rows
-        self.cursor = next((i for i, (s, _) in enumerate(rows) if s.path == current), min(self.cursor, max(0, len(rows) - 1)))
+        self.cursor = next((i for i, (s, _) in enumerate(rows) if self._key(s) == current), min(self.cursor, max(0, len(rows) - 1)))
         self.virtual_size = Size(self.size.width, len(rows))
         self.refresh()
+
+    @staticmethod
+    def _key(s: SessionSummary) -> tuple:
+        return (s.path, s.member)
 
     @property
     def selected(self) -> SessionSummary | None:

@@ -149,9 +149,13 @@ class Timeline(ScrollView, can_focus=True):
             label = f" instance {row.instance} · {safe(inst.reason) if inst else '?'}"
             if row.seq is not None:
                 label += f" · seq {row.seq}"
-            if inst is not None and inst.drift:
-                label += " · drift: " + ", ".join(safe(d) for d in inst.drift)
             return self._rule(label + " ", "━", width, self.get_component_rich_style("timeline--separator") + Style(bold=True))
+        if row.kind == "drift":
+            inst = model.instances[row.instance] if row.instance is not None and row.instance < len(model.instances) else None
+            t = styled("   drift: ", "#e0af68")
+            t.append(", ".join(safe(d) for d in inst.drift) if inst else "?", "bold #e0af68")
+            t.truncate(width, overflow="ellipsis")
+            return t
         if row.kind == "compaction":
             label = " compaction" + (f" · seq {row.seq}" if row.seq is not None else "") + " "
             return self._rule(label, "┄", width, Style.parse("#e0af68"))
