@@ -61,6 +61,8 @@ class EraGuess:
 def classify_object(obj: dict, seen: dict[str, str]) -> None:
     """Record era evidence found in one parsed line into ``seen`` (marker -> era)."""
     t = obj.get("type")
+    if not isinstance(t, str):
+        return  # not an event (the loader reports it); a list or object here is not even hashable
     raw = obj.get("data")
     data: dict[str, Any] = raw if isinstance(raw, dict) else {}
     if t == "session":

@@ -308,7 +308,7 @@ class LogReader:
             and obj["type"]
         ):
             objs: Any = (obj,)
-        elif isinstance(obj, dict) and obj.get("type") in _ROW_TYPES and "seq0" in obj:
+        elif isinstance(obj, dict) and "seq0" in obj and type(obj.get("type")) is str and obj["type"] in _ROW_TYPES:
             objs = self._expand_row(obj, raw, defects)
             if objs is None:
                 st.bad_since_good += 1

@@ -63,3 +63,15 @@ def test_nesting_depth_ignores_brackets_in_strings():
     assert nesting_depth(b'["unterminated [[[[') == 1
     assert too_deep(deep_json(MAX_DEPTH + 1)) and not too_deep(deep_json(MAX_DEPTH))
     assert not too_deep(b"[" + b'"{",' * 10_000 + b"1]")
+
+
+@pytest.mark.parametrize("value", [[], {}, ["text-chunks"], {"a": 1}])
+def test_unhashable_event_type_is_an_envelope_finding(tmp_path, capsys, value):
+    """era.sniff tested ``type in frozenset`` on whatever the line held: TypeError on a list or object."""
+    from inspector.cli import main
+
+    line = json.dumps({"type": value, "seq": 3, "time": 1, "data": {}, "seq0": 0}).encode()
+    path = _log_with(tmp_path, line)
+    assert main(["check", str(path), "--format", "json", "--no-cache"]) == 1
+    f = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["rule"] == "LOG002"]
+    assert f and f[0]["line"] == 4 and "no string `type`" in f[0]["message"]
