@@ -26,7 +26,9 @@ import orjson
 
 from .chunk_rows import CHUNK_ROW_TYPES, ChunkRowError, expand_row
 from .discover import LogSource
-from .load import LogReader
+from .jsonvalue import dumps
+from .lines import iter_lines
+from .load import LogReader, parse_json
 
 _STRIDE = 64  # one checkpoint every this many physical lines
 
@@ -85,17 +87,20 @@ class LineIndex:
     def extend(self) -> None:
         if not self.usable:
             return
+        # Blocks, not lines: a 50 MB line costs no more memory than a short one.
         with open(self.path, "rb") as fh:
             fh.seek(self.end)
-            offset, lines = self.end, self.lines
-            for raw in fh:
-                if not raw.endswith(b"\n"):
-                    break  # a line still being written
-                offset += len(raw)
-                lines += 1
-                if lines % _STRIDE == 0:
-                    self.checkpoints.append(offset)
-            self.end, self.lines = offset, lines
+            offset, lines, pos = self.end, self.lines, self.end
+            while block := fh.read(1 << 20):
+                nl = block.find(b"\n")
+                while nl >= 0:
+                    offset = pos + nl + 1
+                    lines += 1
+                    if lines % _STRIDE == 0:
+                        self.checkpoints.append(offset)
+                    nl = block.find(b"\n", nl + 1)
+                pos += len(block)
+            self.end, self.lines = offset, lines  # a last line without newline is still being written
 
     def offset_near(self, line: int) -> tuple[int, int]:
         """(byte offset, line number) of a checkpoint at or before 1-based ``line``."""
@@ -107,7 +112,7 @@ def _expand(obj: Any, line: int) -> list[RawEvent]:
     if not isinstance(obj, dict):
         return []
     t = obj.get("type")
-    if t in CHUNK_ROW_TYPES and "seq0" in obj:
+    if isinstance(t, str) and t in CHUNK_ROW_TYPES and "seq0" in obj:
         try:
             members = expand_row(obj)
         except ChunkRowError:
@@ -121,15 +126,13 @@ def _expand(obj: Any, line: int) -> list[RawEvent]:
 
 def _plain_from(index: LineIndex, start_line: int) -> Iterator[tuple[Any, int]]:
     offset, number = index.offset_near(start_line)
-    with open(index.path, "rb") as fh:
-        fh.seek(offset)
-        for raw in fh:
-            if number >= start_line:
-                try:
-                    yield orjson.loads(raw), number
-                except orjson.JSONDecodeError:
-                    pass  # integrity problems are the checker's to report, not the viewer's
-            number += 1
+    # Bounded lines and the guarded parser: integrity problems (an oversized,
+    # unparsable or absurdly deep line) are the checker's to report, not the viewer's.
+    for raw in iter_lines(index.path, start=(offset, number - 1)):
+        if raw.number >= start_line and not raw.oversized:
+            obj, err = parse_json(raw.data)
+            if err is None:
+                yield obj, raw.number
 
 
 def read_events(source: LogSource | str | os.PathLike, first_seq: int, last_seq: int | None = None, *,
@@ -244,12 +247,11 @@ def search(source: LogSource | str | os.PathLike, query: str, limit: int = 1000)
         data = raw.data
         if raw_needle not in data.lower() and needle not in data.decode("utf-8", "replace").casefold():
             continue
-        try:
-            obj = orjson.loads(data)
-        except orjson.JSONDecodeError:
+        obj, err = parse_json(data)
+        if err is not None:
             continue
         for ev in _expand(obj, raw.number):
-            text = orjson.dumps(ev.obj).decode("utf-8", "replace")
+            text = dumps(ev.obj)
             at = text.casefold().find(needle)
             if at < 0:
                 continue

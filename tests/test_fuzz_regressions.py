@@ -75,3 +75,33 @@ def test_unhashable_event_type_is_an_envelope_finding(tmp_path, capsys, value):
     assert main(["check", str(path), "--format", "json", "--no-cache"]) == 1
     f = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["rule"] == "LOG002"]
     assert f and f[0]["line"] == 4 and "no string `type`" in f[0]["message"]
+
+
+def test_event_viewer_reads_hostile_lines_without_crashing(tmp_path):
+    """The TUI's raw-event reader parsed with bare orjson (deep lines: SIGSEGV), hashed the type
+    (a list: TypeError), re-encoded with orjson (ints over 64 bits: TypeError) and read whole lines."""
+    code = (
+        "import sys; sys.path.insert(0, %r)\n"
+        "from pathlib import Path\n"
+        "from invariants.events_view import LineIndex, read_events, search\n"
+        "p = Path(%r); idx = LineIndex(p)\n"
+        "evs = read_events(p, 0, None, index=idx); print(len(evs), idx.lines)\n"
+        "print(len(read_events(p, 0, None)), len(search(p, 'needle')))\n"
+    )
+    log = Log()
+    log.clean_turn(1, header_reason="initial")
+    lines = log.lines()
+    n = len(log.events)
+    extra = [
+        deep_json(100_000, "object"),
+        json.dumps({"type": ["x"], "seq": n, "time": 1, "data": {}, "seq0": 0}).encode(),
+        b'{"type":"user/message","seq":%d,"time":1,"data":{"big":%d,"t":"needle"},"surfaceOp":"append"}' % (n, 10**30),
+        b'{"type":"x/y","seq":%d,"time":1,"data":"' % (n + 1) + b"a" * (3 << 20) + b'"}',
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\n".join(lines + extra) + b"\n")
+    proc = subprocess.run([sys.executable, "-c", code % (str(ROOT), str(path))], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    first, second = proc.stdout.split("\n")[:2]
+    assert first == f"{n + 2} {len(lines) + len(extra)}"
+    assert second.split()[1] == "1"  # the big-int event is found by search
