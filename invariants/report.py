@@ -11,6 +11,7 @@ JSON report, version 1 (documented in README and docs/REPORT.md)::
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import orjson
@@ -46,13 +47,22 @@ def report_json(result: CheckResult) -> dict[str, Any]:
     }
 
 
+_C1 = re.compile("[\x7f-\x9f\u2028\u2029]")
+
+
 def dumps_json(value: Any, indent: bool = False) -> str:
-    """JSON text; control characters are always escaped, so it is inert in a terminal."""
+    """JSON text; control characters are always escaped, so it is inert in a terminal.
+
+    JSON encoders escape only U+0000-U+001F; DEL, the C1 controls (U+009B is
+    an 8-bit CSI) and the Unicode line separators are escaped here too.  They
+    can only occur inside strings, where ``\\uXXXX`` means the same value.
+    """
     try:
         opt = orjson.OPT_INDENT_2 if indent else 0
-        return orjson.dumps(value, option=opt).decode()
+        text = orjson.dumps(value, option=opt).decode()
     except (TypeError, orjson.JSONEncodeError):  # lone surrogates, huge ints
         return json.dumps(value, indent=2 if indent else None, ensure_ascii=True)
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _C1.search(text) else text
 
 
 def _loc(f) -> str:

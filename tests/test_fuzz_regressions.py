@@ -105,3 +105,18 @@ def test_event_viewer_reads_hostile_lines_without_crashing(tmp_path):
     first, second = proc.stdout.split("\n")[:2]
     assert first == f"{n + 2} {len(lines) + len(extra)}"
     assert second.split()[1] == "1"  # the big-int event is found by search
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "sarif", "junit", "github", "text"])
+def test_c1_controls_are_escaped_in_every_format(tmp_path, capsys, fmt):
+    """U+009B (an 8-bit CSI) went out raw in JSON (encoders escape only U+0000-U+001F) and in JUnit XML."""
+    from inspector.cli import main
+
+    log = Log()
+    log.clean_turn(1, header_reason="initial")
+    log.add("x\x9b2J\x85/\u2028y", {})
+    path = log.write(tmp_path / "s.jsonl")
+    assert main(["check", str(path), "--format", fmt, "--no-cache", "--fail-on", "info"]) == 1
+    out = capsys.readouterr().out
+    assert not any(c in out for c in "\x7f\x85\x9b\u2028"), out
+    assert "x\\u009b2J" in out or "x\\x9b2J" in out
