@@ -120,3 +120,25 @@ def test_c1_controls_are_escaped_in_every_format(tmp_path, capsys, fmt):
     out = capsys.readouterr().out
     assert not any(c in out for c in "\x7f\x85\x9b\u2028"), out
     assert "x\\u009b2J" in out or "x\\x9b2J" in out
+
+
+@pytest.mark.parametrize("call_id", [[], {"a": 1}, True, 1])
+def test_call_id_of_any_json_type_pairs_like_a_js_map(tmp_path, capsys, call_id):
+    """The contract tracer keyed pending calls by the raw callId: a list or object raised TypeError."""
+    from inspector.cli import main
+
+    log = Log()
+    log.turn_start(1)
+    log.user("hi")
+    log.step_start(1, 1)
+    log.snapshot()
+    log.chunk(1, 1)
+    log.tool_call(1, 1, call_id)
+    log.tool_result(1, 1, call_id if call_id != 1 else True)  # 1 and true are different Map keys
+    log.step_end(1, 1)
+    log.turn_end(1)
+    path = log.write(tmp_path / "s.jsonl")
+    main(["check", str(path), "--format", "json", "--no-cache"])
+    unpaired = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["rule"] == "EVT009"]
+    # objects pair by identity (never), scalars by value and type
+    assert len(unpaired) == (0 if call_id is True else 1)

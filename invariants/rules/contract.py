@@ -60,6 +60,19 @@ def surface_op_problem(op: Any) -> str | None:
     return f"surfaceOp must be \"append\" or {{op:\"replace\", start, end}}; got {shorten(op, 80)}"
 
 
+def call_key(call_id: Any) -> Any:
+    """A callId as a key of the pending-call map, compared the way a JS ``Map`` compares keys:
+    strings, numbers, booleans and null by value (``true`` is not ``1``), an object or array
+    id by identity, so it pairs with nothing (and never needs hashing)."""
+    if call_id is None or isinstance(call_id, str):
+        return call_id
+    if isinstance(call_id, bool):
+        return ("boolean", call_id)
+    if isinstance(call_id, (int, float)):
+        return ("number", call_id)
+    return object()
+
+
 def tool_call_id(ev: Event) -> Any:
     """The callId of a tool/result in either shape (seed data.callId, HEAD message.source.callId)."""
     d = ev.data
@@ -261,7 +274,7 @@ class ContractTracer:
         if not self._need_ints(ev, "turn", "step"):
             return
         self._in_open_step(ev)
-        self.pending[ev.data.get("callId")] = ev.seq
+        self.pending[call_key(ev.data.get("callId"))] = ev.seq
 
     def _tool_result(self, ev: Event) -> None:
         op = ev.surface_op
@@ -274,9 +287,10 @@ class ContractTracer:
             return
         self._in_open_step(ev)
         call_id = tool_call_id(ev)
-        if call_id not in self.pending and not is_crash_repair_result(ev):
+        key = call_key(call_id)
+        if key not in self.pending and not is_crash_repair_result(ev):
             self._err("EVT009", ev, f"tool/result for {shorten(call_id, 60)} with no prior tool/call in this step")
-        self.pending.pop(call_id, None)
+        self.pending.pop(key, None)
 
     # -- HEAD (packages/core/session/src/invariant.ts @ 611615650f) -------------
     def _head_turn_start(self, ev: Event) -> None:
@@ -322,9 +336,10 @@ class ContractTracer:
             return
         self._in_open_step(ev)
         call_id = tool_call_id(ev)
-        if call_id not in self.pending and not is_crash_repair_result(ev):
+        key = call_key(call_id)
+        if key not in self.pending and not is_crash_repair_result(ev):
             self._err("EVT009", ev, f"tool/result for {shorten(call_id, 60)} with no prior tool/call in this step")
-        self.pending.pop(call_id, None)
+        self.pending.pop(key, None)
 
     def _other(self, ev: Event) -> None:
         if self.profile.turn_enclosure:
