@@ -9,6 +9,7 @@ there is only one log).
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 from typing import Iterable
@@ -33,6 +34,13 @@ class InspectorApp(App):
         self.follow = follow
 
     def on_mount(self) -> None:
+        # Every keypress builds thousands of short-lived Text/Strip objects;
+        # with a big session model in memory the default thresholds make the
+        # cyclic GC walk the model every few moves (~100 ms each on a 50k-event
+        # log).  Screens freeze the model after loading; the threshold keeps
+        # young collections rare.  Both are undone on exit.
+        self._gc_threshold = gc.get_threshold()
+        gc.set_threshold(50_000, 20, 100)
         from inspector.screens.session import SessionScreen
         from inspector.screens.session_list import SessionListScreen
 
@@ -40,6 +48,10 @@ class InspectorApp(App):
             self.push_screen(SessionListScreen(self.path, options=self.options, session=self.session, follow=self.follow))
         else:
             self.push_screen(SessionScreen(LogSource(self.path, self.path.parent), options=self.options, follow=self.follow))
+
+    def on_unmount(self) -> None:
+        gc.set_threshold(*self._gc_threshold)
+        gc.unfreeze()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -6,7 +6,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
@@ -94,15 +94,14 @@ class HelpScreen(ModalScreen[None]):
         for key, what in KEYS:
             table.add_row(key, what)
         legend = Text.assemble(
-            ("\nstatus marks  ", "bold"), ("✓", "bold green"), " matches  ", ("✗", "bold red"), " messages diverge  ",
-            ("≠", "bold #ff9e64"), " header field diverges  ", ("?", "bold red"), " unexplained  ", ("·", "dim"), " not checked  ",
-            ("●n", "bold red"), " findings at the step",
+            ("marks  ", "bold"), ("✓", "bold green"), " matches  ", ("✗", "bold red"), " messages diverge  ",
+            ("≠", "bold #ff9e64"), " header diverges  ", ("?", "bold red"), " unexplained  ", ("·", "dim"), " not checked  ",
+            ("●n", "bold red"), " findings",
         )
-        with Vertical(id="dialog", classes="help"):
-            yield Label(Text("inspector: keys", style="bold"))
+        with VerticalScroll(id="dialog", classes="help"):
+            yield Label(Text.assemble(("inspector keys", "bold"), ("   Escape closes", "dim")))
             yield Static(table)
             yield Static(legend)
-            yield Label(Text("Escape closes", style="dim"))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -11,6 +11,7 @@ the file in another worker; ``--follow`` re-checks in a third as the log grows.
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from pathlib import Path
@@ -74,7 +75,7 @@ class SessionScreen(Screen):
         Binding("slash", "search", "Search", key_display="/"),
         Binding("f", "filter", "Filter"),
         Binding("e", "goto_origin", "Event"),
-        Binding("w", "when_changed", "Changed?"),
+        Binding("w", "when_changed", "When?"),
         Binding("x", "export", "Export"),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("escape", "back", "Back", show=False),
@@ -127,11 +128,15 @@ class SessionScreen(Screen):
                     yield FindingsView(id="findings-view")
         yield StatusLine(Text(""), id="status")
         yield Input(placeholder="search message and event text; Enter searches (again: next match), Escape closes", id="search")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one(Timeline).focus()
         self.load_session()
+
+    def on_resize(self, event: Any) -> None:
+        # a third of the screen for the timeline, within reason
+        self.timeline.styles.width = max(30, min(44, self.size.width // 3))
 
     # -- shortcuts -------------------------------------------------------------------
     @property
@@ -190,6 +195,7 @@ class SessionScreen(Screen):
         self.say(Text("cannot check this log: " + safe(message.error), style="bold red"))
 
     def on_session_loaded(self, message: SessionLoaded) -> None:
+        gc.freeze()  # the model lives as long as the screen: keep the cyclic GC from walking it (see InspectorApp)
         state = SessionState(message.result, message.model)
         old = self.state
         self.state = state

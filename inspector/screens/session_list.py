@@ -37,11 +37,13 @@ def _sort_value(s: SessionSummary, key: str):
         return s.order
     if key == "errors":
         return (s.errors, s.warnings, s.infos)
+    if key == "file":
+        return str(s.path)
     if key == "created":
         return s.created if isinstance(s.created, (int, float)) and not isinstance(s.created, bool) else float("-inf")
     v = getattr(s, key)
     if v is None:
-        return -1 if key not in ("id", "cwd") else ""
+        return -1 if key not in ("id", "cwd", "file") else ""
     return v
 
 
@@ -113,7 +115,7 @@ class SessionListScreen(Screen):
         yield Static(Text(""), id="list-header")
         yield SessionTable(id="sessions")
         yield Input(placeholder="filter by id, cwd or file; Enter applies, Escape clears", id="list-filter")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one(SessionTable).focus()

@@ -13,6 +13,7 @@ re-derives a rule.
 from __future__ import annotations
 
 import bisect
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,8 +73,12 @@ def session_findings(result: CheckResult, model: SessionModel) -> list[Finding]:
     return [f for f in result.findings if f.file not in others and f.session not in other_ids]
 
 
+_SERIAL = itertools.count(1)
+
+
 class SessionState:
     def __init__(self, result: CheckResult, model: SessionModel) -> None:
+        self.serial = next(_SERIAL)  # views cache what they drew by it: a re-check is a new serial
         self.result = result
         self.model = model
         self.steps: list[StepState] = model.steps

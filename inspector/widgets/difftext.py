@@ -151,3 +151,13 @@ def _part(out: Text, part: Any) -> None:
             _text_part(out, inner if isinstance(inner, str) else safe(inner))
     else:
         out.append_text(value_text(part, 400))
+
+
+def value_block(value: Any, indent: str = "  ", limit: int = 60) -> Text:
+    """A value as readable lines (strings with newlines written line by line), cut at ``limit`` lines."""
+    lines = value_as_lines(value)
+    shown = lines[:limit]
+    out = join_lines([Text(x) for x in shown], indent)
+    if len(lines) > limit:
+        out.append(f"\n{indent}… {len(lines) - limit} more lines", "italic dim")
+    return out

@@ -88,8 +88,16 @@ class DocumentView(ScrollView, can_focus=True):
         if scroll_home:
             self.scroll_to(0, 0, animate=False, immediate=True)
         if cursor_key is not None and target >= 0:
-            self.call_after_refresh(self.scroll_to_block, target)
+            self.call_after_refresh(self._reveal, target)
         self.refresh()
+
+    def _reveal(self, index: int) -> None:
+        """After a jump: the block near the top unless it is fully visible already."""
+        start, count = self.block_lines(index)
+        height = max(1, self.scrollable_content_region.height)
+        y = self.scroll_offset.y
+        if not (start >= y and start + count <= y + height):
+            self.scroll_to_block(index, top=True)
 
     def index_of(self, key: Any) -> int | None:
         for i, b in enumerate(self.blocks):
@@ -109,7 +117,10 @@ class DocumentView(ScrollView, can_focus=True):
         if i is None:
             return False
         self.set_reactive(DocumentView.cursor, i)
-        self.scroll_to_block(i, top=top)
+        if top:
+            self.scroll_to_block(i, top=True)
+        else:
+            self._reveal(i)
         self.refresh()
         return True
 
@@ -163,14 +174,20 @@ class DocumentView(ScrollView, can_focus=True):
         return start, end - start
 
     def scroll_to_block(self, index: int, top: bool = False) -> None:
+        """Bring block ``index`` into view; ``top``: put it near the top (a jump), else scroll as little as needed."""
         self._relayout()
         start, count = self.block_lines(index)
         height = max(1, self.scrollable_content_region.height)
         y = self.scroll_offset.y
-        if top or start < y or count >= height:
-            self.scroll_to(y=start, animate=False, immediate=True)
-        elif start + count > y + height:
-            self.scroll_to(y=start + count - height, animate=False, immediate=True)
+        if top:
+            target = max(0, start - 1)
+        elif start >= y and start + count <= y + height:
+            return  # already fully visible
+        elif start < y or count >= height:
+            target = max(0, start - 1)
+        else:
+            target = start + count - height
+        self.scroll_to(y=target, animate=False, immediate=True)
 
     # -- drawing ---------------------------------------------------------------
     def render_line(self, y: int) -> Strip:

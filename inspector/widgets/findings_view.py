@@ -27,7 +27,14 @@ def finding_where(f: Any) -> str:
 class FindingsView(DocumentView):
     """Blocks keyed ``("finding", i)`` (index into ``SessionState.findings``)."""
 
+    _stamp: int | None = None
+
     def show(self, state: SessionState, cursor_key: Any = None) -> None:
+        if self._stamp == state.serial:  # findings belong to the session, not to the step
+            if cursor_key is not None:
+                self.select_key(cursor_key, top=True)
+            return
+        self._stamp = state.serial
         c = state.counts()
         title = styled(f"{len(state.findings)} finding{'s' if len(state.findings) != 1 else ''}", "bold")
         title.append(f" · {c['error']} error(s), {c['warning']} warning(s), {c['info']} info(s) · Enter jumps to the place; n/N step through them",

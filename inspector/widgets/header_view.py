@@ -15,7 +15,7 @@ from rich.text import Text
 
 from invariants.header import changed_fields
 from inspector.screens.state import SessionState, describe_version
-from inspector.widgets.difftext import join_lines, unified, value_as_lines
+from inspector.widgets.difftext import join_lines, unified, value_as_lines, value_block
 from inspector.widgets.document import Block, DocumentView
 from inspector.widgets.jsontext import json_lines, safe, styled, value_text
 
@@ -30,11 +30,19 @@ class HeaderView(DocumentView):
         super().__init__(**kwargs)
         self.version: int | None = None
         self.targets: dict[Any, int | None] = {}  # block key -> event seq
+        self._stamp: tuple | None = None
 
     def show(self, state: SessionState, index: int, cursor_key: Any = None) -> None:
         st = state.steps[index]
         versions = state.model.versions
         vi = state.step_version(index)
+        prev_vi = state.step_version(index - 1) if index > 0 else None
+        stamp = (state.serial, vi, prev_vi, st.header_event, st.turn, st.step)
+        if stamp == self._stamp:
+            if cursor_key is not None:
+                self.select_key(cursor_key, top=True)
+            return
+        self._stamp = stamp
         self.version = vi
         self.targets = {}
         blocks: list[Block] = []
@@ -50,7 +58,6 @@ class HeaderView(DocumentView):
         title.append(f" at seq {v.seq} · loop instance {v.instance}")
         blocks.append(Block(title, selectable=False))
 
-        prev_vi = state.step_version(index - 1) if index > 0 else None
         prev_header = versions[prev_vi].header if prev_vi is not None else None
         start = (prev_vi + 1) if prev_vi is not None else 0
         if prev_vi is not None and start > vi:
@@ -125,6 +132,8 @@ class HeaderView(DocumentView):
                     out.append("  ")
                     out.append_text(value_text(tool, 200))
             return out
+        if name in ("messagePrefix", "messageSuffix"):
+            return value_block(new, "  ", MAX_FIELD_LINES)
         lines = json_lines(new)
         shown = lines[:MAX_FIELD_LINES]
         out = join_lines([t for _, t in shown], "  ")

@@ -14,9 +14,9 @@ from rich.text import Text
 
 from invariants.rules.codec import ANCHORS, prefix_of
 from inspector.screens.state import SessionState, describe_version
-from inspector.widgets.difftext import join_lines, unified, value_as_lines
+from inspector.widgets.difftext import join_lines, unified, value_as_lines, value_block
 from inspector.widgets.document import Block, DocumentView
-from inspector.widgets.jsontext import json_lines, safe, styled
+from inspector.widgets.jsontext import safe, styled
 
 CURRENT_BG = "on #1e2433"
 MAX_LINES = 40
@@ -38,12 +38,19 @@ class PrefixView(DocumentView):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.targets: dict[Any, int | None] = {}
+        self._stamp: tuple | None = None
 
     def show(self, state: SessionState, index: int, cursor_key: Any = None) -> None:
         model = state.model
         instances = model.instances
         st = state.steps[index] if state.steps else None
         current = st.instance if st is not None else None
+        stamp = (state.serial, current)
+        if stamp == self._stamp:  # the same instance: the view is already right
+            if cursor_key is not None:
+                self.select_key(cursor_key, top=True)
+            return
+        self._stamp = stamp
         self.targets = {}
         blocks: list[Block] = []
         title = styled("Session prefix per loop instance", "bold")
@@ -70,10 +77,7 @@ class PrefixView(DocumentView):
                 head.append("  ◀ this step", "bold #7aa2f7")
             body = Text()
             if inst.index == 0:
-                lines = json_lines(prefix)
-                body = join_lines([t for _, t in lines[:MAX_LINES]], "  ")
-                if len(lines) > MAX_LINES:
-                    body.append(f"\n  … {len(lines) - MAX_LINES} more lines", "italic dim")
+                body = value_block(prefix, "  ", MAX_LINES)
             else:
                 prev = instances[inst.index - 1]
                 drift = unified(value_as_lines(prefix_of(prev.header)), value_as_lines(prefix))

@@ -47,31 +47,37 @@ class SessionSummary:
     children: list[str] = field(default_factory=list)
 
 
-COLUMNS = [  # (key, title, width, align); width 0 = the rest
-    ("id", "session", 26, "left"),
-    ("cwd", "cwd", 0, "left"),
+COLUMNS = [  # (key, title, width, align); width < 0 = a share of the rest
+    ("id", "session", 20, "left"),
+    ("file", "file", -3, "left"),
+    ("cwd", "cwd", -2, "left"),
     ("created", "created (UTC)", 16, "left"),
     ("events", "events", 8, "right"),
     ("steps", "steps", 6, "right"),
     ("resumes", "resumes", 7, "right"),
     ("forks", "forks", 5, "right"),
-    ("errors", "findings ✗ ⚠ ●", 15, "right"),
+    ("errors", "findings", 12, "right"),
 ]
 
 
-def created_text(ms: float | None) -> str:
+def created_text(ms: float | None, with_time: bool = True) -> str:
     if not isinstance(ms, (int, float)) or isinstance(ms, bool):
         return "?"
     try:
-        return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+        return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M" if with_time else "%Y-%m-%d")
     except (OverflowError, OSError, ValueError):
         return "?"
 
 
+WIDE = 130  # from this width on, the created column shows the time too
+
+
 def column_widths(width: int) -> list[int]:
-    fixed = sum(w for _, _, w, _ in COLUMNS) + len(COLUMNS)  # a space between columns
-    rest = max(6, width - fixed - 2)
-    return [w or rest for _, _, w, _ in COLUMNS]
+    own = [(10 if key == "created" and width < WIDE else w) for key, _, w, _ in COLUMNS]
+    fixed = sum(w for w in own if w > 0) + len(COLUMNS)  # a space between columns
+    shares = -sum(w for w in own if w < 0)
+    rest = max(2 * shares, width - fixed - 2)
+    return [w if w > 0 else max(4, rest * -w // shares) for w in own]
 
 
 def _cell(text: Text, width: int, align: str) -> Text:
@@ -88,6 +94,7 @@ def _cell(text: Text, width: int, align: str) -> Text:
 def header_text(width: int, sort_key: str, reverse: bool) -> Text:
     out = Text("  ")
     for (key, title, _, align), w in zip(COLUMNS, column_widths(width)):
+        title = "created" if key == "created" and width < WIDE else title
         label = title + ((" ▼" if reverse else " ▲") if key == sort_key else "")
         out.append_text(_cell(Text(label, style="bold"), w, align))
         out.append(" ")
@@ -99,8 +106,12 @@ def row_text(s: SessionSummary, depth: int, width: int) -> Text:
     cells: list[Text] = []
     ident = styled(("  " * (depth - 1) + "└ " if depth else "") + safe(s.id), "bold" if not depth else "")
     cells.append(ident)
+    name = s.path.name if s.member is None else f"{s.path.name}#{s.member}"
+    if s.path.name.startswith("session.") and s.member is None:
+        name = f"{s.path.parent.name}/{s.path.name}"
+    cells.append(Text(safe(name)))
     cells.append(Text(safe(s.cwd or ""), style="dim"))
-    cells.append(Text(created_text(s.created)))
+    cells.append(Text(created_text(s.created, width >= WIDE)))
     if s.problem:
         cells += [Text("?")] * 4
     else:

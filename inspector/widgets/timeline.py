@@ -41,7 +41,7 @@ class Timeline(ScrollView, can_focus=True):
     DEFAULT_CSS = """
     Timeline { overflow-x: hidden; }
     Timeline > .timeline--cursor { background: $primary 55%; text-style: bold; }
-    Timeline > .timeline--separator { color: $secondary; }
+    Timeline > .timeline--separator { color: #bb9af7; }
     Timeline > .timeline--turn { color: $text-muted; text-style: bold; }
     """
 
@@ -99,13 +99,15 @@ class Timeline(ScrollView, can_focus=True):
         height = max(1, self.scrollable_content_region.height)
         y = self.scroll_offset.y
         top = row
-        # keep the separator/turn rows above a step in view when scrolling up
+        # keep the separator/turn rows just above a step in view
         while top > 0 and self.rows[top - 1].kind != "step" and row - top < 3:
             top -= 1
-        if top < y:
+        if top < y - 1 or row > y + height:  # a jump: put the row a third of the way down
+            self.scroll_to(y=max(0, top - height // 3), animate=False, immediate=True)
+        elif top < y:
             self.scroll_to(y=top, animate=False, immediate=True)
         elif row >= y + height:
-            self.scroll_to(y=row - height + 2, animate=False, immediate=True)
+            self.scroll_to(y=row - height + 1, animate=False, immediate=True)
 
     def refresh_step(self, step: int) -> None:
         row = self._row_of_step.get(step)
@@ -170,12 +172,12 @@ class Timeline(ScrollView, can_focus=True):
         t.append(f"  seq {st.seq}", "dim")
         if st.chunks:
             t.append(f"  {st.chunks}ch", "dim")
-        if st.status in ("diverges", "header", "unexplained"):
-            t.append("  " + st.status, mark_style)
         found = state.step_findings.get(row.step, [])  # type: ignore[arg-type]
         if found:
             worst = state.worst(row.step)  # type: ignore[arg-type]
             t.append(f"  ●{len(found)}", SEVERITY_STYLE.get(worst or "", ""))
+        if st.status in ("diverges", "header", "unexplained"):
+            t.append("  " + st.status, mark_style)
         t.truncate(width, overflow="ellipsis")
         return t
 

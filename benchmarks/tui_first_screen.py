@@ -1,0 +1,140 @@
+"""Time to first screen and step-move latency of the TUI on a generated 50,000-event log.
+
+    python benchmarks/tui_first_screen.py [--events 50000] [--steps 300] [--tmux]
+
+The log (and its capture) come from ``invariants.simulator.generate_large``.
+Three numbers:
+
+* headless first screen: from ``create_app`` to the session screen showing
+  the timeline and the rebuilt request of the first step (Textual's
+  ``run_test``, the app users run, without a terminal);
+* step move: ``j`` pressed 200 times, the screen redrawn after each; both the
+  screen's own work per move (handler + tab redraw) and the full round trip
+  through Pilot are reported;
+* with ``--tmux``: the same log opened by the ``inspector`` command in a real
+  tmux pane, timed from launch until the pane shows the timeline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def make_log(folder: Path, events: int, steps: int) -> Path:
+    from invariants.simulator import generate_large
+
+    log = folder / "big.jsonl"
+    counts = generate_large(log, folder / "big.requests.jsonl", events=events, steps=steps)
+    print(f"log: {counts['events']} events, {counts['steps']} steps, {counts['instances']} instances, "
+          f"{counts['requests']} captured requests, {log.stat().st_size / 1e6:.1f} MB")
+    return log
+
+
+async def headless(log: Path, moves: int) -> None:
+    from inspector.app import create_app
+    from inspector.screens.session import SessionScreen
+    from inspector.widgets.request_view import RequestView
+
+    started = time.perf_counter()
+    app = create_app(log)
+    async with app.run_test(size=(160, 45)) as pilot:
+        while not (isinstance(app.screen, SessionScreen) and app.screen.state is not None
+                   and app.screen.query_one(RequestView).blocks):
+            await pilot.pause(0.005)
+        await pilot.pause()
+        first = time.perf_counter() - started
+        screen = app.screen
+        print(f"headless first screen: {first * 1000:.0f} ms (check of the log in the worker: {screen.load_elapsed * 1000:.0f} ms)")
+
+        work: list[float] = []
+        original = screen._draw_active
+
+        def timed(force: bool = False) -> None:
+            t = time.perf_counter()
+            original(force)
+            work.append(time.perf_counter() - t)
+
+        screen._draw_active = timed  # type: ignore[method-assign]
+        trips: list[float] = []
+        for _ in range(moves):
+            t = time.perf_counter()
+            await pilot.press("j")
+            trips.append(time.perf_counter() - t)
+        for tab in ("2", "3", "4"):
+            await pilot.press(tab)
+            for _ in range(20):
+                t = time.perf_counter()
+                await pilot.press("j")
+                trips.append(time.perf_counter() - t)
+        print(f"step move, screen work (handler + redraw of the shown tab): median {statistics.median(work) * 1000:.1f} ms, "
+              f"p95 {sorted(work)[int(len(work) * 0.95)] * 1000:.1f} ms, max {max(work) * 1000:.1f} ms over {len(work)} moves")
+        print(f"step move, Pilot round trip (key in → screen refreshed): median {statistics.median(trips) * 1000:.1f} ms, "
+              f"p95 {sorted(trips)[int(len(trips) * 0.95)] * 1000:.1f} ms")
+
+
+def in_tmux(log: Path) -> None:
+    if shutil.which("tmux") is None or shutil.which("inspector") is None:
+        print("tmux run skipped: tmux or the inspector command is not on PATH")
+        return
+    name = f"tui-bench-{int(time.time())}"
+    started = time.perf_counter()
+    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "160", "-y", "45", f"inspector {log}"], check=True)
+    try:
+        while time.perf_counter() - started < 30:
+            pane = subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
+            if "turn 1" in pane and "Rebuilt request" in pane:
+                print(f"tmux first screen (launch of `inspector` → timeline and request on screen): "
+                      f"{(time.perf_counter() - started) * 1000:.0f} ms")
+                break
+            time.sleep(0.02)
+        else:
+            print("tmux: first screen not seen within 30 s")
+            return
+        time.sleep(0.5)
+        lags = []
+        for _ in range(40):
+            before = subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
+            t = time.perf_counter()
+            subprocess.run(["tmux", "send-keys", "-t", name, "j"], check=True)
+            while time.perf_counter() - t < 5:
+                now = subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
+                if now != before and "step/start at seq" in now:
+                    lags.append(time.perf_counter() - t)
+                    break
+            time.sleep(0.05)
+        if lags:
+            print(f"tmux step move (send-keys j → pane shows the next step's request; includes ~5 ms of tmux polling): "
+                  f"median {statistics.median(lags) * 1000:.0f} ms, max {max(lags) * 1000:.0f} ms")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--events", type=int, default=50_000)
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--moves", type=int, default=200)
+    p.add_argument("--tmux", action="store_true", help="also time the real command in a tmux pane")
+    p.add_argument("--log", type=Path, help="use this log instead of generating one")
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        log = args.log or make_log(Path(tmp), args.events, args.steps)
+        asyncio.run(headless(log, args.moves))
+        if args.tmux:
+            in_tmux(log)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
