@@ -27,6 +27,32 @@ class RawLine:
 
 
 @dataclass(slots=True)
+class LineRun:
+    """Consecutive complete lines that look like plain assistant/chunk events.
+
+    The common case of a log is long runs of streamed chunks; grouping them lets
+    the loader parse and validate a run with a few C-level operations.  A run
+    is only a hint: the loader falls back to line-by-line reading whenever the
+    run does not validate as a whole.
+    """
+
+    number: int  # line number of the first line
+    offset: int  # byte offset of the first line
+    lines: list[bytes]  # each without its newline
+    nbytes: int = 0  # bytes the run spans, newlines included
+
+    def raw_lines(self) -> list[RawLine]:
+        out, offset = [], self.offset
+        for i, data in enumerate(self.lines):
+            out.append(RawLine(self.number + i, offset, data, True))
+            offset += len(data) + 1
+        return out
+
+
+CHUNK_PREFIX = b'{"type":"assistant/chunk","seq":'
+
+
+@dataclass(slots=True)
 class RowProblem:
     """A stored row that cannot be turned into a line (SQLite backend): reported at its place."""
 
@@ -79,14 +105,91 @@ def iter_source_lines(source, max_line: int = DEFAULT_MAX_LINE, start: tuple[int
     return iter_lines(source.path, max_line, start, runs=True) if runs else iter_lines(source.path, max_line, start)
 
 
-def iter_lines(path: Path, max_line: int = DEFAULT_MAX_LINE, start: tuple[int, int] = (0, 0)) -> Iterator[RawLine | FrameProblem]:
-    """Lines of ``path``; ``start`` = (byte offset, lines before it) resumes a plain file."""
+def iter_lines(path: Path, max_line: int = DEFAULT_MAX_LINE, start: tuple[int, int] = (0, 0),
+               runs: bool = False) -> Iterator[RawLine | LineRun | FrameProblem]:
+    """Lines of ``path``; ``start`` = (byte offset, lines before it) resumes a plain file.
+
+    With ``runs``, consecutive chunk lines of a plain file come as one :class:`LineRun`.
+    """
     if not path.name.endswith((".zstd", ".zst")):
-        yield from _plain_lines(path, max_line, start)
+        yield from (_plain_runs(path, max_line, start) if runs else _plain_lines(path, max_line, start))
         return
     if start != (0, 0):
         raise ValueError("zstd logs cannot be resumed mid-file")
-    yield from _block_lines(path, max_line)
+    yield from (_block_runs(path, max_line) if runs else _block_lines(path, max_line))
+
+
+def _block_runs(path: Path, max_line: int) -> Iterator[RawLine | LineRun | FrameProblem]:
+    """Like :func:`_block_lines`, splitting each decompressed frame at C speed and grouping
+    its consecutive chunk lines into :class:`LineRun` items.
+
+    A frame normally holds whole lines (one append batch); a line that spans
+    frames is carried over, and one longer than ``max_line`` is reported as
+    oversized without being kept, as in :func:`_block_lines`.
+    """
+    number = offset = 0
+    carry = b""
+    skipping = 0  # > 0 while discarding an oversized line that spans frames; bytes so far
+    prefix = CHUNK_PREFIX
+    for block in _chunks(path):
+        if isinstance(block, FrameProblem):
+            if skipping:
+                yield RawLine(number + 1, offset, b"", False, oversized=skipping)
+            elif carry:
+                yield RawLine(number + 1, offset, carry, False)
+            yield block
+            return
+        cut = block.rfind(b"\n")
+        if cut < 0:
+            if skipping:
+                skipping += len(block)
+            elif len(carry) + len(block) > max_line:
+                skipping, carry = len(carry) + len(block), b""
+            else:
+                carry += block
+            continue
+        head, rest = block[:cut], block[cut + 1:]
+        lines = head.split(b"\n")
+        if skipping:  # the oversized line ends in this frame
+            skipping += len(lines[0])
+            number += 1
+            yield RawLine(number, offset, b"", True, oversized=skipping)
+            offset += skipping + 1
+            skipping = 0
+            lines = lines[1:]
+        elif carry:
+            lines[0] = carry + lines[0]
+        carry = b""
+        if len(rest) > max_line:
+            skipping = len(rest)
+        else:
+            carry = rest
+        i, n = 0, len(lines)
+        while i < n:
+            line = lines[i]
+            if line[:32] == prefix and len(line) <= max_line:
+                j = i + 1
+                while j < n and lines[j][:32] == prefix and len(lines[j]) <= max_line:
+                    j += 1
+                if j - i > 1:
+                    run = lines[i:j]
+                    nbytes = sum(map(len, run)) + len(run)
+                    yield LineRun(number + 1, offset, run, nbytes)
+                    number += len(run)
+                    offset += nbytes
+                    i = j
+                    continue
+            number += 1
+            if len(line) > max_line:
+                yield RawLine(number, offset, b"", True, oversized=len(line))
+            else:
+                yield RawLine(number, offset, line, True)
+            offset += len(line) + 1
+            i += 1
+    if skipping:
+        yield RawLine(number + 1, offset, b"", False, oversized=skipping)
+    elif carry:
+        yield RawLine(number + 1, offset, carry, False)
 
 
 def _plain_lines(path: Path, max_line: int, start: tuple[int, int] = (0, 0)) -> Iterator[RawLine]:
@@ -100,30 +203,109 @@ def _plain_lines(path: Path, max_line: int, start: tuple[int, int] = (0, 0)) -> 
             line = readline(max_line + 1)
             if not line:
                 return
-            number += 1
-            n = len(line)
-            if line[-1:] == b"\n":
-                yield RawLine(number, offset, line[:-1], True)
-                offset += n
+            raw = _raw_line(readline, line, number + 1, offset, max_line)
+            yield raw
+            if not raw.complete:
+                return
+            number, offset = raw.number, offset + (raw.oversized or len(raw.data)) + 1
+
+
+def _plain_runs(path: Path, max_line: int, start: tuple[int, int], block_size: int = _BLOCK) -> Iterator[RawLine | LineRun]:
+    """Like :func:`_plain_lines`, grouping runs of complete chunk lines.
+
+    Reads 1 MiB blocks and splits them in C; only the lines that are *not*
+    chunks are visited one by one, so a run of chunks costs a few C calls.
+    """
+    offset, number = start
+    prefix = CHUNK_PREFIX
+    carry = b""
+    pieces: list[bytes] = []  # blocks of a long line that has not ended yet (joined once, at its end)
+    pending = 0  # len(carry) + the pieces' lengths
+    skipping = -1  # >= 0 while discarding an oversized line (its length so far)
+    skip_offset = 0
+    with open(path, "rb", buffering=0) as fh:
+        if offset:
+            fh.seek(offset)
+        while True:
+            block = fh.read(block_size)
+            if not block:
+                break
+            if carry and skipping < 0 and b"\n" not in block:
+                # A line longer than a block: gather, don't re-copy and re-split it per block.
+                pieces.append(block)
+                pending += len(block)
+                if pending > max_line:
+                    skipping, skip_offset, carry, pieces = pending, offset, b"", []
                 continue
-            if n <= max_line:  # final fragment without newline
-                yield RawLine(number, offset, line, False)
-                return
-            total = n
-            complete = False
-            while True:  # skip the rest of an oversized line
-                more = readline(_BLOCK)
-                if not more:
-                    break
-                total += len(more)
-                if more[-1:] == b"\n":
-                    complete = True
-                    total -= 1
-                    break
-            yield RawLine(number, offset, b"", complete, oversized=total)
-            offset += total + (1 if complete else 0)
-            if not complete:
-                return
+            if pieces:
+                carry, pieces = b"".join([carry, *pieces]), []
+            if skipping >= 0:
+                nl = block.find(b"\n")
+                if nl < 0:
+                    skipping += len(block)
+                    continue
+                number += 1
+                yield RawLine(number, skip_offset, b"", True, oversized=skipping + nl)
+                offset = skip_offset + skipping + nl + 1
+                skipping = -1
+                block = block[nl + 1 :]
+            data = carry + block if carry else block
+            lines = data.split(b"\n")
+            carry = lines.pop()
+            if lines and max(map(len, lines)) > max_line:  # an oversized line is never part of a run
+                others = [i for i, line in enumerate(lines) if line[:32] != prefix or len(line) > max_line]
+            else:
+                others = [i for i, line in enumerate(lines) if line[:32] != prefix]
+            prev = 0
+            for i in others:
+                if i > prev:
+                    run = lines[prev:i]
+                    span = sum(map(len, run)) + len(run)
+                    yield LineRun(number + 1, offset, run, span)
+                    number += len(run)
+                    offset += span
+                line = lines[i]
+                number += 1
+                if len(line) > max_line:
+                    yield RawLine(number, offset, b"", True, oversized=len(line))
+                else:
+                    yield RawLine(number, offset, line, True)
+                offset += len(line) + 1
+                prev = i + 1
+            if prev < len(lines):
+                run = lines[prev:]
+                span = sum(map(len, run)) + len(run)
+                yield LineRun(number + 1, offset, run, span)
+                number += len(run)
+                offset += span
+            pending = len(carry)
+            if pending > max_line:
+                skipping, skip_offset, carry = pending, offset, b""
+    if pieces:
+        carry = b"".join([carry, *pieces])
+    if skipping >= 0:
+        yield RawLine(number + 1, skip_offset, b"", False, oversized=skipping)
+    elif carry:
+        if len(carry) > max_line:
+            yield RawLine(number + 1, offset, b"", False, oversized=len(carry))
+        else:
+            yield RawLine(number + 1, offset, carry, False)
+
+
+def _raw_line(readline, line: bytes, number: int, offset: int, max_line: int) -> RawLine:
+    """Finish one physical line whose first ``max_line + 1`` bytes were read."""
+    if line[-1:] == b"\n":
+        return RawLine(number, offset, line[:-1], True)
+    if len(line) <= max_line:  # final fragment without newline
+        return RawLine(number, offset, line, False)
+    total = len(line)
+    while True:  # skip the rest of an oversized line without keeping it
+        more = readline(_BLOCK)
+        if not more:
+            return RawLine(number, offset, b"", False, oversized=total)
+        total += len(more)
+        if more[-1:] == b"\n":
+            return RawLine(number, offset, b"", True, oversized=total - 1)
 
 
 def _block_lines(path: Path, max_line: int) -> Iterator[RawLine | FrameProblem]:

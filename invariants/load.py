@@ -116,12 +116,13 @@ class ChunkRun:
     the replay's, which may fall back to event-by-event handling.
     """
 
-    __slots__ = ("objs", "datas", "maybe_usage")
+    __slots__ = ("objs", "datas", "maybe_usage", "line_step")
 
-    def __init__(self, objs: list[dict], datas: list, maybe_usage: bool = True) -> None:
+    def __init__(self, objs: list[dict], datas: list, maybe_usage: bool = True, line_step: int = 1) -> None:
         self.objs = objs
         self.datas = datas
         self.maybe_usage = maybe_usage  # False only when no usage chunk can be in the run
+        self.line_step = line_step  # 1: one event per physical line; 0: the members of one packed row
 
 
 class _ReadState:
@@ -322,6 +323,14 @@ class LogReader:
         if not raw.complete:
             self._emit("LOG004", f"line {number} has no trailing newline: the harness treats the final fragment as torn and drops it", line=number, seq=objs[-1]["seq"])
             self.ended_torn = True
+        elif len(objs) > 1 and not defects and objs[0]["seq"] == st.expected_seq:
+            # A packed row: plain delta chunks of one (turn, step), contiguous from the
+            # expected seq.  One item for the whole row, all on this physical line.
+            st.bad_since_good = 0
+            st.expected_seq += len(objs)
+            self.events += len(objs)
+            yield ChunkRun(objs, [o["data"] for o in objs], False, 0), number, raw.offset
+            return
         for ev in objs:
             seq = ev["seq"]
             if seq != st.expected_seq:

@@ -17,7 +17,7 @@ from .discover import LogSource
 from .findings import Finding
 from .derive import LegacyIds, project
 from .late import header_findings, relax_fixture
-from .load import LogReader, event_from
+from .load import ChunkRun, LogReader, event_from
 from .profiles import PROFILES, Profile
 from .records import Event, SessionHeader
 from .rules.codec import HeaderFold, HeaderVersion, Instance, prefix_of
@@ -99,6 +99,7 @@ class SessionModel:
     open_turn_at_end: bool = False
     requests: list = field(default_factory=list)  # filled by capture matching
     checkpoint: bytes | None = None  # opaque: resume state for a log that grows (see resume())
+    _step_seqs: list = field(default_factory=list, repr=False)
 
     @property
     def id(self) -> str:
@@ -120,7 +121,9 @@ class SessionModel:
         """The step a request dispatched at ``log_length`` events belongs to: the last step/start before it."""
         import bisect
 
-        k = bisect.bisect_left([s.seq for s in self.steps], log_length)
+        if len(self._step_seqs) != len(self.steps):
+            self._step_seqs = [s.seq for s in self.steps]
+        k = bisect.bisect_left(self._step_seqs, log_length)
         return self.steps[k - 1] if k else None
 
     def step_for(self, turn: Any, step: Any) -> StepState | None:
@@ -180,6 +183,7 @@ class _Replay:
         self.checkpoint: bytes | None = None
         self.chunks_total = 0
         self.evidence = list(evidence)
+        self.want_checkpoint = False
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -202,6 +206,20 @@ class _Replay:
         chunks = self.chunks_total
         last = self.last
         for obj, line, offset in self.reader.iter_objects():
+            if type(obj) is ChunkRun:
+                done = self._chunk_run(obj, line)
+                chunks += done
+                k = obj.line_step  # 0 when the run is one packed row
+                if done == len(obj.objs):
+                    last = (obj.objs[-1], line + (done - 1) * k, -1)
+                    continue
+                # Fall back event by event for the rest of the run.
+                for i in range(done, len(obj.objs)):
+                    o = obj.objs[i]
+                    chunks += 1
+                    self._event(event_from(o, line + i * k, -1))
+                    last = (o, line + i * k, -1)
+                continue
             seq = obj["seq"]
             if obj["type"] == "assistant/chunk" and len(obj) == 4:
                 # Hot path: a plain chunk inside its open step, after the step's
@@ -236,11 +254,61 @@ class _Replay:
             last = (obj, line, offset)
         self.last = last
         self.chunks_total = self.model.chunks = chunks
-        self.checkpoint = self._checkpoint()
+        self.checkpoint = self._checkpoint() if self.want_checkpoint else None
         self.last_event = event_from(*last) if last else None
         self._finish()
         self.model.checkpoint = self.checkpoint
         return self.model
+
+    def _chunk_run(self, run: ChunkRun, line: int) -> int:
+        """Fold a validated run of chunks at once; returns how many it took.
+
+        Only the plain case is taken: an open step, every chunk naming that
+        (turn, step).  The step's first chunk goes through :meth:`_event`
+        (it settles the header in force); anything irregular falls back to
+        event-by-event handling for the rest of the run.
+        """
+        cur = self.current
+        tracer = self.tracer
+        datas = run.datas
+        taken = 0
+        if cur is not None and cur.first_chunk_seq is None and datas:
+            # The step's first chunk settles the header in force: take it singly.
+            self._event(event_from(run.objs[0], line, -1))
+            taken = 1
+            datas = datas[1:]
+        if not datas:
+            return taken
+        if cur is None or tracer.open_step is None:
+            return taken
+        try:
+            turns = [d["turn"] for d in datas]
+            steps = [d["step"] for d in datas]
+        except (KeyError, TypeError):
+            return taken
+        if (
+            set(map(len, datas)) != {3}
+            or set(map(type, turns)) != {int}
+            or set(map(type, steps)) != {int}
+            or set(turns) != {tracer.open_turn}
+            or set(steps) != {tracer.open_step}
+            or set(map(type, map(dict.get, datas, ["chunk"] * len(datas)))) != {dict}
+        ):
+            return taken
+        if run.maybe_usage:
+            for d in reversed(datas):
+                if d["chunk"].get("type") == "usage":
+                    if isinstance(d["chunk"].get("usage"), dict):
+                        cur.usage = d["chunk"]["usage"]
+                    break
+        n = len(datas)
+        cur.chunks += n
+        last = run.objs[-1]
+        cur.last_seq = last["seq"]
+        cur.last_line = line + (len(run.objs) - 1) * run.line_step
+        self.chunks_since_attempt += n
+        self.fold.dispatched_in_instance = True
+        return taken + n
 
     def _checkpoint(self) -> bytes | None:
         """The fold state at a clean end of file, so a grown log resumes here."""
@@ -251,7 +319,10 @@ class _Replay:
         import zlib
 
         self.reader.resume_from(point)
-        model, self.model = self.model, None  # the model is rebuilt from the state
+        model = self.model
+        # The model is rebuilt from the state on resume; its running counters travel here.
+        self.model_counts = (model.turns, list(model.compactions), list(model.end_seed_seqs))
+        self.model = None
         try:
             return zlib.compress(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL), 1)
         except (pickle.PicklingError, TypeError, RecursionError):
@@ -423,11 +494,18 @@ def resume(source: LogSource, checkpoint: bytes) -> SessionModel | None:
     reader.source = source
     reader.file = source.display
     state.model = SessionModel(source, reader.header, state.profile, state.evidence, state.steps, state.fold, state.surface, state.findings)
+    counts = getattr(state, "model_counts", None)
+    if counts is not None:
+        state.model.turns, state.model.compactions, state.model.end_seed_seqs = counts[0], list(counts[1]), list(counts[2])
     return state.run()
 
 
-def replay(source: LogSource, profile: Profile | str | None = None, evidence: Iterable[str] = (), max_line: int | None = None) -> SessionModel:
-    """Read and fold one log. ``profile`` None means: sniff the era from the log's shapes."""
+def replay(source: LogSource, profile: Profile | str | None = None, evidence: Iterable[str] = (), max_line: int | None = None,
+           checkpoint: bool = False) -> SessionModel:
+    """Read and fold one log. ``profile`` None means: sniff the era from the log's shapes.
+
+    ``checkpoint`` asks for ``model.checkpoint``, the state :func:`resume` continues from.
+    """
     from .era import sniff
 
     conflicts: list[str] = []
@@ -437,7 +515,9 @@ def replay(source: LogSource, profile: Profile | str | None = None, evidence: It
     if isinstance(profile, str):
         profile = PROFILES[profile]
     reader = LogReader(source) if max_line is None else LogReader(source, max_line=max_line)
-    model = _Replay(reader, profile, list(evidence)).run()
+    state = _Replay(reader, profile, list(evidence))
+    state.want_checkpoint = checkpoint
+    model = state.run()
     if conflicts:
         model.findings.append(make_finding("LOG011", f"log mixes format eras; judged as {profile.name}, but it also shows {', '.join(conflicts)}",
                                            file=model.file, session=model.id, detail={"evidence": list(evidence)}))

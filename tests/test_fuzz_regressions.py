@@ -142,3 +142,46 @@ def test_call_id_of_any_json_type_pairs_like_a_js_map(tmp_path, capsys, call_id)
     unpaired = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["rule"] == "EVT009"]
     # objects pair by identity (never), scalars by value and type
     assert len(unpaired) == (0 if call_id is True else 1)
+
+
+def _flat(items):
+    from invariants.lines import LineRun
+
+    out = []
+    for it in items:
+        for raw in (it.raw_lines() if isinstance(it, LineRun) else [it]):
+            out.append((raw.number, raw.offset, raw.data, raw.complete, raw.oversized))
+    return out
+
+
+def test_long_lines_cost_linear_time_in_the_block_reader(tmp_path):
+    """The chunk-run reader re-copied and re-split a pending line at every 1 MiB block:
+    a 60 MB line took 1.4 s (quadratic), 20x the readline path."""
+    import time
+
+    from invariants.lines import _plain_lines, _plain_runs
+
+    path = tmp_path / "l.jsonl"
+    path.write_bytes(b'{"a":1}\n' + b"x" * 40_000_000 + b'\n{"b":2}\n')
+    t0 = time.perf_counter()
+    runs = _flat(_plain_runs(path, 64 << 20, (0, 0)))
+    t_runs = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    plain = _flat(_plain_lines(path, 64 << 20))
+    t_plain = time.perf_counter() - t0
+    assert runs == plain
+    assert t_runs < 10 * t_plain + 0.5  # a generous bound; quadratic was ~20x
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from([b"", b"a", b"xxxxxxxxxxxx", b'{"type":"assistant/chunk","seq":1}', b"\n", b"\n\n", b"y" * 40]),
+                max_size=30), st.integers(1, 16), st.integers(1, 50))
+def test_block_reader_matches_the_readline_reader(tmp_path_factory, parts, block, max_line):
+    from invariants.lines import _plain_lines, _plain_runs
+
+    path = tmp_path_factory.mktemp("lines") / "l.jsonl"
+    path.write_bytes(b"".join(parts))
+    assert _flat(_plain_runs(path, max_line, (0, 0), block_size=block)) == _flat(_plain_lines(path, max_line))
