@@ -16,7 +16,7 @@ from typing import Any, Iterator
 from .discover import strip_log_suffix
 from .findings import Finding
 from .jsonvalue import is_safe_int, shorten
-from .lines import FrameProblem, iter_lines
+from .lines import DEFAULT_MAX_LINE, FrameProblem, iter_lines
 from .load import parse_json
 from .rules.registry import make_finding
 
@@ -48,11 +48,11 @@ def find_capture(log_path: Path) -> Path | None:
     return None
 
 
-def read_capture(path: Path) -> tuple[list[Recorded], list[Finding]]:
+def read_capture(path: Path, max_line: int | None = None) -> tuple[list[Recorded], list[Finding]]:
     records: list[Recorded] = []
     findings: list[Finding] = []
     file = str(path)
-    for raw in _lines(path, findings):
+    for raw in _lines(path, findings, max_line or DEFAULT_MAX_LINE):
         if raw.oversized:
             findings.append(make_finding("LOG013", f"capture line {raw.number} is {raw.oversized} bytes, over the line limit; not read", file=file, line=raw.number))
             continue
@@ -88,8 +88,8 @@ def _line_problem(obj: Any) -> str | None:
     return None
 
 
-def _lines(path: Path, findings: list[Finding]) -> Iterator:
-    for raw in iter_lines(path):
+def _lines(path: Path, findings: list[Finding], max_line: int = DEFAULT_MAX_LINE) -> Iterator:
+    for raw in iter_lines(path, max_line):
         if isinstance(raw, FrameProblem):
             code = "LOG010" if raw.kind == "torn" else "LOG009"
             findings.append(make_finding(code, f"capture {raw.kind} zstd frame {raw.frame_index}: {raw.message}", file=str(path)))

@@ -236,7 +236,7 @@ def _run_check(paths: list[str | Path], options: CheckOptions,
             if not cp.is_file():
                 problems.append(f"{cp}: capture file not found")
                 continue
-            records, cap_findings = read_capture(cp)
+            records, cap_findings = read_capture(cp, options.max_line)
             extra.extend(cap_findings)
             captures.setdefault(None, []).extend(records)
     else:
@@ -245,7 +245,7 @@ def _run_check(paths: list[str | Path], options: CheckOptions,
             cp = find_capture(m.source.path)
             if cp is not None and cp not in seen:
                 seen.add(cp)
-                records, cap_findings = read_capture(cp)
+                records, cap_findings = read_capture(cp, options.max_line)
                 extra.extend(cap_findings)
                 captures[cp] = records
     requests = check_sessions(models, captures, explicit, emit)

@@ -36,7 +36,7 @@ from itertools import islice
 from typing import Any, Iterable
 
 from .discover import LogSource
-from .lines import RawLine, iter_source_lines
+from .lines import DEFAULT_MAX_LINE, RawLine, iter_source_lines
 from .load import parse_json
 
 SNIFF_LINES = 400
@@ -153,13 +153,13 @@ def sniff_objects(objects: Iterable[dict], seen: dict[str, str] | None = None) -
     return profile_for(seen)
 
 
-def sniff(source: LogSource, max_lines: int = SNIFF_LINES) -> EraGuess:
+def sniff(source: LogSource, max_lines: int = SNIFF_LINES, max_line: int = DEFAULT_MAX_LINE) -> EraGuess:
     seen: dict[str, str] = {}
     if source.member is not None:
         from .sqlite_backend import schema_era_evidence
 
         schema_era_evidence(source, seen)
-    for raw in islice(iter_source_lines(source), max_lines):
+    for raw in islice(iter_source_lines(source, max_line), max_lines):
         if not isinstance(raw, RawLine) or raw.oversized:
             continue
         obj, err = parse_json(raw.data)

@@ -199,7 +199,7 @@ def run_unit(unit: Unit, options: CheckOptions, models: list | None = None) -> d
             if not p.is_file():
                 problems.append([len(unit.sources), f"{p}: capture file not found"])
                 continue
-            records, cap_findings = read_capture(p)
+            records, cap_findings = read_capture(p, options.max_line)
             read_findings.extend(cap_findings)
             records_all.extend(records)
         plan: list[tuple[Any, list, list[Finding], int]] = [(None, records_all, read_findings, 0)]
@@ -210,7 +210,7 @@ def run_unit(unit: Unit, options: CheckOptions, models: list | None = None) -> d
             cp = find_capture(m.source.path)
             if cp is not None and cp not in seen:
                 seen.add(cp)
-                records, cap_findings = read_capture(cp)
+                records, cap_findings = read_capture(cp, options.max_line)
                 plan.append((cp, records, cap_findings, kept_index[k]))
     for cp, records, read_findings, first in plan:
         emitted: list[Finding] = []

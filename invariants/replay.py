@@ -510,7 +510,7 @@ def replay(source: LogSource, profile: Profile | str | None = None, evidence: It
 
     conflicts: list[str] = []
     if profile is None:
-        guess = sniff(source)
+        guess = sniff(source) if max_line is None else sniff(source, max_line=max_line)
         profile, evidence, conflicts = guess.profile, guess.evidence, guess.conflicts
     if isinstance(profile, str):
         profile = PROFILES[profile]

@@ -681,6 +681,66 @@ def run_case(case: Case, folder: Path, flags: list[str] | None = None) -> tuple[
 FORMATS = ("json", "text", "jsonl", "sarif", "junit", "github")
 
 
+def _shape(line_obj: Any, path: tuple) -> tuple:
+    t = line_obj.get("type") if isinstance(line_obj, dict) else None
+    return (t if isinstance(t, str) else "?",) + tuple("[]" if isinstance(k, int) else k for k in path)
+
+
+def sweep_points(seeds: list[Seed]) -> list[tuple[int, int, tuple]]:
+    """Every distinct (event type, field path) of the seed logs, once: (seed index, line index, path).
+
+    Paths whose list indices differ count as one field (``content[0].text`` is ``content[].text``).
+    """
+    seen: set[tuple] = set()
+    out: list[tuple[int, int, tuple]] = []
+    for si, seed in enumerate(seeds):
+        lines, _ = _lines(seed.log)
+        for li, line in enumerate(lines):
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            for path in _json_paths(obj):
+                key = _shape(obj, path)
+                if key not in seen:
+                    seen.add(key)
+                    out.append((si, li, path))
+    return out
+
+
+SWEEP_VALUES: list[Any] = WRONG_VALUES + [v for v in SEQ_VALUES if v not in WRONG_VALUES]
+
+
+def sweep_case(seeds: list[Seed], point: tuple[int, int, tuple], value_index: int) -> tuple[Case, list[str]]:
+    """The seed log with one field replaced by ``SWEEP_VALUES[value_index]`` (or the key removed, at len)."""
+    si, li, path = point
+    seed = seeds[si]
+    lines, ends = _lines(seed.log)
+    obj = orjson.loads(lines[li])
+    if value_index == len(SWEEP_VALUES):
+        if not path:
+            return Case({seed.log_name: seed.log}, seed.log_name), ["sweep"]
+        parent = _get(obj, path[:-1])
+        del parent[path[-1]]
+    else:
+        obj = _set_path(obj, path, SWEEP_VALUES[value_index])
+    lines[li] = _dump(obj)
+    files = dict(seed.others)
+    files[seed.log_name] = _join(lines, ends)
+    if seed.capture is not None:
+        files[seed.log_name.split(".jsonl")[0] + ".requests.jsonl"] = seed.capture
+    fmt = FORMATS[(li + value_index) % len(FORMATS)]
+    return Case(files, seed.log_name, fmt), ["sweep"]
+
+
+def sweep_size(points: list) -> int:
+    return len(points) * (len(SWEEP_VALUES) + 1)
+
+
+def sweep_case_at(seeds: list[Seed], points: list, i: int) -> tuple[Case, list[str]]:
+    return sweep_case(seeds, points[i // (len(SWEEP_VALUES) + 1)], i % (len(SWEEP_VALUES) + 1))
+
+
 def random_case(rng: random.Random, seeds: list[Seed], max_stack: int = 3) -> tuple[Case, list[str]]:
     """One mutated case from a random seed: the mutators applied, and the case."""
     seed = rng.choice(seeds)
