@@ -137,3 +137,44 @@ def test_late_samples_are_present(name):
     from tests.conftest import SAMPLES
 
     assert (SAMPLES / name).is_dir()
+
+
+# -- the zstd line reader: grouped runs equal the line-by-line reader ------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from invariants.lines import LineRun, RawLine, iter_lines  # noqa: E402
+
+_CHUNK = b'{"type":"assistant/chunk","seq":1,"time":1,"data":{}}'
+
+
+def _flat(items):
+    out = []
+    for x in items:
+        if type(x) is LineRun:
+            out += [(r.number, r.offset, r.data, r.complete, r.oversized) for r in x.raw_lines()]
+        elif type(x) is RawLine:
+            out.append((x.number, x.offset, x.data, x.complete, x.oversized))
+        else:
+            out.append(("frame", x.kind))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from([_CHUNK, b'{"type":"turn/end"}', b"x" * 90, b""]), min_size=1, max_size=25),
+       st.lists(st.integers(min_value=1, max_value=200), max_size=6), st.sampled_from([40, 60, 1000]),
+       st.integers(min_value=0, max_value=30), st.booleans())
+def test_grouped_zstd_lines_equal_line_by_line(tmp_path_factory, lines, cuts, max_line, tear, trailing):
+    text = b"\n".join(lines) + (b"\n" if trailing else b"")
+    frames, pos = [], 0
+    for c in cuts:  # frames split anywhere, even mid-line
+        if pos + c < len(text):
+            frames.append(text[pos:pos + c])
+            pos += c
+    frames.append(text[pos:])
+    path = tmp_path_factory.mktemp("z") / "x.jsonl.zstd"
+    write_frames(path, [b'{"type":"session"}\n'] + [f for f in frames if f])
+    if tear:
+        path.write_bytes(path.read_bytes()[:-tear])
+    assert _flat(iter_lines(path, max_line, runs=True)) == _flat(iter_lines(path, max_line))
