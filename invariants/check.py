@@ -270,15 +270,27 @@ def _near(a: SessionModel, b: SessionModel) -> bool:
 
 
 def parent_candidates_for(child: SessionModel, by_id: dict[str, list[SessionModel]]) -> dict[str, SessionModel]:
-    """The checked log that is ``child``'s parent: the one beside it, else the only one with that id.
+    """The checked log that is ``child``'s parent: the one with that id beside it,
+    else the one where the store would have put it under the same root.
 
-    Ids repeat across unrelated folders (test suites reuse them), so a parent
-    of the same id elsewhere is not taken when one sits next to the child.
+    A fork inherits its parent's cwd, so the store keeps both in one folder
+    (seed layout), one project directory (late layout) or one database; the
+    root-level places are ``invariants.forks.parent_candidates``.  Ids repeat
+    across unrelated folders (test suites reuse them), so a log of the same
+    id anywhere else is never taken for the parent.
     """
     pid = child.header.parent_session if child.header else None
     candidates = [c for c in by_id.get(pid, []) if c is not child] if pid else []
-    near = [c for c in candidates if _near(child, c)]
-    pick = near or candidates
+    pick = [c for c in candidates if _near(child, c)]
+    if not pick and candidates:
+        from .forks import parent_candidates
+
+        from .forks import could_be_parent
+
+        places = set(parent_candidates(child.source, pid))
+        created = getattr(child.header, "created_at", None)
+        pick = [c for c in candidates if c.source.path in places
+                and could_be_parent(created, getattr(c.header, "created_at", None))]
     return {pid: pick[0]} if pid and len(pick) == 1 else {}
 
 

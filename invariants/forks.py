@@ -19,10 +19,9 @@ the checked logs is read only as far as the seed (its head), never replayed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 from itertools import islice
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from .discover import LogSource
 from .jsonvalue import first_difference, shorten
@@ -69,7 +68,6 @@ def parent_candidates(child: LogSource, parent_id: str) -> list[Path]:
     return unique
 
 
-@lru_cache(maxsize=64)
 def _subdirs(root: Path) -> tuple[Path, ...]:
     try:
         return tuple(sorted(p for p in root.iterdir() if p.is_dir() and not p.is_symlink()))
@@ -77,12 +75,25 @@ def _subdirs(root: Path) -> tuple[Path, ...]:
         return ()
 
 
-def find_parent_log(child: LogSource, parent_id: str) -> LogSource | None:
-    """The parent's log beside the child or under its root, or None.
+def could_be_parent(child_created: Any, parent_created: Any) -> bool:
+    """A fork is created after its parent; unknown times do not rule a log out."""
+    num = (int, float)
+    if isinstance(child_created, num) and isinstance(parent_created, num) and not isinstance(child_created, bool):
+        return parent_created <= child_created
+    return True
 
-    Only candidates that exist as regular files (not symlinks) are opened, and
-    only their first line is read, to confirm the session id.
+
+def find_parent_log(child: LogSource, parent_id: str, child_created: Any = None) -> LogSource | None:
+    """The parent's log beside the child, else the one place under its root the store could have put it.
+
+    Beside the child (same folder or project directory) the id decides.  At
+    the root-level places ids repeat across unrelated folders, so a log there
+    is taken only when it is the only one with that id created before the
+    child.  Only regular files (not symlinks) are opened, and only their first
+    line is read.
     """
+    near = {child.path.parent / f"{encode_id(parent_id)}{s}" for s in LOG_NAMES}
+    far: list[LogSource] = []
     for p in parent_candidates(child, parent_id):
         try:
             if not p.is_file() or p.is_symlink():
@@ -93,9 +104,14 @@ def find_parent_log(child: LogSource, parent_id: str) -> LogSource | None:
         reader = LogReader(src)
         for _ in islice(reader.iter_objects(), 1):
             break
-        if reader.header is not None and reader.header.id == parent_id and reader.header.version is not None:
+        hdr = reader.header
+        if hdr is None or hdr.id != parent_id or hdr.version is None:
+            continue
+        if p in near or p.parent.parent == child.path.parent.parent and p.name.startswith("session.jsonl"):
             return src
-    return None
+        if could_be_parent(child_created, hdr.created_at):
+            far.append(src)
+    return far[0] if len(far) == 1 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +146,7 @@ def check_fork(child: SessionModel, parents: dict[str, SessionModel], emit: Call
     if parent is not None:
         parent_side: ForkSide | None = side_of(parent)
     else:
-        found = find_parent_log(child.source, hdr.parent_session) if (hdr.seed_length or 0) > 0 else None
+        found = find_parent_log(child.source, hdr.parent_session, hdr.created_at) if (hdr.seed_length or 0) > 0 else None
         parent_side = ForkSide(found, hdr.parent_session, None) if found is not None else None
     check_fork_sides(side_of(child), parent_side, emit)
 

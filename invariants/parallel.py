@@ -49,6 +49,7 @@ class SessionSummary:
     bytes: int = 0
     resumes: list[int] = field(default_factory=list)  # seqs of resume anchors
     member: str | None = None  # a session inside a SQLite database
+    created_at: Any = None  # the header's createdAt: a fork's parent is created before it
     findings: list[Finding] = field(default_factory=list)
 
     @property
@@ -62,7 +63,8 @@ class SessionSummary:
             return None
         from types import SimpleNamespace
 
-        return SimpleNamespace(id=self.session, parent_session=self.parent_session, seed_length=self.seed_length)
+        return SimpleNamespace(id=self.session, parent_session=self.parent_session, seed_length=self.seed_length,
+                               created_at=self.created_at)
 
     @property
     def source(self) -> LogSource:
@@ -96,6 +98,7 @@ class SessionSummary:
             has_header=hdr is not None, torn=bool(m.torn), bytes=m.bytes,
             resumes=[i.seq for i in m.instances if i.reason == "resume"],
             member=getattr(m.source, "member", None),
+            created_at=hdr.created_at if hdr else None,
             findings=list(m.findings),
         )
 
@@ -429,7 +432,7 @@ def _fork_findings(m: SessionSummary, by_id: dict, cache: ResultCache | None, st
     if parent is not None:
         parent_side = _side(parent)
     else:
-        found = find_parent_log(m.source, m.parent_session) if m.seed_length > 0 else None
+        found = find_parent_log(m.source, m.parent_session, m.created_at) if m.seed_length > 0 else None
         parent_side = ForkSide(found, m.parent_session, None) if found is not None else None
     check_fork_sides(_side(m), parent_side, emit)
     if cache is not None and child_rev is not None:

@@ -25,10 +25,6 @@ KNOWN = {
         "a test marks a hand-made llm.stream request as loop-built; with no step/start in the log, HEAD's "
         "request invariant would reject it too ('a loop-built request with no step/start in its session log')",
     ("session__session-title__provider/t05/unmatched-boundary.jsonl", "REQ002"): "as above",
-    ("subagent__subagent__continuation-inheritance/t03-2/d2b01b63-85cf-41db-a4e2-2a3b1b2c2b28.jsonl", "FRK001"):
-        "the child's parent ('parent') is not in its folder; the fork-parent lookup under the named root "
-        "finds an unrelated test's parent.jsonl with the same id",
-    ("subagent__subagent__continuation-inheritance/t06-2/d92252c1-e0b6-4fe1-95b0-09ab00223dfc.jsonl", "FRK001"): "as above",
 }
 
 

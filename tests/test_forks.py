@@ -61,3 +61,37 @@ def test_sample_fork_family_is_clean_of_errors():
     child = [m for m in result.sessions if m.header.parent_session][0]
     assert child.header.seed_length > 0
     assert orjson.dumps([f.rule for f in result.findings]) == b'["PFX003"]'
+
+
+def test_same_id_logs_in_unrelated_folders_are_not_taken_for_the_parent(tmp_path):
+    """Ids repeat across test folders: a far log is the parent only if it is the only one created before the child."""
+    import shutil
+
+    root = tmp_path / "root"
+    (root / "one").mkdir(parents=True)
+    _family(root / "one")  # parent.jsonl + child.jsonl
+    child = (root / "one" / "child.jsonl")
+    (root / "two").mkdir()
+    shutil.move(str(child), root / "two" / "child.jsonl")
+    assert _rules(run_check([root])) == []  # the only same-id parent under the root, created before: taken, seed equal
+    other = Log("parent")
+    other.clean_turn(1, header_reason="initial", header={"config": {"model": "zzz"}})
+    (root / "three").mkdir()
+    other.write(root / "three" / "parent.jsonl")
+    result = run_check([root])
+    assert [(f.rule, f.severity) for f in result.findings] == [("FRK003", "info")]  # ambiguous: not compared
+
+
+def test_a_far_log_created_after_the_child_is_not_its_parent(tmp_path):
+    import shutil
+
+    root = tmp_path / "root"
+    (root / "one").mkdir(parents=True)
+    _family(root / "one")
+    (root / "two").mkdir()
+    shutil.move(str(root / "one" / "child.jsonl"), root / "two" / "child.jsonl")
+    late = Log("parent")
+    late.header["createdAt"] = 1_900_000_000_000
+    late.clean_turn(1, header_reason="initial")
+    (root / "one" / "parent.jsonl").write_bytes(b"\n".join(late.lines()) + b"\n")
+    assert [f.rule for f in run_check([root]).findings] == ["FRK003"]

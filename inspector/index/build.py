@@ -28,7 +28,7 @@ import sqlite_utils
 from invariants.capture import find_capture
 from invariants.discover import LogSource, discover
 from invariants.findings import Finding
-from invariants.forks import ForkSide, check_fork_sides, parent_candidates
+from invariants.forks import ForkSide, check_fork_sides, could_be_parent, parent_candidates
 from invariants.rules.registry import make_finding
 
 from . import rows as R
@@ -764,38 +764,47 @@ def _resolve_parent(conn: sqlite3.Connection, sid: int, file: str, member: str |
     The same choice as ``inspector check``, made among the sessions indexed
     under the child's root only: the log with that id beside the child (same
     folder, project directory or database), else the only one with that id
-    (``invariants.check.parent_candidates_for``); failing both, the first of
-    ``invariants.forks.parent_candidates`` (the names the harness would give
+    (``invariants.check.parent_candidates_for``); failing both, as
+    ``invariants.forks.find_parent_log`` chooses among ``parent_candidates`` (the names the harness would give
     it) that is an indexed log with that id.  The id never becomes a path:
     candidates are compared with indexed paths, and nothing outside ``root``
     can be indexed under it.
     """
     prefix = root.rstrip(os.sep) + os.sep
     rows = conn.execute(
-        "SELECT id, path, events, revision, era, file, member, version FROM sessions WHERE uid = ? AND id != ? "
+        "SELECT id, path, events, revision, era, file, member, version, created_at FROM sessions WHERE uid = ? AND id != ? "
         "AND substr(path, 1, ?) = ? ORDER BY id", [parent_uid, sid, len(prefix), prefix]).fetchall()
     if not rows:
         return None
-    child = _ref(file, member, root, parent_uid)
-    refs = [_ref(r[5], r[6], root, None, r) for r in rows]
+    created = conn.execute("SELECT created_at FROM sessions WHERE id = ?", [sid]).fetchone()
+    child = _ref(file, member, root, parent_uid, created=created[0] if created else None)
+    refs = [_ref(r[5], r[6], root, None, r, created=r[8]) for r in rows]
     pick = _pick_parent(child, refs, parent_uid)
     if pick is not None:
         return (*pick.row[:7], "checked")
     if seed <= 0:
         return None
+    # As invariants.forks.find_parent_log: beside the child the id decides;
+    # elsewhere only the one same-id log created before the child.
     by_file = {r[5]: r for r in rows if r[6] is None and r[7] is not None}  # a log file whose header parsed
+    far = []
     for candidate in parent_candidates(child.source, parent_uid):
         r = by_file.get(str(candidate))
-        if r is not None and _within(str(candidate), root):
+        if r is None or not _within(str(candidate), root):
+            continue
+        if candidate.parent == child.source.path.parent:
             return (*r[:7], "found")
-    return None
+        if could_be_parent(child.header.created_at, r[8]):
+            far.append(r)
+    return (*far[0][:7], "found") if len(far) == 1 else None
 
 
-def _ref(file: str, member: str | None, root: str, parent_uid: str | None, row: tuple = ()) -> Any:
-    """What ``parent_candidates_for`` reads of a session model: its header's parent and its source."""
+def _ref(file: str, member: str | None, root: str, parent_uid: str | None, row: tuple = (), created: Any = None) -> Any:
+    """What ``parent_candidates_for`` reads of a session model: its header's parent and time, and its source."""
     from types import SimpleNamespace
 
-    return SimpleNamespace(header=SimpleNamespace(parent_session=parent_uid), source=_source(file, root, member), row=row)
+    return SimpleNamespace(header=SimpleNamespace(parent_session=parent_uid, created_at=created),
+                           source=_source(file, root, member), row=row)
 
 
 def _pick_parent(child: Any, refs: list, parent_uid: str) -> Any:
