@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .jsonvalue import MISSING, js_equal
+from .jsonvalue import MISSING, js_equal, map_key
 
 MESSAGE_ARRAYS = ("messagePrefix", "messageSuffix")
 _PLACEHOLDER = re.compile(r"^\{\{[A-Za-z0-9_.-]+\}\}$")
@@ -124,8 +124,11 @@ def header_equals(a: dict, b: dict) -> bool:
     return js_equal(a.get("tools", []), b.get("tools", []))
 
 
-def _lines(system: Any) -> list[str]:
-    return [] if system is MISSING else system.split("\n")
+def _lines(system: Any) -> list:
+    """The system prompt's lines; a prompt that is not a string (a malformed snapshot) is one opaque line."""
+    if system is MISSING:
+        return []
+    return system.split("\n") if isinstance(system, str) else [system]
 
 
 def diff_system(prev: Any, nxt: Any) -> dict:
@@ -147,13 +150,18 @@ def _tool_name(tool: Any) -> Any:
     return tool.get("name") if isinstance(tool, dict) else None
 
 
+def _name_key(tool: Any) -> Any:
+    """A tool's name as a dict key; an object or array name (a malformed schema) matches nothing."""
+    return map_key(_tool_name(tool))
+
+
 def diff_tools(prev: list, nxt: list) -> dict:
-    by_name = {_tool_name(t): t for t in prev}
-    next_names = {_tool_name(t) for t in nxt}
+    by_name = {_name_key(t): t for t in prev}
+    next_names = {_name_key(t) for t in nxt}
     return {
-        "added": [t for t in nxt if _tool_name(t) not in by_name],
-        "removed": [_tool_name(t) for t in prev if _tool_name(t) not in next_names],
-        "changed": [t for t in nxt if _tool_name(t) in by_name and not js_equal(by_name[_tool_name(t)], t)],
+        "added": [t for t in nxt if _name_key(t) not in by_name],
+        "removed": [_tool_name(t) for t in prev if _name_key(t) not in next_names],
+        "changed": [t for t in nxt if _name_key(t) in by_name and not js_equal(by_name[_name_key(t)], t)],
     }
 
 
@@ -204,6 +212,8 @@ def _apply_system(prev: Any, arm: Any, result: DeltaResult) -> Any:
     if is_placeholder(prev) or any(is_placeholder(x) for x in insert):
         result.opaque = True
         return "{{system}}"
+    if prev is not MISSING and not isinstance(prev, str):
+        raise HeaderShapeError("the system prompt in force is not a string")
     lines = _lines(prev)
     if ks + ke > len(lines):
         result.problems.append(
@@ -239,7 +249,7 @@ def _apply_tools(prev: Any, arm: Any, result: DeltaResult) -> Any:
         if t["name"] in names and t["name"] not in removed_set:
             result.problems.append(("tools", f"adds tool {t['name']!r}, which is already in the tool list in force"))
     changed_by = {t["name"]: t for t in changed}
-    kept = [changed_by.get(_tool_name(t), t) for t in prev if _tool_name(t) not in removed_set]
+    kept = [changed_by.get(_name_key(t), t) for t in prev if _name_key(t) not in removed_set]
     return kept + list(added)
 
 

@@ -153,6 +153,19 @@ def shorten(value: Any, limit: int = 160) -> str:
     return text[: limit - 12] + f"…(+{len(text) - limit + 12} chars)"
 
 
+def map_key(value: Any) -> Any:
+    """A JSON value as a dict key, compared the way a JS ``Map`` compares keys: strings and
+    null by value, numbers and booleans by value and kind (``true`` is not ``1``), an object
+    or array by identity, so it matches nothing (and never needs hashing)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return ("boolean", value)
+    if isinstance(value, (int, float)):
+        return ("number", value)
+    return object()
+
+
 def is_safe_int(value: Any) -> bool:
     """An integer JS can represent exactly (``Number.isSafeInteger``)."""
     return isinstance(value, int) and not isinstance(value, bool) and -(2**53 - 1) <= value <= 2**53 - 1

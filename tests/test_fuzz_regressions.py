@@ -185,3 +185,46 @@ def test_block_reader_matches_the_readline_reader(tmp_path_factory, parts, block
     path = tmp_path_factory.mktemp("lines") / "l.jsonl"
     path.write_bytes(b"".join(parts))
     assert _flat(_plain_runs(path, max_line, (0, 0), block_size=block)) == _flat(_plain_lines(path, max_line))
+
+
+def test_finding_locations_are_integers_whatever_the_log_wrote(tmp_path, capsys):
+    """A step/start whose turn was a string with a bell went raw into the text report's location
+    ("turn \\x07\\x07bell step 2") and as a string into the JSON report's integer ``turn``."""
+    from inspector.cli import main
+
+    log = Log()
+    log.turn_start(1)
+    log.user("hi")
+    log.add("step/start", {"turn": "\x07\x07bell[bold]", "step": [2]})
+    log.chunk(1, 1)
+    path = log.write(tmp_path / "s.jsonl")
+    assert main(["check", str(path), "--no-cache"]) == 1
+    out = capsys.readouterr().out
+    assert "\x07" not in out
+    main(["check", str(path), "--no-cache", "--format", "json"])
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    for f in findings:
+        assert all(f[k] is None or type(f[k]) is int for k in ("line", "seq", "turn", "step")), f
+    assert any(f["detail"].get("logged_turn") == '"\\u0007\\u0007bell[bold]"' for f in findings)
+
+
+@pytest.mark.parametrize("system, tools", [(["not", "a", "string"], None), ("S", [{"name": ["x"]}, {"name": {"a": 1}}])])
+def test_snapshot_with_a_list_system_or_unhashable_tool_names(tmp_path, capsys, system, tools):
+    """diff_header split a list system prompt (AttributeError) and keyed tools by unhashable names (TypeError)."""
+    from inspector.cli import main
+    from tests.logbuilder import HEADER
+
+    bad = {**HEADER, "system": system} if tools is None else {**HEADER, "tools": tools}
+    log = Log()
+    log.turn_start(1)
+    log.user("hi")
+    log.simple_step(1, 1, header_reason="initial")
+    log.simple_step(1, 2, header_reason="fallback", header=bad)
+    log.simple_step(1, 3, header_reason="fallback")
+    log.step_start(1, 4)
+    log.delta({"system": {"keepStart": 0, "keepEnd": 0, "insert": ["x"]}, "tools": {"added": [], "removed": ["x"], "changed": []}})
+    log.turn_end(1)
+    path = log.write(tmp_path / "s.jsonl")
+    assert main(["check", str(path), "--no-cache", "--format", "json"]) == 1
+    rules = {f["rule"] for f in json.loads(capsys.readouterr().out)["findings"]}
+    assert "HDR014" in rules

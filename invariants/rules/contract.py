@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..jsonvalue import is_safe_int, shorten
+from ..jsonvalue import is_safe_int, map_key, shorten
 from ..profiles import Profile
 from ..records import Event
 
@@ -61,16 +61,8 @@ def surface_op_problem(op: Any) -> str | None:
 
 
 def call_key(call_id: Any) -> Any:
-    """A callId as a key of the pending-call map, compared the way a JS ``Map`` compares keys:
-    strings, numbers, booleans and null by value (``true`` is not ``1``), an object or array
-    id by identity, so it pairs with nothing (and never needs hashing)."""
-    if call_id is None or isinstance(call_id, str):
-        return call_id
-    if isinstance(call_id, bool):
-        return ("boolean", call_id)
-    if isinstance(call_id, (int, float)):
-        return ("number", call_id)
-    return object()
+    """A callId as a key of the pending-call map (JS ``Map`` semantics, see :func:`map_key`)."""
+    return map_key(call_id)
 
 
 def tool_call_id(ev: Event) -> Any:
