@@ -297,9 +297,27 @@ def rules_by_category() -> dict[str, list[Rule]]:
     return out
 
 
-def make_finding(code: str, message: str, **where):
-    """A Finding for rule ``code`` with the rule's category and default severity."""
-    from ..findings import Finding
+_LOCATION_INTS = ("line", "seq", "turn", "step")
 
+
+def make_finding(code: str, message: str, **where):
+    """A Finding for rule ``code`` with the rule's category and default severity.
+
+    ``line``, ``seq``, ``turn`` and ``step`` are integers or None in every report: a
+    turn or step the log wrote as something else (a string, a list...) is moved to
+    ``detail["logged_<key>"]`` as a short JSON preview.
+    """
+    from ..findings import Finding
+    from ..jsonvalue import is_safe_int, shorten
+
+    for key in _LOCATION_INTS:
+        v = where.get(key)
+        if v is None or (type(v) is int and is_safe_int(v)):
+            continue
+        if isinstance(v, float) and v.is_integer() and is_safe_int(int(v)):
+            where[key] = int(v)
+            continue
+        where[key] = None
+        where["detail"] = {**(where.get("detail") or {}), f"logged_{key}": shorten(v, 80)}
     rule = RULES[code]
     return Finding(rule=code, category=rule.category, severity=rule.severity, message=message, **where)
