@@ -44,6 +44,7 @@ from tests.fuzz_strategies import (  # noqa: E402
     corpus_seeds,
     random_case,
     run_case,
+    structured_case,
     sample_seeds,
     sweep_case_at,
     sweep_points,
@@ -59,7 +60,9 @@ def _case(seeds, seed: int, i: int, sweep: bool = False) -> tuple[Case, list[str
         if _POINTS is None:
             _POINTS = sweep_points(seeds)
         return sweep_case_at(seeds, _POINTS, i)
-    return random_case(random.Random(f"{seed}:{i}"), seeds)
+    rng = random.Random(f"{seed}:{i}")
+    # Half the cases mutate real logs; half are structured logs that reach the deep code.
+    return structured_case(rng) if i % 2 else random_case(rng, seeds)
 
 
 def worker(seed: int, start: int, stride: int, count: int, no_corpus: bool, out: Path, sweep: bool = False) -> None:

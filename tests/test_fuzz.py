@@ -33,6 +33,7 @@ from tests.fuzz_strategies import (
     random_case,
     run_case,
     sample_seeds,
+    structured_case,
     sweep_case_at,
     sweep_points,
     sweep_size,
@@ -115,6 +116,14 @@ def test_random_cases_like_the_long_run(rng_seed):
     """The long run's own case generator (stacked mutators, zstd, folders, replay), a few dozen cases."""
     seeds = SEEDS + corpus_seeds(limit=4)
     _run(random_case(random.Random(rng_seed), seeds)[0])
+
+
+@fuzz(120)
+@given(st.integers(0, 2**32))
+def test_structured_hostile_logs(rng_seed):
+    """Logs that follow the event vocabulary (so they reach the header fold, delta apply, surface
+    replaces, projections, request rebuild, comparison and fork seeds) with wrong-kind values inside."""
+    _run(structured_case(random.Random(rng_seed))[0])
 
 
 def test_the_verdict_catches_what_it_must(monkeypatch):
