@@ -228,3 +228,20 @@ def test_snapshot_with_a_list_system_or_unhashable_tool_names(tmp_path, capsys, 
     assert main(["check", str(path), "--no-cache", "--format", "json"]) == 1
     rules = {f["rule"] for f in json.loads(capsys.readouterr().out)["findings"]}
     assert "HDR014" in rules
+
+
+def test_index_stores_lone_surrogates(tmp_path, capsys):
+    """JSON allows "\\ud800"; the index writer handed it to SQLite, which refused the batch (UnicodeEncodeError)."""
+    from inspector.cli import main
+
+    log = Log()
+    log.clean_turn(1, text="lone \ud800 surrogate", header_reason="initial")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    path = logs / "s1.jsonl"
+    path.write_bytes(b"\n".join(json.dumps(x).encode() for x in [log.header, *log.events]) + b"\n")
+    assert b"\\ud800" in path.read_bytes()
+    db = tmp_path / "x.db"
+    assert main(["index", str(logs), "--db", str(db), "-j", "1", "-q"]) in (0, 1)
+    assert main(["query", "select text from messages where text like 'lone%'", "--db", str(db), "--format", "json"]) == 0
+    assert "lone ? surrogate" in capsys.readouterr().out

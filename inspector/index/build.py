@@ -91,9 +91,36 @@ def now_iso() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _utf8(value):
+    if type(value) is str and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "replace").decode("utf-8")  # each lone surrogate becomes "?"
+    return value
+
+
+def _utf8_params(params):
+    if isinstance(params, dict):
+        return {k: _utf8(v) for k, v in params.items()}
+    return tuple(map(_utf8, params))
+
+
+class Utf8Connection(sqlite3.Connection):
+    """Binds every string as valid UTF-8.  Text from a log may hold a lone surrogate (JSON
+    allows ``"\\ud800"``) and a path undecodable bytes (``os.fsdecode`` turns them into
+    surrogates); SQLite would refuse the whole batch, so such a character is stored as ``?``."""
+
+    def execute(self, sql, parameters=(), /):
+        return super().execute(sql, _utf8_params(parameters))
+
+    def executemany(self, sql, seq_of_parameters, /):
+        return super().executemany(sql, map(_utf8_params, seq_of_parameters))
+
+
 def connect(db_path: str | os.PathLike) -> sqlite_utils.Database:
     """A writable connection in WAL mode, autocommit (we issue BEGIN/COMMIT ourselves)."""
-    conn = sqlite3.connect(str(db_path), isolation_level=None, timeout=30)
+    conn = sqlite3.connect(str(db_path), isolation_level=None, timeout=30, factory=Utf8Connection)
     _pragmas(conn)
     return sqlite_utils.Database(conn)
 
@@ -112,7 +139,7 @@ def open_index(db_path: str | os.PathLike) -> sqlite_utils.Database:
     A file that is not ours is refused before anything is written to it
     (not even the switch to WAL mode).
     """
-    conn = sqlite3.connect(str(db_path), isolation_level=None, timeout=30)
+    conn = sqlite3.connect(str(db_path), isolation_level=None, timeout=30, factory=Utf8Connection)
     try:
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if "meta" in names else None
