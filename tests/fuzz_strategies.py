@@ -669,16 +669,40 @@ def argv_for(case: Case, target: Path, flags: list[str]) -> list[str]:
     return ["check", str(target), "--format", case.fmt, *flags, *case.extra]
 
 
+INDEX_QUERIES = ["select * from sessions", "select * from findings", "select * from messages limit 50",
+                 "select * from steps limit 50", "select * from headers limit 20", "select * from captures"]
+
+
 def run_case(case: Case, folder: Path, flags: list[str] | None = None) -> tuple[Outcome, str | None]:
-    """Write the case under ``folder``, run it, and judge it."""
-    target = write_case(case, folder)
+    """Write the case under ``folder``, run it, and judge it.
+
+    ``index`` cases run the postmortem index over the folder (the database
+    outside it), then read it back with ``sessions``, ``query`` and
+    ``cache-report``; each command is judged on its own.
+    """
+    target = write_case(case, folder / "in")
     budget = time_budget(case.size)
+    if case.command == "index":
+        db = folder / "index" / "x.db"
+        db.parent.mkdir(parents=True, exist_ok=True)
+        runs = [(["index", str(target), "--db", str(db), "-j", "1", "-q"], "text"),
+                (["sessions", "--db", str(db)], "text"), (["sessions", "--db", str(db), "--format", "json"], "json-any")]
+        runs += [(["query", q, "--db", str(db), "--format", case.fmt if case.fmt in ("json",) else "table"], "text") for q in INDEX_QUERIES]
+        runs += [(["cache-report", str(target)], "text")]
+        for argv, fmt in runs:
+            outcome = run_cli(argv, budget * 1.5)
+            bad = verdict(outcome, fmt, [target, db], budget)
+            if bad is not None:
+                return outcome, f"{argv[0]}: {bad}"
+        return outcome, None
     outcome = run_cli(argv_for(case, target, check_flags() if flags is None else flags), budget * 1.5)
     fmt = case.fmt if case.command == "check" else "replay"
     return outcome, verdict(outcome, fmt, [target], budget)
 
 
 FORMATS = ("json", "text", "jsonl", "sarif", "junit", "github")
+# File names an attacker controls in a sessions root (the last one is two undecodable bytes).
+HOSTILE_NAMES = ["\x1b]52;c;ZXZpbA==\x07", "a\nb\rc", "[bold]x[/bold]", "\x1b[2J", "\u202eevil", "-rf", "..x", "\udcff\udcfe"]
 
 
 def _shape(line_obj: Any, path: tuple) -> tuple:
@@ -761,14 +785,20 @@ def random_case(rng: random.Random, seeds: list[Seed], max_stack: int = 3) -> tu
         if rng.random() < 0.6:
             log = rng.choice([m_truncate, m_bitflip, m_nul])(rng, log)
             names.append("zstd-damage")
+    if rng.random() < 0.05:
+        log_name = rng.choice(HOSTILE_NAMES) + log_name[log_name.index(".jsonl"):]
+        names.append("hostile-name")
     files[log_name] = log
     if cap is not None:
         files[log_name.split(".jsonl")[0] + ".requests.jsonl"] = cap
-    command = "replay" if rng.random() < 0.1 else "check"
+    r = rng.random()
+    command = "replay" if r < 0.08 else "index" if r < 0.14 else "check"
     extra: list[str] = []
+    if command != "check":
+        names.append(command)
     if command == "replay" and rng.random() < 0.5:
         extra = ["--turn", str(rng.randrange(1, 4)), "--step", "1"]
-    target = log_name if rng.random() < 0.8 or command == "replay" else "."
+    target = "." if command == "index" else log_name if rng.random() < 0.8 or command == "replay" else "."
     return Case(files, target, rng.choice(FORMATS), command, extra), names
 
 
@@ -949,8 +979,10 @@ def structured_case(rng: random.Random) -> tuple[Case, list[str]]:
 
         extra = ["--profile", rng.choice(sorted(PROFILES))]
         names.append("profile")
-    command = "replay" if rng.random() < 0.1 else "check"
-    if command == "replay":
+    r = rng.random()
+    command = "replay" if r < 0.08 else "index" if r < 0.14 else "check"
+    if command != "check":
         extra = []
-    target = rng.choice(["s1.jsonl", "."]) if command == "check" else "s1.jsonl"
+        names.append(command)
+    target = rng.choice(["s1.jsonl", "."]) if command == "check" else "s1.jsonl" if command == "replay" else "."
     return Case(files, target, rng.choice(FORMATS), command, extra), names

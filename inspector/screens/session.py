@@ -747,8 +747,6 @@ class SessionScreen(Screen):
         self.app.push_screen(ExportScreen(default), chosen)
 
     def export_request(self, path: Path) -> None:
-        import orjson
-
         state = self.state
         if state is None:
             return
@@ -759,8 +757,12 @@ class SessionScreen(Screen):
         if path.resolve() in protected:
             self.say(Text("refusing to overwrite a session log", style="bold red"))
             return
+        from invariants.report import dumps_json
+
         try:
-            path.write_bytes(orjson.dumps(exp.request, option=orjson.OPT_INDENT_2) + b"\n")
+            # dumps_json: inert when the file is printed (C1 controls escaped too), and any
+            # JSON the log held (ints over 64 bits, lone surrogates) still exports.
+            path.write_text(dumps_json(exp.request, indent=True) + "\n", encoding="utf-8")
         except (OSError, TypeError) as exc:
             self.say(Text(f"export failed: {safe(exc)}", style="bold red"))
             return
