@@ -5,8 +5,8 @@ viewer that wants to show the events of one step reads them back from the
 log.  This module does that without re-reading the whole file: a sparse
 :class:`LineIndex` of byte offsets (plain files) lets :func:`read_events`
 seek close to a physical line and parse only the lines of a seq window.
-Compressed logs have no random access; for them the window is found by
-streaming :class:`~invariants.load.LogReader` and stopping past it.
+Compressed logs and database sessions have no random access; for them the
+window is found by streaming their lines and stopping past it.
 
 :func:`collapse_chunks` folds runs of ``assistant/chunk`` events into one
 summary each, and :func:`search` finds events whose text contains a query.
@@ -135,6 +135,24 @@ def _plain_from(index: LineIndex, start_line: int) -> Iterator[tuple[Any, int]]:
                 yield obj, raw.number
 
 
+def _streamed(source: LogSource, start_line: int) -> Iterator[tuple[Any, int]]:
+    """Every parsable line of a compressed log or a database session, from ``start_line`` on."""
+    from .lines import iter_source_lines
+
+    for raw in iter_source_lines(source):
+        data = getattr(raw, "data", None)
+        if data is None:
+            if hasattr(raw, "frame_index"):
+                return  # a broken zstd frame: nothing after it is readable
+            continue  # a database row that does not decode
+        if raw.number < start_line or raw.oversized:
+            continue
+        try:
+            yield orjson.loads(data), raw.number
+        except orjson.JSONDecodeError:
+            continue
+
+
 def read_events(source: LogSource | str | os.PathLike, first_seq: int, last_seq: int | None = None, *,
                 start_line: int = 1, index: LineIndex | None = None, limit: int = 100_000) -> list[RawEvent]:
     """Events with ``first_seq <= seq <= last_seq`` (None: to the end), in log order.
@@ -149,7 +167,7 @@ def read_events(source: LogSource | str | os.PathLike, first_seq: int, last_seq:
         stream: Iterator[tuple[Any, int]] = _plain_from(index, max(1, start_line))
     else:
         src = source if isinstance(source, LogSource) else LogSource(Path(source), Path(source).parent)
-        stream = ((obj, line) for obj, line, _ in LogReader(src).iter_objects())
+        stream = _streamed(src, max(1, start_line))
     for obj, line in stream:
         for ev in _expand(obj, line):
             if ev.seq > hi:
