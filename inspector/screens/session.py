@@ -41,6 +41,7 @@ from inspector.messages import (
 )
 from inspector.screens.state import TABS, SessionState, describe_version, finding_tab
 from inspector.widgets.diff_view import DiffView
+from inspector.widgets.document import Block, DocumentView
 from inspector.widgets.events_view import EventsView
 from inspector.widgets.findings_view import FindingsView, finding_where
 from inspector.widgets.header_view import HeaderView
@@ -334,7 +335,11 @@ class SessionScreen(Screen):
         state = self.state
         if state is None or self.step_index < 0 or not state.steps:
             if state is not None and self.active_tab == "findings":
-                self._draw("findings")
+                self.query_one(FindingsView).show(state, self._pending.pop("findings", None))
+            elif state is not None:
+                view = self.query_one(f"#{self.active_tab}-view", DocumentView)
+                view.set_blocks([Block(styled("This log has no step/start: there is no request to show. "
+                                              "The Findings tab (6) says what the checker found.", "italic"), selectable=False)])
             return
         tab = self.active_tab
         stamp = (self._generation, self.step_index)
@@ -358,6 +363,8 @@ class SessionScreen(Screen):
         elif tab == "prefix":
             self.query_one(PrefixView).show(state, i, key)
         elif tab == "findings":
+            if key is None and state.step_findings.get(i):
+                key = ("finding", state.step_findings[i][0])  # the first finding at this step
             self.query_one(FindingsView).show(state, key)
         elif tab == "events":
             view = self.query_one(EventsView)
@@ -502,11 +509,16 @@ class SessionScreen(Screen):
         state = self.state
         assert state is not None
         if tab == "diff":
+            capture = f.detail.get("capture") if isinstance(f.detail, dict) else None
+            fallback = None
             for r, sd in enumerate(state.diffs(step)):
+                here = f"{sd.check.recorded.file}:{sd.check.recorded.line}"
                 for n, d in enumerate(sd.differences):
                     if d.code == f.rule and d.path == f.path:
-                        return ("diff", r, n)
-            return None
+                        if capture is None or capture == here:
+                            return ("diff", r, n)
+                        fallback = fallback or ("diff", r, n)
+            return fallback
         if tab == "header":
             if f.path:
                 root = f.path.split(".", 1)[0].split("[", 1)[0]

@@ -48,6 +48,7 @@ class Timeline(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.rows: list[TimelineRow] = []
+        self._steps: list[int] = []
         self.state: SessionState | None = None
         self.cursor_row = -1
         self._row_of_step: dict[int, int] = {}
@@ -59,6 +60,7 @@ class Timeline(ScrollView, can_focus=True):
         self.state = state
         self.rows = rows
         self._row_of_step = {r.step: i for i, r in enumerate(rows) if r.kind == "step" and r.step is not None}
+        self._steps = [r.step for r in rows if r.kind == "step" and r.step is not None]
         self._cache.clear()
         self.virtual_size = Size(self.size.width, len(rows))
         self.cursor_row = -1
@@ -73,7 +75,8 @@ class Timeline(ScrollView, can_focus=True):
         return None
 
     def visible_steps(self) -> list[int]:
-        return [r.step for r in self.rows if r.kind == "step" and r.step is not None]
+        """Step indexes shown, ascending (the rows follow the log)."""
+        return self._steps
 
     def neighbour(self, step: int | None, delta: int) -> int | None:
         """The step ``delta`` step rows away from ``step`` (clamped), among the rows shown."""
