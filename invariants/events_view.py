@@ -28,7 +28,7 @@ from .chunk_rows import CHUNK_ROW_TYPES, ChunkRowError, expand_row
 from .discover import LogSource
 from .jsonvalue import dumps
 from .lines import iter_lines
-from .load import LogReader, parse_json
+from .load import parse_json
 
 _STRIDE = 64  # one checkpoint every this many physical lines
 
@@ -147,10 +147,9 @@ def _streamed(source: LogSource, start_line: int) -> Iterator[tuple[Any, int]]:
             continue  # a database row that does not decode
         if raw.number < start_line or raw.oversized:
             continue
-        try:
-            yield orjson.loads(data), raw.number
-        except orjson.JSONDecodeError:
-            continue
+        obj, err = parse_json(data)  # guarded: an absurdly deep line is skipped, never parsed natively
+        if err is None:
+            yield obj, raw.number
 
 
 def read_events(source: LogSource | str | os.PathLike, first_seq: int, last_seq: int | None = None, *,

@@ -225,7 +225,8 @@ class SessionScreen(Screen):
     def _initial_status(self, state: SessionState) -> None:
         c = state.counts()
         if not state.findings:
-            self.say(Text(f"✓ no findings · {len(state.model.requests)} recorded request(s) compared", style="green"))
+            compared = sum(1 for r in state.model.requests if r.status not in ("one-shot", "unexplained"))
+            self.say(Text(f"✓ no findings · {compared} recorded request(s) compared", style="green"))
             return
         t = styled(f"{len(state.findings)} finding(s): ", "bold")
         t.append(f"{c['error']} error(s) ", "bold red" if c["error"] else "dim")

@@ -11,7 +11,6 @@ import datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rich.segment import Segment
 from rich.text import Text
 from textual import events
 from textual.binding import Binding

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import bisect
 
-from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
