@@ -5,7 +5,8 @@ The parent is looked up, in order:
 
 1. among the checked logs, by session id;
 2. next to the child: ``<parent>.jsonl[.zstd|.zst]`` in the child's folder
-   (seed layout), or ``../<parent>/session.jsonl[.zstd]`` (late layout);
+   (seed layout), or ``../<parent>/session.jsonl[.zstd]`` (late layout) when
+   that folder is still under the root;
 3. under the same root (the folder the user named): ``<root>/<parent>.jsonl*``,
    ``<root>/*/<parent>.jsonl*`` (``cwd-<hash>/``) and
    ``<root>/*/<parent>/session.jsonl*`` (``--<project>--/``).
@@ -62,7 +63,8 @@ def parent_candidates(child: LogSource, parent_id: str) -> list[Path]:
     seen: set[Path] = set()
     unique = []
     for p in out:
-        if p not in seen and p != child.path:
+        # Never outside the root named (a log named alone: its folder), whatever the layout suggests.
+        if p not in seen and p != child.path and root in p.parents:
             seen.add(p)
             unique.append(p)
     return unique
