@@ -118,7 +118,7 @@ class DbInfo:
     schema: str  # "seed" | "head"
     session_columns: tuple[str, ...]
     event_columns: tuple[str, ...]
-    immutable: bool  # opened with immutable=1 because a plain read-only open failed
+    immutable: bool  # opened with immutable=1 (no writer's files beside it, or a plain read-only open failed)
 
 
 def _uri(path: Path, immutable: bool = False) -> str:
@@ -126,8 +126,28 @@ def _uri(path: Path, immutable: bool = False) -> str:
     return uri + "&immutable=1" if immutable else uri
 
 
+def _quiescent(path: Path) -> bool:
+    """No writer is, or was cut off, mid-way: no ``-wal``, ``-shm`` or ``-journal`` beside the file."""
+    return not any(path.with_name(path.name + s).exists() for s in ("-wal", "-shm", "-journal"))
+
+
 def connect(path: Path) -> tuple[sqlite3.Connection, bool]:
-    """A read-only connection (``mode=ro``); ``immutable=1`` only when that fails."""
+    """A read-only connection that creates nothing beside the file.
+
+    A database in WAL mode opened with ``mode=ro`` makes SQLite create its
+    ``-wal`` and ``-shm`` files when they are absent (wherever the directory
+    lets it), so a database that no writer holds is opened ``immutable=1``;
+    one with a writer's files beside it needs ``mode=ro`` to see the WAL.
+    ``immutable=1`` is also the fallback when a plain read-only open fails.
+    """
+    if _quiescent(path):
+        try:
+            con = sqlite3.connect(_uri(path, immutable=True), uri=True)
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return con, True
+        except sqlite3.DatabaseError as exc:
+            if "not a database" in str(exc) or "file is encrypted" in str(exc):
+                raise NotASessionDatabase(f"{path}: not a SQLite database") from None
     try:
         con = sqlite3.connect(_uri(path), uri=True)
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
