@@ -67,6 +67,24 @@ def _severity_flags(values: list[str] | None) -> dict[str, str]:
     return parse_severity_table(table, "--severity")
 
 
+def _written_input(args: argparse.Namespace) -> str | None:
+    """A file this run would write (--output, --write-baseline, --ledger) that is one of its inputs."""
+    targets = [(flag, getattr(args, attr)) for flag, attr in (("--output", "output"), ("--write-baseline", "write_baseline"),
+                                                             ("--ledger", "ledger")) if getattr(args, attr, None)]
+    if not targets:
+        return None
+    from invariants.capture import find_capture
+    from invariants.discover import discover
+
+    sources, _ = discover(args.paths)
+    inputs = {s.path.resolve() for s in sources} | {Path(c).resolve() for c in args.captures or []}
+    inputs |= {c.resolve() for s in sources if s.member is None and (c := find_capture(s.path)) is not None}
+    for flag, target in targets:
+        if Path(target).resolve() in inputs:
+            return f"{flag} {target}: that is one of the inputs; logs and captures are never written"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from inspector.config import ConfigError, expand_severity, load_config, path_ignored, validate_selectors
     from invariants import __version__
@@ -96,6 +114,9 @@ def run(args: argparse.Namespace) -> int:
     use_cache = not args.no_cache and (cfg.cache if cfg.cache is not None else True)
     baseline_file = args.baseline or (cfg.baseline if not args.write_baseline else None)
 
+    clash = _written_input(args)
+    if clash:
+        return fail(clash)
     options = CheckOptions(captures=args.captures, profile=profile, select=select, ignore=ignore,
                            severity_overrides=expand_severity(severity))
     from invariants.parallel import RunStats, check_paths
