@@ -4,7 +4,7 @@
 runs, so the Pilot and snapshot tests drive what users see.  A log file opens
 the session screen; a folder or a sessions root opens the session list
 (which goes straight to the session when ``--session`` names one, or when
-there is only one log).
+there is only one log); so does a SQLite session database.
 """
 
 from __future__ import annotations
@@ -44,7 +44,9 @@ class InspectorApp(App):
         from inspector.screens.session import SessionScreen
         from inspector.screens.session_list import SessionListScreen
 
-        if self.path.is_dir():
+        from invariants.discover import SQLITE_SUFFIXES
+
+        if self.path.is_dir() or self.path.name.endswith(SQLITE_SUFFIXES):  # a database holds many sessions
             self.push_screen(SessionListScreen(self.path, options=self.options, session=self.session, follow=self.follow))
         else:
             self.push_screen(SessionScreen(LogSource(self.path, self.path.parent), options=self.options, follow=self.follow))

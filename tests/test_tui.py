@@ -428,3 +428,33 @@ async def test_session_flag_opens_that_session_of_a_folder(tmp_path):
         await settle(pilot)
         await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.state is not None)
         assert app.screen.state.model.id == "two"
+
+
+async def test_a_session_database_lists_its_sessions_and_opens_one(tmp_path):
+    from invariants.sqlite_backend import write_database
+
+    sessions = []
+    for name in ("db-one", "db-two"):
+        b = LogBuilder(name)
+        b.user_turn(f"a question for {name}")
+        b.step("an answer", snapshot=(base_header(), "initial"))
+        b.end_turn()
+        lines = [orjson.loads(x) for x in b.lines]
+        sessions.append((lines[0], lines[1:]))
+    db = tmp_path / "sessions.db"
+    write_database(db, sessions)
+    app = create_app(db)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await wait_for(pilot, lambda: getattr(app.screen, "finished", False))
+        await pilot.pause(0.2)
+        table = app.screen.query_one("#sessions")
+        assert [(s.id, s.member, s.steps) for s, _ in table.rows] == [("db-one", "db-one", 1), ("db-two", "db-two", 1)]
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        screen = screen_of(app)
+        assert screen.state.model.id == "db-two"
+        assert "sessions.db#db-two" in str(screen.query_one("#session-bar").content)
+        await pilot.press("5")
+        await settle(pilot)
+        assert "a question for db-two" in screen.query_one(EventsView).plain_text()

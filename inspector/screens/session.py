@@ -111,7 +111,7 @@ class SessionScreen(Screen):
 
     # -- layout --------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield SessionBar(Text(f" {safe(self.source.path.name)} · reading…"), id="session-bar")
+        yield SessionBar(Text(f" {safe(self.source.display)} · reading…"), id="session-bar")
         with Horizontal(id="main"):
             yield Timeline(id="timeline")
             with TabbedContent(id="tabs", initial="request"):
@@ -242,7 +242,7 @@ class SessionScreen(Screen):
         m = state.model
         c = state.counts()
         t = Text(" ")
-        t.append(safe(self.source.path.name), "bold")
+        t.append(safe(self.source.path.name + (f"#{self.source.member}" if self.source.member else "")), "bold")
         t.append(" │ ", "dim")
         t.append(safe(m.id), "#7aa2f7")
         t.append(" │ ", "dim")
