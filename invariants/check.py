@@ -254,11 +254,19 @@ def _run_check(paths: list[str | Path], options: CheckOptions,
         by_id.setdefault(m.id, []).append(m)
     for m in models:
         check_fork(m, parent_candidates_for(m, by_id), emit)
-    findings = [f for m in models for f in m.findings] + extra
-    findings = filter_findings(findings, options)
-    order = {m.file: i for i, m in enumerate(models)}
+    return CheckResult(models, ordered_findings(models, extra, options), requests, problems)
+
+
+def ordered_findings(sessions: list, extra: list[Finding], options: CheckOptions) -> list[Finding]:
+    """Every finding of a run, filtered by the options, in report order.
+
+    Shared by serial, parallel and cached runs so their output is identical:
+    sessions in discovery order, then by seq, line and rule.
+    """
+    findings = filter_findings([f for m in sessions for f in m.findings] + extra, options)
+    order = {m.file: i for i, m in enumerate(sessions)}
     findings.sort(key=lambda f: (order.get(f.file or "", len(order)), f.file or "", f.seq if f.seq is not None else -1, f.line or 0, f.rule))
-    return CheckResult(models, findings, requests, problems)
+    return findings
 
 
 def _near(a: SessionModel, b: SessionModel) -> bool:

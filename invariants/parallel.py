@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .check import CheckOptions, CheckResult, check_sessions, filter_findings
+from .check import CheckOptions, CheckResult, check_sessions, ordered_findings
 from .discover import LogSource, discover
 from .findings import Finding
 from .result_cache import ResultCache, revision
@@ -393,11 +393,7 @@ def _assemble(units: list[Unit], results: list, problems: list[str], options: Ch
         parents = pick(m, by_ids) if pick is not None else last_by_id  # the same choice as run_check
         extra.extend(_fork_findings(m, parents, cache, stats, ForkSide, check_fork_sides, find_parent_log, make_finding))
 
-    findings = [f for m in models for f in m.findings] + extra
-    findings = filter_findings(findings, options)
-    order = {m.file: i for i, m in enumerate(models)}
-    findings.sort(key=lambda f: (order.get(f.file or "", len(order)), f.file or "", f.seq if f.seq is not None else -1, f.line or 0, f.rule))
-    return CheckResult(models, findings, requests, problems)  # type: ignore[arg-type]
+    return CheckResult(models, ordered_findings(models, extra, options), requests, problems)  # type: ignore[arg-type]
 
 
 def _side(m: SessionSummary) -> Any:
