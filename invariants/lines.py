@@ -60,6 +60,7 @@ class RowProblem:
     seq: int | None
     code: str
     message: str
+    final: bool = False  # the store cannot be read past this point (corrupt, not a torn tail)
 
 
 @dataclass(slots=True)

@@ -224,6 +224,10 @@ class LogReader:
                 continue
             if kind is RowProblem:  # a database row that does not decode: a defect at its place
                 self.lines = raw.number
+                if raw.final:  # an unreadable database: corrupt, whatever follows (nothing can be read)
+                    self._emit(raw.code, raw.message, line=raw.number, seq=raw.seq)
+                    last_complete = False
+                    break
                 st.defects.append(_Defect(raw.code, raw.number, raw.seq, raw.message))
                 st.bad_since_good += 1
                 continue

@@ -391,7 +391,21 @@ def header_line(row: sqlite3.Row | tuple, columns: tuple[str, ...]) -> dict:
 
 
 def iter_member_lines(source: LogSource, max_line: int = DEFAULT_MAX_LINE) -> Iterator[RawLine | RowProblem]:
-    """The session ``source.member`` as JSONL lines: the header, then one line per stored row."""
+    """The session ``source.member`` as JSONL lines: the header, then one line per stored row.
+
+    A database that stops being readable (a malformed page, a file changed
+    under us) ends the stream with one LOG016 :class:`RowProblem` at the place
+    it stopped, like a torn tail, instead of an exception.
+    """
+    position = [0]
+    try:
+        yield from _member_lines(source, max_line, position)
+    except (sqlite3.DatabaseError, NotASessionDatabase) as exc:
+        n = position[0] + 1
+        yield RowProblem(n, None, "LOG016", f"row {n}: the database cannot be read from here on ({exc})", final=True)
+
+
+def _member_lines(source: LogSource, max_line: int, position: list[int]) -> Iterator[RawLine | RowProblem]:
     info = db_info(source.path)
     con, _ = connect(source.path)
     try:
@@ -409,8 +423,10 @@ def iter_member_lines(source: LogSource, max_line: int = DEFAULT_MAX_LINE) -> It
         else:
             query = "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events WHERE session_id = ? ORDER BY seq"
             decode = _seed_row
+        position[0] = number
         for row in con.execute(query, (source.member,)):
             number += 1
+            position[0] = number
             try:
                 line = decode(row)
             except RowError as exc:

@@ -765,8 +765,49 @@ def sweep_case_at(seeds: list[Seed], points: list, i: int) -> tuple[Case, list[s
     return sweep_case(seeds, points[i // (len(SWEEP_VALUES) + 1)], i % (len(SWEEP_VALUES) + 1))
 
 
+def sqlite_bytes(events_header: dict, events: list, schema: str) -> bytes:
+    """A harness SQLite session database holding one session, as bytes."""
+    import tempfile
+
+    from invariants.sqlite_backend import write_database
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "s.sqlite"
+        write_database(path, [(events_header, events)], schema=schema)
+        return path.read_bytes()
+
+
+def sqlite_case(rng: random.Random, seeds: list[Seed]) -> tuple[Case, list[str]]:
+    """A SQLite session store built from a seed log, then damaged: rows with wrong types, or bytes."""
+    seed = rng.choice([s for s in seeds if not s.name.startswith("corpus:")] or seeds)
+    lines = []
+    for x in seed.log.split(b"\n"):
+        try:
+            lines.append(orjson.loads(x))
+        except orjson.JSONDecodeError:
+            pass
+    header, events = lines[0], [e for e in lines[1:] if isinstance(e, dict) and isinstance(e.get("seq"), int)]
+    names = ["sqlite"]
+    if rng.random() < 0.5:  # damage the events before storing them (types the columns do not expect)
+        for _ in range(rng.randrange(1, 4)):
+            if events:
+                e = rng.choice(events)
+                e[rng.choice(["data", "surfaceOp", "sourceEventSeqs", "type", "time"])] = rng.choice(WRONG_VALUES)
+        names.append("sqlite-rows")
+    try:
+        data = sqlite_bytes(header, events, rng.choice(["seed", "head"]))
+    except Exception:  # the writer refuses what it cannot store: store the header alone
+        data = sqlite_bytes(header, [], "seed")
+    if rng.random() < 0.5:
+        data = rng.choice([m_truncate, m_bitflip, m_nul])(rng, data)
+        names.append("sqlite-bytes")
+    return Case({"s.sqlite": data}, rng.choice(["s.sqlite", "."]), rng.choice(FORMATS)), names
+
+
 def random_case(rng: random.Random, seeds: list[Seed], max_stack: int = 3) -> tuple[Case, list[str]]:
     """One mutated case from a random seed: the mutators applied, and the case."""
+    if rng.random() < 0.04:
+        return sqlite_case(rng, seeds)
     seed = rng.choice(seeds)
     names = [rng.choice(STACKABLE) for _ in range(rng.randrange(1, max_stack + 1))]
     if rng.random() < 0.08:

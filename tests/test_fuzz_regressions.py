@@ -245,3 +245,24 @@ def test_index_stores_lone_surrogates(tmp_path, capsys):
     assert main(["index", str(logs), "--db", str(db), "-j", "1", "-q"]) in (0, 1)
     assert main(["query", "select text from messages where text like 'lone%'", "--db", str(db), "--format", "json"]) == 0
     assert "lone ? surrogate" in capsys.readouterr().out
+
+
+def test_a_malformed_sqlite_store_is_a_finding(tmp_path, capsys):
+    """A damaged page raised sqlite3.DatabaseError out of the row iterator and stopped the whole check."""
+    from inspector.cli import main
+    from invariants.sqlite_backend import write_database
+
+    log = Log("in-db")
+    for t in range(1, 40):
+        log.clean_turn(t, text="x" * 400, header_reason="initial" if t == 1 else None)
+    db = tmp_path / "s.sqlite"
+    write_database(db, [(log.header, log.events)], schema="seed")
+    data = bytearray(db.read_bytes())
+    page = 4096
+    data[len(data) - page : len(data) - page + 200] = b"\xff" * 200  # a leaf page of the events table
+    db.write_bytes(bytes(data))
+    code = main(["check", str(db), "--no-cache", "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "Traceback" not in err
+    bad = [f for f in json.loads(out)["findings"] if f["rule"] == "LOG016"]
+    assert bad and bad[0]["severity"] == "error" and "cannot be read from here on" in bad[0]["message"] and bad[0]["line"] > 1
