@@ -53,6 +53,7 @@ from inspector.widgets.timeline import Timeline
 
 TAB_TITLES = {"request": "Request", "diff": "Diff", "header": "Header", "prefix": "Prefix", "events": "Events", "findings": "Findings"}
 FOLLOW_POLL = 0.3  # seconds between looks at a followed log
+GC_EVERY = 30.0  # seconds between full collections while following
 
 
 def _log_suffix_free(path: Path) -> str:
@@ -107,7 +108,7 @@ class SessionScreen(Screen):
         self.search_query = ""
         self.search_matches: list[Match] = []
         self.search_pos = -1
-        self._file_stamp: tuple[int, int] | None = None
+        self._collected_at = time.perf_counter()
 
     # -- layout --------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -196,7 +197,15 @@ class SessionScreen(Screen):
         self.say(Text("cannot check this log: " + safe(message.error), style="bold red"))
 
     def on_session_loaded(self, message: SessionLoaded) -> None:
-        gc.freeze()  # the model lives as long as the screen: keep the cyclic GC from walking it (see InspectorApp)
+        # The model lives as long as the screen: freeze it so the cyclic GC
+        # does not walk it on every keypress (see InspectorApp).  While
+        # following, what earlier freezes kept is collected twice a minute.
+        now = time.perf_counter()
+        if message.refresh and now - self._collected_at > GC_EVERY:
+            gc.unfreeze()
+            gc.collect()
+            self._collected_at = now
+        gc.freeze()
         state = SessionState(message.result, message.model)
         old = self.state
         self.state = state
