@@ -167,9 +167,9 @@ async def test_e_lands_on_the_event_that_produced_the_selected_message(story):
         assert "event seq 11 produced the difference" in status_text(app)
         assert "seq 11 assistant/message" in rendered(events)
         # from the Request tab: select message 1 (the user's question) and jump to it
-        await pilot.press("1", "tab", "tab")
+        await pilot.press("1", "tab")  # Tab: from the timeline into the tab's content
         request = screen.query_one(RequestView)
-        request.focus()
+        assert request.has_focus
         await pilot.press("down")
         await settle(pilot)
         assert request.selected_key == ("message", 1)
@@ -411,7 +411,7 @@ async def test_a_folder_opens_the_session_list_with_forks_under_their_parent(tmp
         await settle(pilot)
         screen = screen_of(app)
         assert screen.state.model.id == "a-child"
-        await pilot.press("escape")
+        await pilot.press("escape")  # the timeline has focus: back to the list
         await settle(pilot)
         assert app.screen is list_screen
 

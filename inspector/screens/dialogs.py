@@ -76,7 +76,7 @@ KEYS = [
     ("e", "jump from the selected message (or difference, field) to the event that produced it"),
     ("w", "when did this change? jump to the event that last changed the selected header field (else the prefix)"),
     ("x", "export the rebuilt request of the step as JSON"),
-    ("Escape", "back to the session list (when opened from one)"),
+    ("Escape", "back to the timeline; from the timeline, back to the session list"),
     ("ctrl+p", "command palette"),
     ("q", "quit"),
 ]

@@ -24,7 +24,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Input, TabbedContent, TabPane
+from textual.widgets import Footer, Input, TabbedContent, TabPane, Tabs
 from textual.worker import get_current_worker
 
 from invariants.check import CheckOptions, run_check
@@ -133,6 +133,8 @@ class SessionScreen(Screen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        # Tab moves between the timeline and the tab's content; tabs switch with 1-6 or a click.
+        self.tabs.query_one(Tabs).can_focus = False
         self.query_one(Timeline).focus()
         self.load_session()
 
@@ -449,6 +451,9 @@ class SessionScreen(Screen):
         search = self.query_one("#search", Input)
         if search.display:
             self._close_search()
+            return
+        if self.focused is not self.timeline:
+            self.timeline.focus()
             return
         if self.from_list:
             self.app.pop_screen()

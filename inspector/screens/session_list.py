@@ -190,6 +190,10 @@ class SessionListScreen(Screen):
     def on_session_scan_finished(self, message: SessionScanFinished) -> None:
         self.finished = True
         self.elapsed = message.elapsed
+        if not message.count:
+            table = self.query_one(SessionTable)
+            table.placeholder = "no session logs here (.jsonl, .jsonl.zstd or a session database)"
+            table.refresh()
         self._dirty = True
         self._flush()
         bar = Text(f" sessions under {safe(self.root)} · {message.count} session(s) checked · Enter opens one")
