@@ -16,6 +16,11 @@ Failures (``FrameError.kind``):
   bytes, too short to be checked as a frame magic, also counts as torn.
 * ``"corrupt"``: bad magic, reserved header bits or block type, or a
   complete frame that fails to decompress or fails its checksum.
+* ``"bomb"``: the frames would expand to more than ``MAX_EXPANSION`` times the
+  compressed bytes read so far (plus ``EXPANSION_FLOOR``).  The bound comes
+  from the block headers (a raw or RLE block regenerates its stated size, a
+  compressed block at most 128 KiB), before anything is decompressed, so a
+  64 KiB file that would expand to 2 GiB costs neither the time nor the memory.
 """
 
 from __future__ import annotations
@@ -29,6 +34,11 @@ __all__ = ["FrameError", "is_zstd_path", "iter_frames", "write_frames"]
 
 _MAGIC = b"\x28\xb5\x2f\xfd"  # 0xFD2FB528, little-endian
 _READ_SIZE = 1 << 20
+_BLOCK_MAX = 128 * 1024  # Block_Maximum_Size: no block regenerates more
+#: Decompressed bytes allowed per compressed byte read (harness logs compress 5-50x).
+MAX_EXPANSION = 1000
+#: ...on top of this allowance, so small files with one big batch are never refused.
+EXPANSION_FLOOR = 64 * 1024 * 1024
 
 
 class FrameError(Exception):
@@ -78,8 +88,12 @@ class _Torn(Exception):
     pass
 
 
-def _read_frame(src: _Source, parts: list[bytes]) -> None:
-    """Append one frame's bytes to ``parts``; raise _Torn at EOF, ValueError on bad structure."""
+def _read_frame(src: _Source, parts: list[bytes], bound: list[int] | None = None) -> None:
+    """Append one frame's bytes to ``parts``; raise _Torn at EOF, ValueError on bad structure.
+
+    ``bound[0]`` grows by the most each block can regenerate, as its header is read.
+    """
+    bound = [0] if bound is None else bound
 
     def need(n: int) -> bytes:
         chunk = src.take(n)
@@ -102,6 +116,7 @@ def _read_frame(src: _Source, parts: list[bytes]) -> None:
         block_type = (header >> 1) & 0x03
         if block_type == 3:
             raise ValueError("reserved block type")
+        bound[0] += _BLOCK_MAX if block_type == 2 else header >> 3
         need(1 if block_type == 1 else header >> 3)
         if header & 1:
             break
@@ -114,14 +129,17 @@ def iter_frames(fh: BinaryIO) -> Iterator[bytes]:
     dctx = zstandard.ZstdDecompressor()
     src = _Source(fh)
     index = 0
+    expanded = 0  # the most the frames so far can decompress to
     while index == 0 or not src.exhausted():
         start = src.offset
         parts: list[bytes] = []
+        bound = [0]
         try:
-            _read_frame(src, parts)
+            _read_frame(src, parts, bound)
         except ValueError as exc:
             raise FrameError("corrupt", index, start, str(exc)) from None
         except _Torn:
+            _check_expansion(expanded + bound[0], src.offset, index, start)
             if index == 0:
                 what = "the file is empty" if start == src.offset else "the header frame is incomplete"
                 raise FrameError("no-header-frame", 0, start, what) from None
@@ -132,6 +150,8 @@ def iter_frames(fh: BinaryIO) -> Iterator[bytes]:
             if partial:
                 yield partial
             raise FrameError("torn", index, start, "the file ends inside this frame") from None
+        expanded += bound[0]
+        _check_expansion(expanded, src.offset, index, start)
         try:
             obj = dctx.decompressobj()
             plain = obj.decompress(b"".join(parts))
@@ -142,6 +162,13 @@ def iter_frames(fh: BinaryIO) -> Iterator[bytes]:
             raise FrameError("corrupt", index, start, "the decoder did not finish at the frame end")
         yield plain
         index += 1
+
+
+def _check_expansion(expanded: int, read: int, index: int, start: int) -> None:
+    allowed = EXPANSION_FLOOR + MAX_EXPANSION * read
+    if expanded > allowed:
+        raise FrameError("bomb", index, start, f"the frames up to this one may expand to {expanded} bytes, more than "
+                         f"{MAX_EXPANSION}x the {read} compressed bytes read (plus {EXPANSION_FLOOR}); not decompressed")
 
 
 def write_frames(path_or_fh: str | os.PathLike | BinaryIO, batches: list[bytes], level: int = 3) -> None:

@@ -151,6 +151,20 @@ def to_zstd(data: bytes, batch: int = 7) -> bytes:
     return buf.getvalue()
 
 
+_BOMB: list[bytes] = []
+
+
+def zstd_bomb() -> bytes:
+    """One checksummed frame of ~60 KB that expands to 2 GiB (computed once)."""
+    if not _BOMB:
+        import zstandard
+
+        w = zstandard.ZstdCompressor(level=1, write_checksum=True).compressobj()
+        chunk = b"a" * (1 << 24)
+        _BOMB.append(b"".join([*(w.compress(chunk) for _ in range(128)), w.compress(b"\n"), w.flush()]))
+    return _BOMB[0]
+
+
 # -- mutators -----------------------------------------------------------------------
 # Each takes (rng, data) and returns new bytes.  They work on the log's bytes
 # or on its lines; the JSON-level ones parse one line and damage one field.
@@ -826,6 +840,9 @@ def random_case(rng: random.Random, seeds: list[Seed], max_stack: int = 3) -> tu
         if rng.random() < 0.6:
             log = rng.choice([m_truncate, m_bitflip, m_nul])(rng, log)
             names.append("zstd-damage")
+        elif rng.random() < 0.2:
+            log += zstd_bomb()
+            names.append("zstd-bomb")
     if rng.random() < 0.05:
         log_name = rng.choice(HOSTILE_NAMES) + log_name[log_name.index(".jsonl"):]
         names.append("hostile-name")

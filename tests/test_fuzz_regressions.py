@@ -266,3 +266,43 @@ def test_a_malformed_sqlite_store_is_a_finding(tmp_path, capsys):
     assert code == 1 and "Traceback" not in err
     bad = [f for f in json.loads(out)["findings"] if f["rule"] == "LOG016"]
     assert bad and bad[0]["severity"] == "error" and "cannot be read from here on" in bad[0]["message"] and bad[0]["line"] > 1
+
+
+def test_a_zstd_bomb_is_refused_before_it_is_decompressed(tmp_path, capsys):
+    """A 65 KB .jsonl.zstd whose second frame expands to 2 GiB took 22 s and 4.2 GB of memory;
+    the expansion is now bounded from the block headers before anything is decompressed."""
+    import time
+    import tracemalloc
+
+    import zstandard
+
+    from inspector.cli import main
+
+    cctx = zstandard.ZstdCompressor(level=1, write_checksum=True)
+    header = b'{"type":"session","version":0,"id":"b","createdAt":1}\n'
+    bomb = cctx.compress(b"a" * (300 << 20) + b"\n")
+    path = tmp_path / "bomb.jsonl.zstd"
+    path.write_bytes(cctx.compress(header) + bomb)
+    assert path.stat().st_size < 200_000
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        code = main(["check", str(path), "--no-cache", "--format", "json"])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert time.perf_counter() - t0 < 30 and peak < 32 << 20
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    assert code == 1 and [f["rule"] for f in findings] == ["LOG009"] and "expand" in findings[0]["message"]
+
+
+def test_highly_compressible_logs_under_the_floor_still_read(tmp_path):
+    from invariants.check import run_check
+    from tests.fuzz_strategies import to_zstd
+
+    log = Log()
+    log.clean_turn(1, text="z" * (20 << 20), header_reason="initial")  # 20 MB that compress to almost nothing
+    path = tmp_path / "s.jsonl.zstd"
+    path.write_bytes(to_zstd(b"\n".join(log.lines()) + b"\n"))
+    result = run_check([path])
+    assert not [f for f in result.findings if f.rule == "LOG009"] and result.sessions[0].events == len(log.events)
