@@ -121,6 +121,11 @@ class DbInfo:
     immutable: bool  # opened with immutable=1 (no writer's files beside it, or a plain read-only open failed)
 
 
+# A damaged file can fail any call: SQLite errors, and error messages quoting
+# invalid UTF-8 (a garbled schema) that Python cannot even decode.
+_DB_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+
+
 def _uri(path: Path, immutable: bool = False) -> str:
     uri = path.resolve().as_uri() + "?mode=ro"
     return uri + "&immutable=1" if immutable else uri
@@ -145,21 +150,21 @@ def connect(path: Path) -> tuple[sqlite3.Connection, bool]:
             con = sqlite3.connect(_uri(path, immutable=True), uri=True)
             con.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return con, True
-        except sqlite3.DatabaseError as exc:
+        except _DB_ERRORS as exc:
             if "not a database" in str(exc) or "file is encrypted" in str(exc):
                 raise NotASessionDatabase(f"{path}: not a SQLite database") from None
     try:
         con = sqlite3.connect(_uri(path), uri=True)
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
         return con, False
-    except sqlite3.DatabaseError as exc:
+    except _DB_ERRORS as exc:
         if "not a database" in str(exc) or "file is encrypted" in str(exc):
             raise NotASessionDatabase(f"{path}: not a SQLite database") from None
         try:
             con = sqlite3.connect(_uri(path, immutable=True), uri=True)
             con.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return con, True
-        except sqlite3.DatabaseError as exc2:
+        except _DB_ERRORS as exc2:
             raise NotASessionDatabase(f"{path}: cannot open read-only ({exc2})") from None
 
 
@@ -172,7 +177,7 @@ def _info(con: sqlite3.Connection, path: Path, immutable: bool) -> DbInfo:
         uv = con.execute("PRAGMA user_version").fetchone()[0]
         app = con.execute("PRAGMA application_id").fetchone()[0]
         scols, ecols = _columns(con, "sessions"), _columns(con, "events")
-    except sqlite3.DatabaseError as exc:
+    except _DB_ERRORS as exc:
         raise NotASessionDatabase(f"{path}: not a readable SQLite database ({exc})") from None
     need_s = {"id", "version", "created_at"}
     need_e = {"session_id", "seq", "type", "time", "data", "source_event_seqs", "surface_op"}
@@ -213,7 +218,7 @@ def list_sessions(path: Path, root: Path | None = None) -> list[LogSource]:
     con, _ = connect(path)
     try:
         rows = con.execute("SELECT id FROM sessions ORDER BY created_at, id").fetchall()
-    except sqlite3.DatabaseError as exc:
+    except _DB_ERRORS as exc:
         raise NotASessionDatabase(f"{path}: cannot list sessions ({exc})") from None
     finally:
         con.close()
@@ -329,7 +334,10 @@ def _data_text(value: object, limit: int | None) -> bytes:
 
 
 def _dumps(value: object) -> bytes:
-    return orjson.dumps(value)
+    try:
+        return orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):  # a BLOB where a type, seq or time should be
+        raise RowError("LOG016", f"a {type(value).__name__} column value where JSON text or a number was expected") from None
 
 
 def _seed_row(row: tuple) -> bytes:
@@ -400,7 +408,7 @@ def iter_member_lines(source: LogSource, max_line: int = DEFAULT_MAX_LINE) -> It
     position = [0]
     try:
         yield from _member_lines(source, max_line, position)
-    except (sqlite3.DatabaseError, NotASessionDatabase) as exc:
+    except (*_DB_ERRORS, NotASessionDatabase, RowError) as exc:
         n = position[0] + 1
         yield RowProblem(n, None, "LOG016", f"row {n}: the database cannot be read from here on ({exc})", final=True)
 

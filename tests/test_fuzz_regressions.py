@@ -306,3 +306,57 @@ def test_highly_compressible_logs_under_the_floor_still_read(tmp_path):
     path.write_bytes(to_zstd(b"\n".join(log.lines()) + b"\n"))
     result = run_check([path])
     assert not [f for f in result.findings if f.rule == "LOG009"] and result.sessions[0].events == len(log.events)
+
+
+def _db_with(tmp_path, edit) -> "Path":
+    """A seed-schema store (its tables without STRICT, as a damaged file may be) holding one session."""
+    import sqlite3
+
+    from invariants.sqlite_backend import SEED_DDL, write_database
+
+    log = Log("in-db")
+    log.clean_turn(1, header_reason="initial")
+    db = tmp_path / "s.sqlite"
+    write_database(tmp_path / "strict.sqlite", [(log.header, log.events)], schema="seed")
+    con = sqlite3.connect(db)
+    con.executescript(SEED_DDL.replace(") STRICT;", ");"))
+    con.execute("ATTACH DATABASE ? AS src", (str(tmp_path / "strict.sqlite"),))
+    con.execute("INSERT INTO sessions SELECT * FROM src.sessions")
+    con.execute("INSERT INTO events SELECT * FROM src.events")
+    con.commit()
+    con.execute("DETACH DATABASE src")
+    (tmp_path / "strict.sqlite").unlink()
+    edit(con)
+    con.commit()
+    con.close()
+    return db
+
+
+def test_a_blob_where_sqlite_text_was_expected_is_a_row_finding(tmp_path, capsys):
+    """orjson.dumps(bytes) raised TypeError out of the row decoder."""
+    from inspector.cli import main
+
+    db = _db_with(tmp_path, lambda con: con.execute("UPDATE events SET type = x'ff00' WHERE seq = 2"))
+    assert main(["check", str(db), "--no-cache", "--format", "json"]) == 1
+    rows = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["rule"] == "LOG016"]
+    assert rows and "bytes column value" in rows[0]["message"] and rows[0]["line"] == 4
+
+
+def test_a_garbled_sqlite_schema_is_an_unreadable_input(tmp_path, capsys):
+    """SQLite quoted the invalid UTF-8 of a garbled schema in its error, and Python failed to
+    decode the message: UnicodeDecodeError out of connect()."""
+    from inspector.cli import main
+
+    from invariants.sqlite_backend import write_database
+
+    log = Log("in-db")
+    log.clean_turn(1, header_reason="initial")
+    db = tmp_path / "s.sqlite"
+    write_database(db, [(log.header, log.events)], schema="seed")
+    data = db.read_bytes()
+    # one flipped bit (0x20 -> 0xa0): a STRICT column type SQLite rejects, quoting the byte in its error
+    assert data.count(b"cwd            TEXT") == 1
+    db.write_bytes(data.replace(b"cwd            TEXT", b"cwd        \xa0   TEXT"))
+    code = main(["check", str(db), "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 2 and str(db) in err and "Traceback" not in err
