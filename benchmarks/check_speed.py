@@ -52,17 +52,30 @@ def timed_check(log: Path) -> float:
     return elapsed
 
 
+_CHILD = (
+    "import re, sys\n"
+    "from inspector.cli import main\n"
+    "rc = main(sys.argv[1:])\n"
+    "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())\n"
+    "sys.stderr.write(f'VmHWM {hwm.group(1) if hwm else 0}\\n')\n"
+    "sys.exit(rc)\n"
+)
+
+
 def command(log: Path) -> tuple[float, float]:
-    """Wall time and peak RSS (MiB) of `inspector check` as a fresh process (no result cache)."""
+    """Wall time and peak RSS (MiB) of `inspector check` as a fresh process (no result cache).
+
+    The child reports its own VmHWM: rusage's maxrss would also count this
+    (large) parent's memory, which a fork or vfork shares until exec.
+    """
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "inspector.cli", "check", str(log), "--format", "json", "--no-cache"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.run([sys.executable, "-c", _CHILD, "check", str(log), "--format", "json", "--no-cache", "--quiet"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
     elapsed = time.perf_counter() - start
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 1):
-        raise SystemExit(proc.stderr.read().decode())
-    return elapsed, usage.ru_maxrss / 1024
+    if proc.returncode not in (0, 1):
+        raise SystemExit(proc.stderr.decode())
+    kib = [int(line.split()[1]) for line in proc.stderr.decode().splitlines() if line.startswith("VmHWM")]
+    return elapsed, (kib[-1] if kib else 0) / 1024
 
 
 def main() -> int:
