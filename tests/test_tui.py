@@ -458,3 +458,21 @@ async def test_a_session_database_lists_its_sessions_and_opens_one(tmp_path):
         await pilot.press("5")
         await settle(pilot)
         assert "a question for db-two" in screen.query_one(EventsView).plain_text()
+
+
+async def test_a_huge_message_is_shown_cut_not_whole(tmp_path):
+    b = LogBuilder("huge")
+    b.user_turn("start " + "x" * 1_000_000)
+    b.step("ok", snapshot=(base_header(), "initial"))
+    b.end_turn()
+    log = b.write(tmp_path / "huge.jsonl")
+    app = create_app(log)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        request = screen.query_one(RequestView).plain_text()
+        assert "(+997006 chars)" in request and len(request) < 10_000
+        await pilot.press("5")
+        await settle(pilot)
+        events = screen.query_one(EventsView).plain_text()
+        assert "chars)" in events and len(events) < 20_000

@@ -14,6 +14,12 @@ REMOVED = "#f7768e"
 ADDED_BG = "on #1f3a24"
 REMOVED_BG = "on #4a1f26"
 MAX_PART = 3000  # characters of one message part shown before cutting
+MAX_LINE = 2000  # characters of one line of a string shown line by line
+
+
+def clip(line: str, limit: int = MAX_LINE) -> str:
+    """One line of untrusted text, made visible-safe and cut to ``limit`` characters."""
+    return safe(line) if len(line) <= limit else safe(line[:limit]) + f"…(+{len(line) - limit} chars)"
 
 
 def value_as_lines(value: Any) -> list[str]:
@@ -24,7 +30,7 @@ def value_as_lines(value: Any) -> list[str]:
     a diff of a long prompt or skills catalog shows only the lines that moved.
     """
     if isinstance(value, str):
-        return [safe(line) for line in value.split("\n")]
+        return [clip(line) for line in value.split("\n")]
     out: list[str] = []
     _lines(value, 0, "", False, out)
     return out
@@ -46,7 +52,7 @@ def _lines(value: Any, indent: int, key: str, comma: bool, out: list[str]) -> No
         out.append(f"{pad}]{tail}")
     elif isinstance(value, str) and "\n" in value:
         out.append(f"{pad}{key}\"\"\"")
-        out.extend(f"{pad}  │ {safe(line)}" for line in value.split("\n"))
+        out.extend(f"{pad}  │ {clip(line)}" for line in value.split("\n"))
         out.append(f"{pad}\"\"\"{tail}")
     else:
         out.append(f"{pad}{key}{literal(value)}{tail}")

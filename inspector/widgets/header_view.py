@@ -15,7 +15,7 @@ from rich.text import Text
 
 from invariants.header import changed_fields
 from inspector.screens.state import SessionState, describe_version
-from inspector.widgets.difftext import join_lines, unified, value_as_lines, value_block
+from inspector.widgets.difftext import clip, join_lines, unified, value_as_lines, value_block
 from inspector.widgets.document import Block, DocumentView
 from inspector.widgets.jsontext import json_lines, safe, styled, value_text
 
@@ -109,7 +109,7 @@ class HeaderView(DocumentView):
             lines = unified(value_as_lines(old), value_as_lines(new) if new is not None else [])
             return join_lines(lines, "  ")
         if name == "system" and isinstance(new, str):
-            lines = [safe(x) for x in new.split("\n")]
+            lines = [clip(x) for x in new.split("\n")]
             shown = lines[:MAX_FIELD_LINES]
             out = join_lines([Text(x, style="#9ece6a") for x in shown], "  ")
             if len(lines) > len(shown):
