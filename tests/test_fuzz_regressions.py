@@ -360,3 +360,38 @@ def test_a_garbled_sqlite_schema_is_an_unreadable_input(tmp_path, capsys):
     code = main(["check", str(db), "--no-cache"])
     err = capsys.readouterr().err
     assert code == 2 and str(db) in err and "Traceback" not in err
+
+
+def test_a_checkpoint_from_a_foreign_index_cannot_run_code(tmp_path):
+    """Checkpoints are pickles stored in the index file; resume() unpickled whatever it was given,
+    so `inspector index --db` on a crafted database ran arbitrary code."""
+    import pickle
+    import zlib
+
+    from invariants.discover import LogSource
+    from invariants.replay import replay, resume
+
+    log = Log()
+    log.clean_turn(1, header_reason="initial")
+    path = log.write(tmp_path / "s.jsonl")
+    src = LogSource(path, tmp_path)
+    good = replay(src, checkpoint=True).checkpoint
+    assert good is not None and resume(src, good) is not None  # our own checkpoints still resume
+
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    assert resume(src, zlib.compress(pickle.dumps(Evil()))) is None
+    assert not marker.exists()
+
+    class Escape:  # reach a function's globals through getattr
+        def __reduce__(self):
+            from invariants.replay import _Replay
+
+            return (getattr, (_Replay.__init__, "__globals__"))
+
+    assert resume(src, zlib.compress(pickle.dumps(Escape()))) is None
+    assert resume(src, zlib.compress(b"\0" * (200 << 20))) is None  # a zlib bomb is refused, not expanded
