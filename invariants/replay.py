@@ -127,10 +127,25 @@ class SessionModel:
         return self.steps[k - 1] if k else None
 
     def step_for(self, turn: Any, step: Any) -> StepState | None:
-        for s in reversed(self.steps):
-            if s.turn == turn and s.step == step:
-                return s
-        return None
+        """The last step numbered (turn, step), compared with ``==`` as a scan would (1 == 1.0)."""
+        key = (turn, step)
+        try:
+            hash(key)
+        except TypeError:  # a list or object for a number: only a scan can compare it
+            for s in reversed(self.steps):
+                if s.turn == turn and s.step == step:
+                    return s
+            return None
+        index = self.__dict__.get("_step_index")
+        if index is None or index[0] != len(self.steps):
+            table: dict = {}
+            for s in self.steps:  # in order: the last step with a number wins
+                try:
+                    table[(s.turn, s.step)] = s
+                except TypeError:
+                    pass
+            index = self.__dict__["_step_index"] = (len(self.steps), table)
+        return index[1].get(key)
 
     def expected(self, step: StepState, log_length: int | None = None) -> Expected | None:
         """The request the loop must have sent for ``step`` (dispatched at ``log_length`` when known)."""

@@ -457,3 +457,39 @@ def test_surface_replace_churn_stays_in_linear_memory(tmp_path):
         tracemalloc.stop()
     assert peak < 120 << 20, f"peak {peak / 2**20:.0f} MiB"
     assert result.sessions[0].events == len(log.events)
+
+
+def test_capture_lines_find_their_step_in_constant_time(tmp_path):
+    """step_for() scanned every step for every capture line without logLength: 40,000 steps and
+    40,000 such lines (9 MB) took 45 s."""
+    import time
+
+    import orjson
+
+    from invariants.check import run_check
+
+    log = Log()
+    log.turn_start(1)
+    for k in range(1, 20001):
+        log.step_start(1, k)
+        log.step_end(1, k)
+    log.turn_end(1)
+    path = log.write(tmp_path / "s1.jsonl")
+    (tmp_path / "requests.jsonl").write_bytes(b"".join(
+        orjson.dumps({"sessionId": "s1", "turn": 2, "step": k, "request": {"messages": []}}) + b"\n" for k in range(20000)))
+    t0 = time.perf_counter()
+    result = run_check([path])
+    assert time.perf_counter() - t0 < 15  # ~1 s; the scan took ~12 s at this size
+    assert sum(1 for f in result.findings if f.rule == "REQ002") == 20000
+
+
+def test_step_for_compares_like_a_scan():
+    from invariants.replay import StepState, SessionModel
+
+    steps = [StepState(i, t, s, i, i, (0, 0)) for i, (t, s) in enumerate([(1, 1), (1, 2), ([1], 1), (1.0, 1), ("1", 1)])]
+    m = SessionModel.__new__(SessionModel)
+    m.steps = steps
+    assert m.step_for(1, 1) is steps[3]  # the last one equal to (1, 1): 1.0 == 1
+    assert m.step_for([1], 1) is steps[2] and m.step_for("1", 1) is steps[4] and m.step_for(3, 1) is None
+    m.steps.append(StepState(5, 1, 1, 5, 5, (0, 0)))
+    assert m.step_for(1, 1) is m.steps[5]  # a grown list is re-indexed
