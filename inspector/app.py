@@ -26,8 +26,9 @@ class InspectorApp(App):
     TITLE = "inspector"
 
     def __init__(self, path: str | os.PathLike, *, captures: list | None = None, session: str | None = None,
-                 follow: bool = False, profile: str | None = None) -> None:
+                 follow: bool = False, profile: str | None = None, db: str | os.PathLike | None = None) -> None:
         super().__init__()
+        self.db = Path(db) if db is not None else None  # the index the session list reads (None: the default, if any)
         self.path = Path(path)
         self.options = CheckOptions(captures=[Path(c) for c in captures] if captures else None, profile=profile)
         self.session = session
@@ -47,7 +48,8 @@ class InspectorApp(App):
         from invariants.discover import SQLITE_SUFFIXES
 
         if self.path.is_dir() or self.path.name.endswith(SQLITE_SUFFIXES):  # a database holds many sessions
-            self.push_screen(SessionListScreen(self.path, options=self.options, session=self.session, follow=self.follow))
+            self.push_screen(SessionListScreen(self.path, options=self.options, session=self.session, follow=self.follow,
+                                              db=self.db))
         else:
             self.push_screen(SessionScreen(LogSource(self.path, self.path.parent), options=self.options, follow=self.follow))
 
@@ -79,6 +81,6 @@ class InspectorApp(App):
 
 
 def create_app(path: str | os.PathLike, captures: list | None = None, session: str | None = None,
-               follow: bool = False, profile: str | None = None) -> InspectorApp:
+               follow: bool = False, profile: str | None = None, db: str | os.PathLike | None = None) -> InspectorApp:
     """The app ``inspector PATH`` runs (the CLI and the tests both call this)."""
-    return InspectorApp(path, captures=captures, session=session, follow=follow, profile=profile)
+    return InspectorApp(path, captures=captures, session=session, follow=follow, profile=profile, db=db)

@@ -476,3 +476,112 @@ async def test_a_huge_message_is_shown_cut_not_whole(tmp_path):
         await settle(pilot)
         events = screen.query_one(EventsView).plain_text()
         assert "chars)" in events and len(events) < 20_000
+
+
+def _small_root(root: Path) -> None:
+    root.mkdir()
+    for name, steps in (("idx-one", 1), ("idx-two", 2)):
+        b = LogBuilder(name)
+        b.user_turn("q")
+        b.step("a", snapshot=(base_header(), "initial"))
+        for _ in range(steps - 1):
+            b.step("more")
+        b.end_turn()
+        b.write(root / f"{name}.jsonl")
+
+
+def _list_bar(app) -> str:
+    return str(app.screen.query_one("#list-bar").content)
+
+
+async def test_session_list_comes_from_the_index_and_rechecks_a_stale_log(tmp_path, monkeypatch):
+    from inspector.index import build_index
+
+    root = tmp_path / "root"
+    _small_root(root)
+    db = tmp_path / "elsewhere.db"
+    build_index([root], db, jobs=1)
+    # grow idx-two after indexing: only it is stale and checked live
+    b = LogBuilder("idx-two")
+    b.user_turn("q")
+    b.step("a", snapshot=(base_header(), "initial"))
+    b.step("more")
+    b.end_turn()
+    b.user_turn("again")
+    b.step("and again")
+    b.end_turn()
+    b.write(root / "idx-two.jsonl")
+    import inspector.screens.session_list as session_list
+
+    checked: list[list] = []
+    real = session_list.run_check
+
+    def counting(paths, options=None):
+        checked.append([Path(p).name for p in paths])
+        return real(paths, options)
+
+    monkeypatch.setattr(session_list, "run_check", counting)
+    app = create_app(root, db=db)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        list_screen = app.screen
+        await wait_for(pilot, lambda: list_screen.finished)
+        await pilot.pause(0.2)
+        table = list_screen.query_one("#sessions")
+        by_id = {s.id: s for s, _ in table.rows}
+        assert set(by_id) == {"idx-one", "idx-two"}
+        one, two = by_id["idx-one"], by_id["idx-two"]
+        assert one.indexed and not one.stale and one.loaded and one.steps == 1
+        assert two.indexed and two.stale and two.loaded and two.steps == 3  # the live re-check, not the index's 2
+        assert checked == [["idx-two.jsonl"]]  # the fresh row was never replayed
+        bar = _list_bar(app)
+        assert f"from the index {db}" in bar and "2 row(s), 1 stale, re-checked live" in bar
+        # an indexed row opens like any other
+        await pilot.press("enter")
+        await settle(pilot)
+        assert screen_of(app).state.model.id == "idx-one"
+
+
+async def test_default_index_in_the_working_directory_fills_the_list_without_a_replay(tmp_path, monkeypatch):
+    from inspector.index import DEFAULT_DB, build_index
+
+    root = tmp_path / "root"
+    _small_root(root)
+    monkeypatch.chdir(tmp_path)
+    build_index([root], tmp_path / DEFAULT_DB, jobs=1)
+    import inspector.screens.session_list as session_list
+
+    def boom(*a, **k):
+        raise AssertionError("the list replayed a log the index holds")
+
+    monkeypatch.setattr(session_list, "run_check", boom)
+    monkeypatch.setattr("invariants.check.replay", boom)
+    app = create_app(root)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await wait_for(pilot, lambda: app.screen.finished)
+        await pilot.pause(0.2)
+        table = app.screen.query_one("#sessions")
+        assert sorted((s.id, s.steps, s.loaded, s.problem) for s, _ in table.rows) == [
+            ("idx-one", 1, True, None), ("idx-two", 2, True, None)]
+        assert "from the index inspector-index.db (2 row(s))" in _list_bar(app)
+
+
+async def test_no_index_or_an_index_of_elsewhere_means_a_live_scan(tmp_path, monkeypatch):
+    from inspector.index import build_index
+
+    root = tmp_path / "root"
+    _small_root(root)
+    other = tmp_path / "other"
+    _small_root(other)
+    db = tmp_path / "other.db"
+    build_index([other], db, jobs=1)
+    monkeypatch.chdir(tmp_path)
+    app = create_app(root, db=db)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await wait_for(pilot, lambda: app.screen.finished)
+        await pilot.pause(0.2)
+        table = app.screen.query_one("#sessions")
+        assert all(s.loaded and not s.indexed for s, _ in table.rows) and len(table.rows) == 2
+        assert "from the index" not in _list_bar(app)

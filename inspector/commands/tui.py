@@ -15,6 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_input_flags(p)
     p.add_argument("--session", metavar="ID", help="open this session directly")
     p.add_argument("--follow", action="store_true", help="watch a log that is still being written")
+    p.add_argument("--db", metavar="FILE", help="the index (`inspector index`) the session list reads when it covers PATH "
+                   "(default: ./inspector-index.db when it exists); stale rows are re-checked live")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -22,7 +24,9 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{args.path}: no such file or directory")
     from inspector.app import create_app
 
+    if args.db is not None and not Path(args.db).is_file():
+        return fail(f"{args.db}: no index here (build one with `inspector index PATH --db {args.db}`)")
     app = create_app(path=args.path, captures=args.captures, session=args.session,
-                     follow=args.follow, profile=check_profile(args.profile))
+                     follow=args.follow, profile=check_profile(args.profile), db=args.db)
     app.run()
     return getattr(app, "exit_code", 0) or 0

@@ -5,10 +5,16 @@ checked in a worker thread (events, steps, resumes, findings by severity), so
 a big root is usable at once.  The list sorts (``s`` cycles the column, ``r``
 reverses) and filters (``/``); forked children sit under their parent.
 Enter opens the session screen.
+
+When an index (``inspector index``) covers the folder, the rows come from it
+at once, read-only; a row whose file changed since it was indexed is marked
+stale and re-checked live, and a log the index does not know is checked as
+without an index.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -98,9 +104,14 @@ class SessionListScreen(Screen):
     reverse: reactive[bool] = reactive(False, init=False)
     needle: reactive[str] = reactive("", init=False)
 
-    def __init__(self, root: Path, *, options: CheckOptions | None = None, session: str | None = None, follow: bool = False) -> None:
+    def __init__(self, root: Path, *, options: CheckOptions | None = None, session: str | None = None, follow: bool = False,
+                 db: Path | None = None) -> None:
         super().__init__()
         self.root = root
+        self.db = db  # None: ./inspector-index.db when it exists
+        self.index_used: Path | None = None  # the index the rows came from, once read
+        self.index_rows = 0
+        self.index_stale = 0
         self.options = options or CheckOptions()
         self.wanted = session
         self.follow = follow
@@ -126,15 +137,76 @@ class SessionListScreen(Screen):
         self._draw_header()
 
     # -- scanning ----------------------------------------------------------------
+    def _index_path(self) -> Path | None:
+        """The index to read: ``--db``, else the default file in the working directory, if it covers the root."""
+        from inspector.index import DEFAULT_DB, covers
+
+        if self.options.captures is not None or self.options.profile is not None:
+            return None  # the index was checked without these options
+        db = self.db if self.db is not None else Path(DEFAULT_DB)
+        try:
+            return db if db.is_file() and covers(db, self.root) else None
+        except Exception:  # a broken index is no index
+            return None
+
+    def _from_index(self, db: Path) -> dict[tuple[str, str | None], SessionSummary]:
+        """Rows from the index (read-only), keyed by (absolute file, member)."""
+        from inspector.index import list_sessions
+
+        out: dict[tuple[str, str | None], SessionSummary] = {}
+        for i, row in enumerate(list_sessions(db, under=self.root, check_fresh=True, order="path")):
+            member = row.get("member")
+            path = Path(row["file"])
+            try:  # named as discovery names it, so the live scan finds the same row
+                rel = os.path.relpath(os.path.abspath(path), os.path.abspath(self.root))
+                path = self.root / rel if not rel.startswith("..") else path
+            except ValueError:
+                pass
+            if path == self.root / ".":
+                path = self.root
+            s = SessionSummary(
+                -1, path, str(row.get("uid") or member or Path(row["file"]).name), member=member,
+                cwd=row.get("cwd") if isinstance(row.get("cwd"), str) else None, created=row.get("created_at"),
+                parent=row.get("parent_session") if isinstance(row.get("parent_session"), str) else None,
+                events=row.get("events"), steps=row.get("steps"), resumes=row.get("resumes"),
+                errors=row.get("errors") or 0, warnings=row.get("warnings") or 0, infos=row.get("infos") or 0,
+                profile=row.get("profile"), loaded=not row.get("stale"), indexed=True, stale=bool(row.get("stale")))
+            out[(os.path.abspath(row["file"]), member)] = s
+        return out
+
     @work(thread=True, exclusive=True, group="scan")
     def scan(self) -> None:
         started = time.perf_counter()
+        indexed: dict[tuple[str, str | None], SessionSummary] = {}
+        db = self._index_path()
+        if db is not None:
+            try:
+                indexed = self._from_index(db)
+            except Exception:  # unreadable index: the live scan below does it all
+                indexed = {}
+            if indexed:
+                self.index_used, self.index_rows = db, len(indexed)
+                self.index_stale = sum(1 for s in indexed.values() if s.stale)
+                for s in indexed.values():
+                    self.post_message(SessionSummaryReady(s))
         sources, problems = discover([self.root])
         heads: list[SessionSummary] = []
+        fresh: set[tuple[Path, str | None]] = set()  # rows the index answered: no live check
         for i, src in enumerate(sources):
-            s = self._head(i, src)
+            member = getattr(src, "member", None)
+            known = indexed.pop((os.path.abspath(src.path), member), None)
+            if known is not None and not known.stale:
+                s = replace(known, order=i)
+                fresh.add((s.path, s.member))
+            elif known is not None:  # changed since indexed: its header again, then a live check
+                s = replace(self._head(i, src), indexed=True, stale=True)
+            else:
+                s = self._head(i, src)
             heads.append(s)
             self.post_message(SessionSummaryReady(s))
+        for s in indexed.values():  # indexed, but discovery did not find it
+            if s.stale:
+                self.post_message(SessionSummaryReady(replace(s, problem="no longer on disk (the index is stale)", loaded=True)))
         if not self._opened:
             wanted = [s for s in heads if self.wanted is not None and s.id == self.wanted]
             if wanted or (self.wanted is None and len(heads) == 1):
@@ -145,7 +217,7 @@ class SessionListScreen(Screen):
                 problems.append(f"no session with id {self.wanted!r} under {self.root}")
         by_path: dict[Path, list[SessionSummary]] = {}
         for s in heads:
-            if not s.problem:
+            if not s.problem and (s.path, s.member) not in fresh:
                 by_path.setdefault(s.path, []).append(s)
         for path, group in by_path.items():  # one check per file: a database holds many sessions
             try:
@@ -197,6 +269,7 @@ class SessionListScreen(Screen):
         self._dirty = True
         self._flush()
         bar = Text(f" sessions under {safe(self.root)} · {message.count} session(s) checked · Enter opens one")
+        bar.append_text(self._index_note())
         if message.problems:
             bar.append(" · " + safe("; ".join(message.problems)), "bold #e0af68")
         self.query_one("#list-bar", Static).update(bar)
@@ -215,8 +288,18 @@ class SessionListScreen(Screen):
         self.query_one(SessionTable).set_rows(arrange(summaries, self.sort_key, self.reverse, self.needle))
         if not self.finished:
             done = sum(1 for s in summaries if s.loaded)
-            self.query_one("#list-bar", Static).update(Text(f" sessions under {safe(self.root)} · checked {done} of {len(summaries)}…"))
+            bar = Text(f" sessions under {safe(self.root)} · checked {done} of {len(summaries)}…")
+            bar.append_text(self._index_note())
+            self.query_one("#list-bar", Static).update(bar)
         self._draw_header()
+
+    def _index_note(self) -> Text:
+        """Where the rows come from, when an index gave them."""
+        if self.index_used is None:
+            return Text("")
+        note = f" · from the index {safe(self.index_used)} ({self.index_rows} row(s)"
+        note += f", {self.index_stale} stale, re-checked live)" if self.index_stale else ")"
+        return Text(note, style="#7dcfff")
 
     def _draw_header(self) -> None:
         table = self.query_one(SessionTable)

@@ -43,6 +43,8 @@ class SessionSummary:
     profile: str | None = None
     loaded: bool = False
     problem: str | None = None
+    indexed: bool = False  # the row came from the index (``inspector index``)
+    stale: bool = False  # ... and the file changed since: re-checked live
     children: list[str] = field(default_factory=list)
 
 
@@ -121,7 +123,7 @@ def row_text(s: SessionSummary, depth: int, width: int) -> Text:
     if s.problem:
         f = styled("unreadable", "bold red")
     elif not s.loaded:
-        f = styled("checking…", "italic dim")
+        f = styled("stale, checking…" if s.stale else "checking…", "italic dim")
     else:
         f = Text()
         f.append(f"✗{s.errors}", "bold red" if s.errors else "dim")
