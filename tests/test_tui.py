@@ -253,6 +253,78 @@ async def test_follow_picks_up_appended_events_and_keeps_the_selection(tmp_path,
         assert screen.step_index == 2
 
 
+async def test_follow_resumes_the_replay_and_matches_a_full_recheck(tmp_path, monkeypatch):
+    """A plain log that grows is resumed from its checkpoint, not replayed; captures are matched again."""
+    import invariants.replay as replay_mod
+    from invariants.check import run_check
+    from inspector.screens.state import SessionState
+    from tests.tui_helpers import write_capture
+
+    monkeypatch.setattr("inspector.screens.session.FOLLOW_POLL", 0.05)
+    b = LogBuilder("long-growing")
+    b.user_turn("first question")
+    b.step("first answer", snapshot=(base_header(), "initial"))
+    for i in range(60):  # past the era sniff's window, so a resume is allowed
+        b.step(f"answer number {i}")
+    b.end_turn()
+    log = b.write(tmp_path / "long-growing.jsonl")
+
+    def edit(request: dict) -> None:
+        request["messages"][0]["content"][0]["text"] += " (edited)"
+
+    cap = tmp_path / "long-growing.requests.jsonl"
+    write_capture(log, cap, {3: edit})
+    calls = {"replay": 0, "resume": 0}
+    real_replay, real_resume = replay_mod.replay, replay_mod.resume
+
+    def counting_replay(*a, **k):
+        calls["replay"] += 1
+        return real_replay(*a, **k)
+
+    def counting_resume(*a, **k):
+        calls["resume"] += 1
+        return real_resume(*a, **k)
+
+    monkeypatch.setattr(replay_mod, "replay", counting_replay)
+    monkeypatch.setattr(replay_mod, "resume", counting_resume)
+    app = create_app(log, follow=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, rounds=1)
+        screen = screen_of(app)
+        await wait_for(pilot, lambda: screen.state is not None)
+        assert calls == {"replay": 1, "resume": 0} and screen.check_mode == "full"
+        assert len(screen.state.steps) == 61
+        before = len(b.lines)
+        b.user_turn("second question")
+        b.step("second answer")
+        b.step("third answer")
+        b.end_turn()
+        new_steps = 63
+        # the capture gains lines for the new steps (one diverging) before the log grows
+        (tmp_path / "preview").mkdir()
+        write_capture(b.write(tmp_path / "preview" / "long-growing.jsonl"), cap, {3: edit, 62: edit})
+        with open(log, "ab") as fh:
+            fh.write(b"\n".join(b.lines[before:]) + b"\n")
+        await wait_for(pilot, lambda: screen.state is not None and len(screen.state.steps) == new_steps)
+        await pilot.pause()
+        assert calls["replay"] == 1 and calls["resume"] >= 1 and screen.check_mode == "resume"
+        assert "resumed in" in status_text(app)
+        state = screen.state
+        full_result = run_check([log])
+        reference = SessionState(full_result, full_result.sessions[0])
+
+        def findings(st):
+            return [(f.rule, f.severity, f.seq, f.line, f.turn, f.step, f.path, f.message) for f in st.findings]
+
+        assert findings(state) == findings(reference)
+        assert any(f.rule.startswith("DIV") and f.turn == 2 for f in state.findings)  # the new step's capture was compared
+        assert [(s.index, s.turn, s.step, s.seq, s.status, s.requests) for s in state.steps] == \
+            [(s.index, s.turn, s.step, s.seq, s.status, s.requests) for s in reference.steps]
+        assert state.rows() == reference.rows()
+        assert [r.status for r in state.model.requests] == [r.status for r in reference.model.requests]
+        assert [(r.kind, r.step) for r in screen.query_one(Timeline).rows] == [(r.kind, r.step) for r in reference.rows()]
+
+
 HOSTILE = "clip \x1b]52;c;aGVsbG8=\x07 clear \x1b[2J [bold]loud[/bold] [link=https://evil.example]click[/link] bell\x07"
 
 

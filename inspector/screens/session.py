@@ -6,7 +6,8 @@ reactives.  Widgets only post messages; the screen handles them, sets the
 reactives, and the watchers redraw the timeline and the *active* tab (other
 tabs redraw when they are shown).  The check runs in a worker thread, so the
 first screen appears before a large log is read; events are read back from
-the file in another worker; ``--follow`` re-checks in a third as the log grows.
+the file in another worker; ``--follow`` re-checks in a third as the log grows,
+resuming the replay over the appended bytes when it can (:mod:`inspector.screens.follow`).
 """
 
 from __future__ import annotations
@@ -109,6 +110,8 @@ class SessionScreen(Screen):
         self.search_matches: list[Match] = []
         self.search_pos = -1
         self._collected_at = time.perf_counter()
+        self._checker = None  # FollowCheck while following: re-checks resume the replay
+        self.check_mode = "none"  # how the last check ran: full | resume | run_check
 
     # -- layout --------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -167,11 +170,24 @@ class SessionScreen(Screen):
         # One log (or its database); the library finds a forked child's parent by itself.
         return [self.source.path]
 
+    def _check(self) -> Any:
+        """Check the log: once with run_check, or, while following, through a FollowCheck that resumes."""
+        if not self.follow:
+            self.check_mode = "run_check"
+            return run_check(self._paths(), self.options)
+        if self._checker is None:
+            from inspector.screens.follow import FollowCheck
+
+            self._checker = FollowCheck(self.source, self.options)
+        result = self._checker.check()
+        self.check_mode = self._checker.last_mode
+        return result
+
     @work(thread=True, exclusive=True, group="load")
     def load_session(self) -> None:
         started = time.perf_counter()
         try:
-            result = run_check(self._paths(), self.options)
+            result = self._check()
             model = self._pick(result)
             if model is None:
                 self.post_message(SessionLoadFailed("; ".join(result.problems) or "no session log found"))
@@ -225,8 +241,9 @@ class SessionScreen(Screen):
         if message.refresh and old is not None:
             grown = message.model.events - old.model.events
             if grown:
+                how = "resumed" if self.check_mode == "resume" else "checked"
                 self.say(Text(f"following: +{grown} events, {len(state.steps) - len(old.steps):+d} steps "
-                              f"(checked in {message.elapsed * 1000:.0f} ms)", style="#7dcfff"))
+                              f"({how} in {message.elapsed * 1000:.0f} ms)", style="#7dcfff"))
         else:
             self._initial_status(state)
         self.step_index = step
@@ -299,7 +316,7 @@ class SessionScreen(Screen):
             last = stamp
             started = time.perf_counter()
             try:
-                result = run_check(self._paths(), self.options)
+                result = self._check()
                 model = self._pick(result)
                 if self.line_index is not None:
                     self.line_index.extend()

@@ -1,0 +1,195 @@
+"""Checking a log that grows (``--follow``): resume the fold instead of replaying it all.
+
+:class:`FollowCheck` gives the same :class:`~invariants.check.CheckResult`
+``run_check([path])`` gives, but for a plain ``.jsonl`` log it keeps the
+replay's checkpoint (``replay(source, checkpoint=True)``) and, when the file
+only grew (same inode, larger, the bytes before the old end unchanged), reads
+just the appended bytes with ``resume(source, checkpoint)``.  Recorded
+requests are matched again against the resumed model with the library's own
+functions (``find_capture``, ``read_capture``, ``check_sessions``), then fork
+seeds, as ``run_check`` does.  Anything else (zstd, a SQLite database, a
+shrunk or replaced file, a checkpoint that does not fit, a log still shorter
+than the era sniff's window) is a full re-check.  Pure: no Textual.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import invariants.replay as replay_mod
+from invariants.capture import Recorded, find_capture, read_capture
+from invariants.check import (
+    CheckOptions,
+    CheckResult,
+    check_sessions,
+    cyclic_gc_paused,
+    ordered_findings,
+    parent_candidates_for,
+    run_check,
+)
+from invariants.discover import LogSource, discover
+from invariants.era import SNIFF_LINES
+from invariants.findings import Finding
+from invariants.forks import check_fork
+from invariants.replay import SessionModel
+from invariants.rules.registry import make_finding
+
+TAIL_WINDOW = 4096  # bytes before the old end that must be unchanged for a resume
+POST_FOLD_RULES = ("LOG011",)  # findings replay() adds after the fold, which a resume does not redo
+
+
+@dataclass(frozen=True)
+class _Mark:
+    inode: int
+    device: int
+    size: int  # where the checkpoint resumes (model.bytes)
+    tail: str  # hash of the TAIL_WINDOW bytes before it
+
+
+def _tail_hash(path: Path, end: int) -> str:
+    with open(path, "rb") as fh:
+        start = max(0, end - TAIL_WINDOW)
+        fh.seek(start)
+        return hashlib.sha256(fh.read(end - start)).hexdigest()
+
+
+class FollowCheck:
+    """Check one log again and again as it grows; ``last_mode`` says how the last check ran."""
+
+    def __init__(self, source: LogSource, options: CheckOptions) -> None:
+        self.source = source
+        self.options = options
+        self.model: SessionModel | None = None  # the last model, when it carries a checkpoint
+        self.mark: _Mark | None = None
+        self.carry: list[Finding] = []
+        self.last_mode = "none"  # full | resume | run_check
+        self._captures: dict[Path, tuple[tuple, list[Recorded], list[Finding]]] = {}  # by (size, mtime, inode)
+
+    @property
+    def plain(self) -> bool:
+        return not self.source.compressed and self.source.member is None and self.options.max_line is None
+
+    def check(self) -> CheckResult:
+        with cyclic_gc_paused():
+            if self.plain:
+                result = self._resume()
+                if result is not None:
+                    self.last_mode = "resume"
+                    return result
+                self.last_mode = "full"
+                return self._full()
+            self.last_mode = "run_check"
+            self.model = self.mark = None
+            return run_check([self.source.path], self.options)
+
+    # -- full ---------------------------------------------------------------------------
+    def _full(self) -> CheckResult:
+        self.model = self.mark = None
+        sources, problems = discover([self.source.path])
+        models: list[SessionModel] = []
+        for src in sources:
+            try:
+                model = replay_mod.replay(src, self.options.profile, checkpoint=True)
+            except OSError as exc:
+                problems.append(f"{src.display}: cannot read ({exc.strerror or exc})")
+                continue
+            models.append(model)
+        if len(models) == 1 and models[0].checkpoint is not None:
+            self._keep(models[0], [f for f in models[0].findings if f.rule in POST_FOLD_RULES])
+        return self._finish(models, problems)
+
+    # -- resume ---------------------------------------------------------------------------
+    def _resume(self) -> CheckResult | None:
+        model, mark = self.model, self.mark
+        if model is None or mark is None or model.checkpoint is None:
+            return None
+        if self.options.profile is None and model.lines < SNIFF_LINES:
+            return None  # the era sniff still sees new lines: its verdict may change
+        try:
+            st = os.stat(self.source.path)
+            if (st.st_ino, st.st_dev) != (mark.inode, mark.device) or st.st_size <= mark.size:
+                return None  # replaced, shrunk, or rewritten at the same size
+            if _tail_hash(self.source.path, mark.size) != mark.tail:
+                return None
+        except OSError:
+            return None
+        try:
+            resumed = replay_mod.resume(self.source, model.checkpoint)
+        except Exception:  # whatever went wrong, a full replay says it properly
+            resumed = None
+        if resumed is None:
+            self.model = self.mark = None
+            return None
+        carry = [make_finding(f.rule, f.message, file=resumed.file, session=resumed.id, seq=f.seq, line=f.line,
+                              turn=f.turn, step=f.step, path=f.path, detail=f.detail) for f in self.carry]
+        resumed.findings.extend(carry)
+        if resumed.checkpoint is not None:
+            self._keep(resumed, self.carry)
+        else:
+            self.model = self.mark = None
+        return self._finish([resumed], [])
+
+    def _keep(self, model: SessionModel, carry: list[Finding]) -> None:
+        try:
+            st = os.stat(self.source.path)
+            self.mark = _Mark(st.st_ino, st.st_dev, model.bytes, _tail_hash(self.source.path, model.bytes))
+        except OSError:
+            self.model = self.mark = None
+            return
+        self.model = model
+        self.carry = list(carry)
+
+    def _read_capture(self, path: Path) -> tuple[list[Recorded], list[Finding]]:
+        """read_capture, again only when the capture file changed (a big capture is most of a resume's time)."""
+        try:
+            st = os.stat(path)
+            stamp: tuple | None = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+        except OSError:
+            stamp = None
+        kept = self._captures.get(path)
+        if stamp is not None and kept is not None and kept[0] == stamp:
+            return kept[1], list(kept[2])
+        records, found = read_capture(path, self.options.max_line)
+        if stamp is not None:
+            self._captures[path] = (stamp, records, list(found))
+        return records, found
+
+    # -- what run_check does after the replays ------------------------------------------------
+    def _finish(self, models: list[SessionModel], problems: list[str]) -> CheckResult:
+        options = self.options
+        extra: list[Finding] = []
+
+        def emit(code: str, message: str, **where: Any) -> None:
+            extra.append(make_finding(code, message, **where))
+
+        captures: dict[Path | None, list[Recorded]] = {}
+        explicit = options.captures is not None
+        if explicit:
+            for cp in options.captures or []:
+                cp = Path(cp)
+                if not cp.is_file():
+                    problems.append(f"{cp}: capture file not found")
+                    continue
+                records, cap_findings = self._read_capture(cp)
+                extra.extend(cap_findings)
+                captures.setdefault(None, []).extend(records)
+        else:
+            seen: set[Path] = set()
+            for m in models:
+                cp = find_capture(m.source.path)
+                if cp is not None and cp not in seen:
+                    seen.add(cp)
+                    records, cap_findings = self._read_capture(cp)
+                    extra.extend(cap_findings)
+                    captures[cp] = records
+        requests = check_sessions(models, captures, explicit, emit)
+        by_id: dict[str, list[SessionModel]] = {}
+        for m in models:
+            by_id.setdefault(m.id, []).append(m)
+        for m in models:
+            check_fork(m, parent_candidates_for(m, by_id), emit)
+        return CheckResult(models, ordered_findings(models, extra, options), requests, problems)
