@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable
 
 from .capture import Recorded, find_capture, read_capture
 from .compare import compare
-from .discover import LogSource, discover, strip_log_suffix
+from .discover import discover, strip_log_suffix
 from .findings import SEVERITY_RANK, Finding
 from .forks import check_fork
 from .replay import SessionModel, StepState, replay
@@ -223,6 +223,19 @@ def _run_check(paths: list[str | Path], options: CheckOptions,
         models.append(model)
         if on_session:
             on_session(model)
+    return check_models(models, options, problems)
+
+
+def check_models(models: list[SessionModel], options: CheckOptions, problems: list[str],
+                 read: Callable[[Path], tuple[list[Recorded], list[Finding]]] | None = None) -> CheckResult:
+    """Everything after the replays: captures, request verdicts, fork seeds, ordering.
+
+    ``read`` reads one capture file (default :func:`read_capture`); a caller
+    that follows a growing log passes a caching reader.
+    """
+    if read is None:
+        def read(cp: Path) -> tuple[list[Recorded], list[Finding]]:
+            return read_capture(cp, options.max_line)
     extra: list[Finding] = []
 
     def emit(code: str, message: str, **where: Any) -> None:
@@ -236,7 +249,7 @@ def _run_check(paths: list[str | Path], options: CheckOptions,
             if not cp.is_file():
                 problems.append(f"{cp}: capture file not found")
                 continue
-            records, cap_findings = read_capture(cp, options.max_line)
+            records, cap_findings = read(cp)
             extra.extend(cap_findings)
             captures.setdefault(None, []).extend(records)
     else:
@@ -245,7 +258,7 @@ def _run_check(paths: list[str | Path], options: CheckOptions,
             cp = find_capture(m.source.path)
             if cp is not None and cp not in seen:
                 seen.add(cp)
-                records, cap_findings = read_capture(cp, options.max_line)
+                records, cap_findings = read(cp)
                 extra.extend(cap_findings)
                 captures[cp] = records
     requests = check_sessions(models, captures, explicit, emit)

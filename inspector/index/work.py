@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
 
 from invariants.capture import Recorded, read_capture
 from invariants.check import check_sessions

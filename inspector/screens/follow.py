@@ -18,23 +18,13 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import invariants.replay as replay_mod
-from invariants.capture import Recorded, find_capture, read_capture
-from invariants.check import (
-    CheckOptions,
-    CheckResult,
-    check_sessions,
-    cyclic_gc_paused,
-    ordered_findings,
-    parent_candidates_for,
-    run_check,
-)
+from invariants.capture import Recorded, read_capture
+from invariants.check import CheckOptions, CheckResult, check_models, cyclic_gc_paused, run_check
 from invariants.discover import LogSource, discover
 from invariants.era import SNIFF_LINES
 from invariants.findings import Finding
-from invariants.forks import check_fork
 from invariants.replay import SessionModel
 from invariants.rules.registry import make_finding
 
@@ -160,36 +150,4 @@ class FollowCheck:
 
     # -- what run_check does after the replays ------------------------------------------------
     def _finish(self, models: list[SessionModel], problems: list[str]) -> CheckResult:
-        options = self.options
-        extra: list[Finding] = []
-
-        def emit(code: str, message: str, **where: Any) -> None:
-            extra.append(make_finding(code, message, **where))
-
-        captures: dict[Path | None, list[Recorded]] = {}
-        explicit = options.captures is not None
-        if explicit:
-            for cp in options.captures or []:
-                cp = Path(cp)
-                if not cp.is_file():
-                    problems.append(f"{cp}: capture file not found")
-                    continue
-                records, cap_findings = self._read_capture(cp)
-                extra.extend(cap_findings)
-                captures.setdefault(None, []).extend(records)
-        else:
-            seen: set[Path] = set()
-            for m in models:
-                cp = find_capture(m.source.path)
-                if cp is not None and cp not in seen:
-                    seen.add(cp)
-                    records, cap_findings = self._read_capture(cp)
-                    extra.extend(cap_findings)
-                    captures[cp] = records
-        requests = check_sessions(models, captures, explicit, emit)
-        by_id: dict[str, list[SessionModel]] = {}
-        for m in models:
-            by_id.setdefault(m.id, []).append(m)
-        for m in models:
-            check_fork(m, parent_candidates_for(m, by_id), emit)
-        return CheckResult(models, ordered_findings(models, extra, options), requests, problems)
+        return check_models(models, self.options, problems, read=self._read_capture)

@@ -23,7 +23,7 @@ from ..header import (
     non_canonical_fields,
     unknown_delta_keys,
 )
-from ..jsonvalue import MISSING, first_difference, get_path, js_equal, shorten
+from ..jsonvalue import MISSING, first_difference, get_path, shorten
 from ..profiles import Profile
 from ..records import Event
 
