@@ -157,22 +157,47 @@ class Surface:
         return self.final(gen)[:length]
 
     def messages_at(self, position: tuple[int, int]) -> tuple[list[Any], list[int]]:
-        """Derived messages at a position, with the seq each came from."""
-        out: list[Any] = []
-        origins: list[int] = []
-        for s in self.seqs_at(position):
-            m = self.messages.get(s)
-            if m is not None:
-                out.append(m)
-                origins.append(s)
-        return out, origins
+        """Derived messages at a position, with the seq each came from.
+
+        The messages of a whole generation are derived once (and extended as it
+        grows) with a running count, so each request of a step costs two C-level
+        slices: a capture of many small lines against a long history stays linear.
+        """
+        gen, length = position
+        covered, out, origins, counts = self._derived_for(gen)
+        k = counts[min(length, covered)]
+        return out[:k], origins[:k]
+
+    def _derived_for(self, gen: int) -> tuple[int, list[Any], list[int], list[int]]:
+        cache = self.__dict__.setdefault("_derived", {})
+        lst = self.final(gen)
+        entry = cache.get(gen)
+        if entry is None or (entry[0] > len(lst)):
+            entry = (0, [], [], [0])
+        covered, out, origins, counts = entry
+        if covered < len(lst):
+            get = self.messages.get
+            n = len(out)
+            for s in lst[covered:]:
+                m = get(s)
+                if m is not None:
+                    out.append(m)
+                    origins.append(s)
+                    n += 1
+                counts.append(n)
+            entry = (len(lst), out, origins, counts)
+        cache.pop(gen, None)
+        cache[gen] = entry
+        while len(cache) > 3:  # a few generations: memory stays a small multiple of the surface
+            del cache[next(iter(cache))]
+        return entry
 
     def __getstate__(self) -> dict:
         state = {k: getattr(self, k) for k in ("current", "_keys", "_key", "_next_key", "splices", "appended", "snapshots",
                                               "_snapshot_size", "_events", "_keep_next", "messages", "lines", "_points_seq",
                                               "_points")}
         state["_cache"] = None
-        return state
+        return state  # the derived-message cache is rebuilt on demand
 
     def __setstate__(self, state: dict) -> None:
         if "generations" in state:  # a checkpoint written before generations were stored as splices

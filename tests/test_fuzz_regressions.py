@@ -493,3 +493,77 @@ def test_step_for_compares_like_a_scan():
     assert m.step_for([1], 1) is steps[2] and m.step_for("1", 1) is steps[4] and m.step_for(3, 1) is None
     m.steps.append(StepState(5, 1, 1, 5, 5, (0, 0)))
     assert m.step_for(1, 1) is m.steps[5]  # a grown list is re-indexed
+
+
+def _tiny_captures_against_a_long_history(tmp_path, n: int):
+    import orjson
+
+    log = Log()
+    log.turn_start(1)
+    for _ in range(n):
+        log.user("u")
+    log.step_start(1, 1)
+    log.snapshot()
+    log.chunk(1, 1)
+    log.step_end(1, 1)
+    log.turn_end(1)
+    path = log.write(tmp_path / "s1.jsonl")
+    (tmp_path / "requests.jsonl").write_bytes(b"".join(
+        orjson.dumps({"sessionId": "s1", "logLength": log.seq - 1, "request": {"messages": []}}) + b"\n" for _ in range(n)))
+    return path
+
+
+def test_tiny_capture_lines_against_a_long_history_stay_linear(tmp_path):
+    """2,000 one-line requests against a 2,000-message history (424 KB) took 133 s and 12.8 GB:
+    deepdiff compared whole histories and its cyclic garbage piled up with the collector paused,
+    and every line re-derived the history in Python."""
+    import time
+    import tracemalloc
+
+    from invariants.check import run_check
+
+    path = _tiny_captures_against_a_long_history(tmp_path, 1000)
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        result = run_check([path])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert time.perf_counter() - t0 < 30 and peak < 200 << 20, (time.perf_counter() - t0, peak >> 20)
+    div = [f for f in result.findings if f.rule == "DIV001"]
+    assert len(div) == 1000 and div[0].detail["deepdiff"]["window"] == [0, 16]
+
+
+def test_tool_deltas_cost_the_header_in_force_not_a_python_walk_of_it(tmp_path):
+    """2,000 deltas each adding one tool (339 KB) took 20 s: every comparison of the folded header
+    walked the whole tool list in Python, building a path string per element."""
+    import time
+
+    from invariants.check import run_check
+
+    log = Log()
+    log.turn_start(1)
+    log.user("u")
+    log.step_start(1, 1)
+    log.snapshot()
+    for k in range(2000):
+        log.delta({"tools": {"added": [{"name": f"t{k}", "description": "d", "parameters": {}}], "removed": [], "changed": []}})
+    log.step_end(1, 1)
+    log.turn_end(1)
+    path = log.write(tmp_path / "s1.jsonl")
+    t0 = time.perf_counter()
+    result = run_check([path])
+    assert time.perf_counter() - t0 < 12  # ~2 s now
+    assert len(result.sessions[0].versions) == 2001
+
+
+def test_first_difference_paths_are_unchanged():
+    from invariants.jsonvalue import first_difference
+
+    a = {"messages": [{"role": "user", "content": [{"type": "text", "text": "x"}]}], "k y": [1, 2]}
+    assert first_difference(a, a) is None
+    b = {"messages": [{"role": "user", "content": [{"type": "text", "text": "y"}]}], "k y": [1, 2]}
+    assert first_difference(a, b, "r") == "r.messages[0].content[0].text"
+    assert first_difference({"k y": [1, 2]}, {"k y": [1, 2, 3]}) == '["k y"][2]'
+    assert first_difference([1], [True]) == "[0]" and first_difference(1, 1.0) is None
