@@ -152,7 +152,8 @@ def _tool_name(tool: Any) -> Any:
 
 def _name_key(tool: Any) -> Any:
     """A tool's name as a dict key; an object or array name (a malformed schema) matches nothing."""
-    return map_key(_tool_name(tool))
+    name = tool.get("name") if type(tool) is dict else None
+    return name if type(name) is str else map_key(name)
 
 
 def diff_tools(prev: list, nxt: list) -> dict:

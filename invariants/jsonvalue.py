@@ -52,31 +52,50 @@ def first_difference(a: Any, b: Any, path: str = "") -> str | None:
     """Path of the first structural difference between two JSON values, or None.
 
     Objects compare as key sets (order ignored), arrays by position, numbers by
-    value (``1 == 1.0`` as in JS) but never equal to booleans.
+    value (``1 == 1.0`` as in JS) but never equal to booleans.  The same object
+    on both sides is equal without a walk (a header fold shares what a delta
+    did not touch), and the path is built only for the difference found.
     """
+    keys = _difference(a, b)
+    if keys is None:
+        return None
+    for key in reversed(keys):
+        path = join_path(path, key)
+    return path
+
+
+def _difference(a: Any, b: Any) -> list | None:
+    """Keys from the first difference up to the root (innermost first), or None when equal."""
+    if a is b:
+        return None
     ka, kb = kind(a), kind(b)
     if ka != kb:
-        return path
+        return []
     if ka == "object":
         for key in a:
             if key not in b:
-                return join_path(path, key)
-            sub = first_difference(a[key], b[key], join_path(path, key))
-            if sub is not None:
-                return sub
+                return [key]
+            va, vb = a[key], b[key]
+            if va is not vb:
+                sub = _difference(va, vb)
+                if sub is not None:
+                    sub.append(key)
+                    return sub
         for key in b:
             if key not in a:
-                return join_path(path, key)
+                return [key]
         return None
     if ka == "array":
         for i, (x, y) in enumerate(zip(a, b)):
-            sub = first_difference(x, y, join_path(path, i))
-            if sub is not None:
-                return sub
+            if x is not y:
+                sub = _difference(x, y)
+                if sub is not None:
+                    sub.append(i)
+                    return sub
         if len(a) != len(b):
-            return join_path(path, min(len(a), len(b)))
+            return [min(len(a), len(b))]
         return None
-    return None if a == b else path
+    return None if a == b else []
 
 
 def key_order_difference(a: Any, b: Any, path: str = "") -> str | None:
@@ -84,6 +103,8 @@ def key_order_difference(a: Any, b: Any, path: str = "") -> str | None:
 
     Call only on structurally equal values.
     """
+    if a is b:
+        return None
     if isinstance(a, dict) and isinstance(b, dict):
         if list(a) != list(b):
             return path or "(root)"
@@ -109,6 +130,10 @@ def exact_bytes(value: Any) -> bytes | None:
 
 def js_equal(a: Any, b: Any) -> bool:
     """``JSON.stringify(a) === JSON.stringify(b)`` for values parsed from JSON."""
+    if a is b:
+        return True
+    if isinstance(a, list) and isinstance(b, list) and len(a) != len(b):
+        return False
     ba = exact_bytes(a)
     if ba is not None and ba == exact_bytes(b):
         return True  # identical bytes: the common case, decided at C speed
