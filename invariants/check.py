@@ -265,8 +265,11 @@ def check_models(models: list[SessionModel], options: CheckOptions, problems: li
     by_id: dict[str, list[SessionModel]] = {}
     for m in models:
         by_id.setdefault(m.id, []).append(m)
-    for m in models:
-        check_fork(m, parent_candidates_for(m, by_id), emit)
+    from .forks import root_index_scope
+
+    with root_index_scope():  # each root scanned once for all the fork checks
+        for m in models:
+            check_fork(m, parent_candidates_for(m, by_id), emit)
     return CheckResult(models, ordered_findings(models, extra, options), requests, problems)
 
 

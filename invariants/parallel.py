@@ -387,11 +387,14 @@ def _assemble(units: list[Unit], results: list, problems: list[str], options: Ch
     for m in models:
         by_ids.setdefault(m.id, []).append(m)
     last_by_id = {m.id: m for m in models}
-    for m in models:
-        if not m.has_header or not m.parent_session:
-            continue
-        parents = pick(m, by_ids) if pick is not None else last_by_id  # the same choice as run_check
-        extra.extend(_fork_findings(m, parents, cache, stats, ForkSide, check_fork_sides, find_parent_log, make_finding))
+    from .forks import root_index_scope
+
+    with root_index_scope():  # each root scanned once for all the fork checks
+        for m in models:
+            if not m.has_header or not m.parent_session:
+                continue
+            parents = pick(m, by_ids) if pick is not None else last_by_id  # the same choice as run_check
+            extra.extend(_fork_findings(m, parents, cache, stats, ForkSide, check_fork_sides, find_parent_log, make_finding))
 
     return CheckResult(models, ordered_findings(models, extra, options), requests, problems)  # type: ignore[arg-type]
 

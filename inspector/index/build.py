@@ -738,14 +738,17 @@ def _fork_phase(db: sqlite_utils.Database, roots: list[str], stats: IndexStats) 
         "SELECT id, uid, path, root, parent_session, seed_length, events, era, revision, fork_checked, file, member "
         "FROM sessions WHERE parent_session IS NOT NULL").fetchall()
     todo = []
-    for sid, uid, path, root, parent_uid, seed, events, era, rev, checked, file, member in children:
-        if not any(_within(path, r) for r in roots):
-            continue
-        parent = _resolve_parent(conn, sid, file, member, root, parent_uid, seed or 0)
-        key = f"{rev}|{root}|" + (f"{parent[0]}:{parent[3]}:{parent[7]}" if parent else "-")
-        if key == checked:
-            continue
-        todo.append((sid, uid, path, root, parent_uid, seed, events, era, parent, key, file, member))
+    from invariants.forks import root_index_scope
+
+    with root_index_scope():  # each root scanned once for all the children
+        for sid, uid, path, root, parent_uid, seed, events, era, rev, checked, file, member in children:
+            if not any(_within(path, r) for r in roots):
+                continue
+            parent = _resolve_parent(conn, sid, file, member, root, parent_uid, seed or 0)
+            key = f"{rev}|{root}|" + (f"{parent[0]}:{parent[3]}:{parent[7]}" if parent else "-")
+            if key == checked:
+                continue
+            todo.append((sid, uid, path, root, parent_uid, seed, events, era, parent, key, file, member))
     batch = 200
     for i in range(0, len(todo), batch):
         conn.execute("BEGIN IMMEDIATE")
