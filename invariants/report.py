@@ -47,7 +47,7 @@ def report_json(result: CheckResult) -> dict[str, Any]:
     }
 
 
-_C1 = re.compile("[\x7f-\x9f\u2028\u2029]")
+_C1 = re.compile("[\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def dumps_json(value: Any, indent: bool = False) -> str:

@@ -114,11 +114,11 @@ def test_c1_controls_are_escaped_in_every_format(tmp_path, capsys, fmt):
 
     log = Log()
     log.clean_turn(1, header_reason="initial")
-    log.add("x\x9b2J\x85/\u2028y", {})
+    log.add("x\x9b2J\x85/\u2028y\u202e\u2066", {})
     path = log.write(tmp_path / "s.jsonl")
     assert main(["check", str(path), "--format", fmt, "--no-cache", "--fail-on", "info"]) == 1
     out = capsys.readouterr().out
-    assert not any(c in out for c in "\x7f\x85\x9b\u2028"), out
+    assert not any(c in out for c in "\x7f\x85\x9b\u2028\u202e\u2066"), out  # C1 controls and bidi overrides
     assert "x\\u009b2J" in out or "x\\x9b2J" in out
 
 

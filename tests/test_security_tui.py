@@ -24,12 +24,13 @@ from tests.fuzz_strategies import HOSTILE_TEXTS, random_case, sample_seeds, stru
 from tests.logbuilder import HEADER, Log
 from tests.tui_helpers import settle
 
-HOSTILE = "clip \x1b]52;c;ZXZpbA==\x07 clear \x1b[2J\x1b[H [bold]loud[/bold] [link=https://evil.example]click[/link] bell\x07 c1\x9b31m"
+HOSTILE = ("clip \x1b]52;c;ZXZpbA==\x07 clear \x1b[2J\x1b[H [bold]loud[/bold] [link=https://evil.example]click[/link] bell\x07 c1\x9b31m"
+           " rtl\u202eevil\u202c")
 SIZE = (160, 48)
 
 # What the renderer itself may write: SGR (colours, styles) and cursor positioning.
 _OWN_ESCAPES = re.compile(r"\x1b\[[0-9;]*[mH]")
-_FORBIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_FORBIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # controls, C1, bidi overrides
 
 
 def create_app(*args, **kwargs):

@@ -18,7 +18,7 @@ from ..check import CheckResult
 from ..findings import SEVERITY_RANK
 
 # Not representable in XML 1.0, or a terminal control when the file is printed (DEL, C1: U+009B is CSI).
-_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
 
 
 def xml_safe(text: str) -> str:
