@@ -6,6 +6,7 @@ drive the real CLI on each case, and count distinct failure modes.
     python3 benchmarks/fuzz_long.py --seconds 3600 --seed 7
     python3 benchmarks/fuzz_long.py --replay 1234      # run case 1234 of --seed again, verbosely
     python3 benchmarks/fuzz_long.py --sweep            # every field of every event type x every wrong value
+    python3 benchmarks/fuzz_long.py --scale            # time and memory at n and 4n for inputs that grow one way
 
 Each case keeps the promises of SECURITY.md or is a failure: an exception
 escaping the CLI, an exit code outside {0, 1, 2}, a traceback, raw terminal
@@ -44,8 +45,10 @@ from tests.fuzz_strategies import (  # noqa: E402
     corpus_seeds,
     random_case,
     run_case,
-    structured_case,
+    SCALE_FAMILIES,
     sample_seeds,
+    scale_family,
+    structured_case,
     sweep_case_at,
     sweep_points,
     sweep_size,
@@ -194,6 +197,54 @@ def supervise(args) -> int:
     return 1 if modes else 0
 
 
+_MEASURE = ("import resource, sys\n"
+            "from inspector.cli import main\n"
+            "code = main(sys.argv[1:])\n"
+            "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')]\n"
+            "print('MAXRSS', hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+            "sys.exit(code)\n")
+
+
+def _measure(files: dict, target: str, work: Path) -> tuple[int, float, int, int | None]:
+    """(input bytes, seconds, max RSS in KiB, exit code) of `inspector check` in a fresh process."""
+    shutil.rmtree(work, ignore_errors=True)
+    for name, data in files.items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_bytes(data)
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", _MEASURE, "check", str(work / target if target != "." else work), "--no-cache",
+                           "--quiet", "--format", "json"], capture_output=True, text=True, timeout=1800, cwd=work)
+    seconds = time.perf_counter() - t0
+    rss = next((int(x.split()[1]) for x in proc.stderr.splitlines() if x.startswith("MAXRSS")), 0)
+    return sum(map(len, files.values())), seconds, rss, proc.returncode
+
+
+def scale(args) -> int:
+    """Each family at n and 4n: a 4x input may cost at most ~10x time and memory (quadratic is 16x)."""
+    work = Path(tempfile.mkdtemp(prefix="fuzz-scale-"))
+    bad = []
+    try:
+        for fam in SCALE_FAMILIES:
+            rows = []
+            for n in (args.scale_n, 4 * args.scale_n):
+                files, target = scale_family(fam, n)
+                rows.append((n, *_measure(files, target, work / "case")))
+            (n0, b0, t0, r0, c0), (n1, b1, t1, r1, c1) = rows
+            base = 30_000  # KiB: the interpreter and imports
+            t_ratio = (t1 - 0.25) / max(t0 - 0.25, 0.05)
+            m_ratio = max(r1 - base, 1) / max(r0 - base, 1000)
+            size_ratio = b1 / max(b0, 1)
+            ok = t_ratio <= 2.5 * size_ratio and m_ratio <= 2.5 * size_ratio and c0 in (0, 1, 2) and c1 in (0, 1, 2)
+            print(f"{fam:24s} {b0:>10,d} B {t0:6.2f} s {r0 / 1024:7.0f} MB | {b1:>11,d} B {t1:6.2f} s {r1 / 1024:7.0f} MB"
+                  f" | time x{t_ratio:5.1f} mem x{m_ratio:5.1f} for input x{size_ratio:4.1f}  {'ok' if ok else 'SUPERLINEAR'}", flush=True)
+            if not ok:
+                bad.append(fam)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"\nscale families: {len(SCALE_FAMILIES)}, superlinear: {len(bad)} {bad}")
+    return 1 if bad else 0
+
+
 def replay_one(args) -> int:
     seeds = sample_seeds() + ([] if args.no_corpus else corpus_seeds())
     case, names = _case(seeds, args.seed, args.replay, args.sweep)
@@ -216,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-corpus", action="store_true", help="only the sample logs, not ../shared/corpus")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "fuzz", help="where reproducers go")
     ap.add_argument("--sweep", action="store_true", help="deterministic: each distinct field of the seed logs gets every wrong value")
+    ap.add_argument("--scale", action="store_true", help="run each scale family at n and 4n and compare time and memory")
+    ap.add_argument("--scale-n", type=int, default=4000, help="the smaller size for --scale (default 4000)")
     ap.add_argument("--replay", type=int, metavar="I", help="run case I alone and show its outcome")
     ap.add_argument("--worker", nargs=3, type=int, metavar=("START", "STRIDE", "COUNT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -224,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.replay is not None:
         return replay_one(args)
+    if args.scale:
+        return scale(args)
     return supervise(args)
 
 
