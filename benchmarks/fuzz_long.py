@@ -230,9 +230,9 @@ def scale(args) -> int:
                 files, target = scale_family(fam, n)
                 rows.append((n, *_measure(files, target, work / "case")))
             (n0, b0, t0, r0, c0), (n1, b1, t1, r1, c1) = rows
-            base = 30_000  # KiB: the interpreter and imports
-            t_ratio = (t1 - 0.25) / max(t0 - 0.25, 0.05)
-            m_ratio = max(r1 - base, 1) / max(r0 - base, 1000)
+            base = 30_000  # KiB: the interpreter and imports; growth under 10 MB or 0.25 s is noise
+            t_ratio = (t1 - 0.25) / max(t0 - 0.25, 0.25)
+            m_ratio = max(r1 - base, 1) / max(r0 - base, 10_240)
             size_ratio = b1 / max(b0, 1)
             ok = t_ratio <= 2.5 * size_ratio and m_ratio <= 2.5 * size_ratio and c0 in (0, 1, 2) and c1 in (0, 1, 2)
             print(f"{fam:24s} {b0:>10,d} B {t0:6.2f} s {r0 / 1024:7.0f} MB | {b1:>11,d} B {t1:6.2f} s {r1 / 1024:7.0f} MB"
