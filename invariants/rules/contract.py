@@ -275,6 +275,10 @@ class ContractTracer:
             if self.open_turn is None:
                 self._err("EVT010", ev, "tool/result rewrite outside any open turn")
             return
+        self._pair_result(ev)
+
+    def _pair_result(self, ev: Event) -> None:
+        """An appended result answers a pending call of the open step (crash-repair results excepted)."""
         if not self._need_ints(ev, "turn", "step"):
             return
         self._in_open_step(ev)
@@ -324,14 +328,7 @@ class ContractTracer:
             if self.open_turn is None:
                 self._err("EVT010", ev, "tool/result surface replacement appended outside any open turn")
             return
-        if not self._need_ints(ev, "turn", "step"):
-            return
-        self._in_open_step(ev)
-        call_id = tool_call_id(ev)
-        key = call_key(call_id)
-        if key not in self.pending and not is_crash_repair_result(ev):
-            self._err("EVT009", ev, f"tool/result for {shorten(call_id, 60)} with no prior tool/call in this step")
-        self.pending.pop(key, None)
+        self._pair_result(ev)
 
     def _other(self, ev: Event) -> None:
         if self.profile.turn_enclosure:
