@@ -589,3 +589,22 @@ def test_a_root_of_forked_children_is_scanned_once(tmp_path, capsys):
         assert time.perf_counter() - t0 < 15  # ~0.5 s; ~16 s before
         findings = json.loads(capsys.readouterr().out)["findings"]
         assert sum(1 for f in findings if f["rule"] == "FRK003") == 300
+
+
+@pytest.mark.parametrize("tokens", ["12\x1b[2J", [1], True, 1.5, 2**60])
+def test_cache_report_shows_any_usage_value(tmp_path, capsys, tokens):
+    """cache-report formatted provider usage with f"{x:,}": a string in the log raised ValueError."""
+    from inspector.cli import main
+
+    log = Log()
+    log.turn_start(1)
+    log.user("hi")
+    log.step_start(1, 1)
+    log.snapshot()
+    log.add("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "usage", "usage": {"inputTokens": tokens, "cacheReadTokens": tokens}}})
+    log.step_end(1, 1)
+    log.turn_end(1)
+    path = log.write(tmp_path / "s.jsonl")
+    assert main(["cache-report", str(path)]) in (0, 1)
+    out = capsys.readouterr().out
+    assert "\x1b" not in out

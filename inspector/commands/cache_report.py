@@ -32,7 +32,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _n(x: int | None) -> str:
-    return "-" if x is None else f"{x:,}"
+    """A count for the table; a usage value the log wrote as something else is shown inert, not formatted."""
+    if x is None:
+        return "-"
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return f"{x:,}"
+    from invariants.inert import inert
+    from invariants.jsonvalue import shorten
+
+    return inert(shorten(x, 24))
 
 
 def session_text(sc, breaks_only: bool = False) -> list[str]:
