@@ -84,8 +84,8 @@ class StepSelected(Message):
 
 
 @dataclass
-class BlockSelected(Message):
-    """The cursor of a document view moved to the block with ``key``."""
+class _BlockMessage(Message):
+    """A document view's block, named by ``key``; the view is the control."""
 
     view: "Widget"
     key: Any
@@ -96,15 +96,13 @@ class BlockSelected(Message):
 
 
 @dataclass
-class BlockActivated(Message):
+class BlockSelected(_BlockMessage):
+    """The cursor of a document view moved to the block with ``key``."""
+
+
+@dataclass
+class BlockActivated(_BlockMessage):
     """Enter (or a double click) on a block of a document view."""
-
-    view: "Widget"
-    key: Any
-
-    @property
-    def control(self) -> "Widget":
-        return self.view
 
 
 @dataclass
