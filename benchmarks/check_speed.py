@@ -24,8 +24,8 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from invariants.check import run_check  # noqa: E402
-from invariants.simulator import generate_large  # noqa: E402
+from invariants.gate.pipeline import run_check  # noqa: E402
+from invariants.simulate.seed_era import generate_large  # noqa: E402
 
 SIZES = [(50_000, 500), (100_000, 1_000)]
 

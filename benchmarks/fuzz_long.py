@@ -38,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.fuzz_strategies import (  # noqa: E402
+from tests.support.fuzz_strategies import (  # noqa: E402
     Case,
     argv_for,
     check_flags,

@@ -2,7 +2,7 @@
 
     python benchmarks/tui_first_screen.py [--events 50000] [--steps 300] [--tmux]
 
-The log (and its capture) come from ``invariants.simulator.generate_large``.
+The log (and its capture) come from ``invariants.simulate.seed_era.generate_large``.
 Three numbers:
 
 * headless first screen: from ``create_app`` to the session screen showing
@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def make_log(folder: Path, events: int, steps: int) -> Path:
-    from invariants.simulator import generate_large
+    from invariants.simulate.seed_era import generate_large
 
     log = folder / "big.jsonl"
     counts = generate_large(log, folder / "big.requests.jsonl", events=events, steps=steps)

@@ -1,6 +1,6 @@
 """Does the core keep its speed on late-era storage (zstd frames, packed chunk rows)?
 
-Writes a HEAD-era session of >= 100,000 events (invariants.simulator_late, with
+Writes a HEAD-era session of >= 100,000 events (invariants.simulate.late_era, with
 its request capture) three ways: ``session.jsonl.zstd`` with chunk runs packed
 into rows and one frame per turn (what the current harness writes), the same
 without rows, and plain ``.jsonl``.  For each it prints the wall time of an
@@ -25,9 +25,9 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from invariants.check import run_check  # noqa: E402
-from invariants.simulator_late import TOOLS, LateRecorder, _call  # noqa: E402
-from invariants.zstdio import iter_frames, write_frames  # noqa: E402
+from invariants.gate.pipeline import run_check  # noqa: E402
+from invariants.simulate.late_era import TOOLS, LateRecorder, _call  # noqa: E402
+from invariants.read.zstdio import iter_frames, write_frames  # noqa: E402
 
 WORDS = ("the build cache test module parser config token stream request header step turn file path error "
          "result value branch merge commit review patch index schema field record event chunk delta").split()

@@ -17,8 +17,8 @@ from typing import Iterable
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
-from invariants.check import CheckOptions
-from invariants.discover import LogSource
+from invariants.gate.pipeline import CheckOptions
+from invariants.read.discover import LogSource
 
 
 class InspectorApp(App):
@@ -45,7 +45,7 @@ class InspectorApp(App):
         from inspector.screens.session import SessionScreen
         from inspector.screens.session_list import SessionListScreen
 
-        from invariants.discover import SQLITE_SUFFIXES
+        from invariants.read.discover import SQLITE_SUFFIXES
 
         if self.path.is_dir() or self.path.name.endswith(SQLITE_SUFFIXES):  # a database holds many sessions
             self.push_screen(SessionListScreen(self.path, options=self.options, session=self.session, follow=self.follow,

@@ -152,13 +152,13 @@ def parse_table(table: dict, path: Path, where: str = "") -> Config:
                 raise ConfigError(f"{path}: fail-on must be one of {', '.join(SEVERITY_LEVELS)}, not {value!r}")
             cfg.fail_on = value
         elif key == "profile":
-            from invariants.profiles import PROFILES
+            from invariants.read.profiles import PROFILES
 
             if value not in PROFILES:
                 raise ConfigError(f"{path}: unknown profile {value!r}; known: {', '.join(PROFILES)}")
             cfg.profile = value
         elif key == "format":
-            from invariants.formats import FORMATS
+            from invariants.gate.formats import FORMATS
 
             if value not in FORMATS:
                 raise ConfigError(f"{path}: format must be one of {', '.join(FORMATS)}, not {value!r}")
@@ -195,7 +195,7 @@ def parse_table(table: dict, path: Path, where: str = "") -> Config:
 
 def validate_selectors(selectors: list[str], where: str) -> list[str]:
     """Each selector must name a rule code, a code prefix or a category."""
-    from invariants.rules.registry import RULES
+    from invariants.model.registry import RULES
 
     categories = {r.category for r in RULES.values()}
     out = []
@@ -228,7 +228,7 @@ def expand_severity(table: dict[str, str]) -> dict[str, str]:
     Categories apply first, then code prefixes, then exact codes, so the most
     specific entry wins whatever the order in the file.
     """
-    from invariants.rules.registry import RULES
+    from invariants.model.registry import RULES
 
     out: dict[str, str] = {}
     ordered = sorted(table.items(), key=lambda kv: 2 if kv[0].upper() in RULES else (1 if kv[0].isalpha() and kv[0].isupper() else 0))
@@ -249,7 +249,7 @@ def path_ignored(file: str | None, rule: str, per_path: dict[str, list[str]], ro
     """
     if not file or not per_path:
         return False
-    from invariants.check import rule_matches
+    from invariants.gate.pipeline import rule_matches
 
     p = Path(file)
     absolute = (p if p.is_absolute() else Path.cwd() / p).resolve()

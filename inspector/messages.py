@@ -17,9 +17,9 @@ from textual.message import Message
 if TYPE_CHECKING:
     from textual.widget import Widget
 
-    from invariants.check import CheckResult
-    from invariants.events_view import Match, RawEvent
-    from invariants.replay import SessionModel
+    from invariants.gate.pipeline import CheckResult
+    from invariants.analysis.events_view import Match, RawEvent
+    from invariants.replay.session import SessionModel
 
 
 # -- workers -> screens ---------------------------------------------------------

@@ -19,8 +19,8 @@ def corpus_dir(name: str) -> Path:
 
 @pytest.fixture
 def check_log(tmp_path):
-    """Write a tests.logbuilder.Log and run the checker on it; returns the CheckResult."""
-    from invariants.check import CheckOptions, run_check
+    """Write a tests.support.logbuilder.Log and run the checker on it; returns the CheckResult."""
+    from invariants.gate.pipeline import CheckOptions, run_check
 
     def run(log, requests: list[dict] | None = None, name: str = "s1.jsonl", **options):
         path = log.write(tmp_path / name)

@@ -37,15 +37,15 @@ def _n(x: int | None) -> str:
         return "-"
     if isinstance(x, (int, float)) and not isinstance(x, bool):
         return f"{x:,}"
-    from invariants.inert import inert
-    from invariants.jsonvalue import shorten
+    from invariants.model.inert import inert
+    from invariants.model.jsonvalue import shorten
 
     return inert(shorten(x, 24))
 
 
 def session_text(sc, breaks_only: bool = False) -> list[str]:
-    from invariants.cache_report import est_tokens
-    from invariants.inert import inert
+    from invariants.analysis.cache_report import est_tokens
+    from invariants.model.inert import inert
 
     s = sc.summary()
     lines = [f"{inert(sc.file)}  (session {inert(sc.session)}, {sc.profile}, {s['steps']} step(s) with a request"
@@ -81,10 +81,10 @@ def session_text(sc, breaks_only: bool = False) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from invariants.cache_report import BYTES_PER_TOKEN, report_document, session_cache
-    from invariants.discover import discover
-    from invariants.replay import replay
-    from invariants.report import dumps_json
+    from invariants.analysis.cache_report import BYTES_PER_TOKEN, report_document, session_cache
+    from invariants.read.discover import discover
+    from invariants.replay.session import replay
+    from invariants.gate.report import dumps_json
 
     profile = check_profile(args.profile)
     sources, problems = discover(args.paths)

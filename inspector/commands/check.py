@@ -73,8 +73,8 @@ def _written_input(args: argparse.Namespace) -> str | None:
                                                              ("--ledger", "ledger")) if getattr(args, attr, None)]
     if not targets:
         return None
-    from invariants.capture import find_capture
-    from invariants.discover import discover
+    from invariants.read.capture import find_capture
+    from invariants.read.discover import discover
 
     sources, _ = discover(args.paths)
     inputs = {s.path.resolve() for s in sources} | {Path(c).resolve() for c in args.captures or []}
@@ -88,9 +88,9 @@ def _written_input(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from inspector.config import ConfigError, expand_severity, load_config, path_ignored, validate_selectors
     from invariants import __version__
-    from invariants.check import CheckOptions, filter_findings
-    from invariants.findings import SEVERITY_RANK
-    from invariants.formats import MACHINE_FORMATS, ReportContext, render, statistics_text
+    from invariants.gate.pipeline import CheckOptions, filter_findings
+    from invariants.model.findings import SEVERITY_RANK
+    from invariants.gate.formats import MACHINE_FORMATS, ReportContext, render, statistics_text
 
     started = time.perf_counter()
     try:
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         severity = {**cfg.severity, **_severity_flags(args.severity)}
         profile = args.profile if args.profile is not None else cfg.profile
         if profile is not None:
-            from invariants.profiles import PROFILES
+            from invariants.read.profiles import PROFILES
 
             if profile not in PROFILES:
                 raise ConfigError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
@@ -119,11 +119,11 @@ def run(args: argparse.Namespace) -> int:
         return fail(clash)
     options = CheckOptions(captures=args.captures, profile=profile, select=select, ignore=ignore,
                            severity_overrides=expand_severity(severity))
-    from invariants.parallel import RunStats, check_paths
+    from invariants.gate.parallel import RunStats, check_paths
 
     cache = None
     if use_cache:
-        from invariants.result_cache import DEFAULT_CACHE_DIR, ResultCache
+        from invariants.gate.result_cache import DEFAULT_CACHE_DIR, ResultCache
 
         cache = ResultCache(args.cache_dir or cfg.cache_dir or DEFAULT_CACHE_DIR)
     stats = RunStats()
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         fail(problem)
 
     if args.ledger:
-        from invariants.ledger import LedgerError, apply_ledger
+        from invariants.gate.ledger import LedgerError, apply_ledger
 
         try:
             extra = apply_ledger(args.ledger, result.sessions)
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         result.findings = [f for f in result.findings if not path_ignored(f.file, f.rule, cfg.per_path_ignores, cfg.root)]
 
     if args.write_baseline:
-        from invariants.baseline import write_baseline
+        from invariants.gate.baseline import write_baseline
 
         try:
             n = write_baseline(args.write_baseline, result.findings, __version__)
@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
 
     outcome = None
     if baseline_file:
-        from invariants.baseline import BaselineError, apply_baseline, checked_owners, read_baseline
+        from invariants.gate.baseline import BaselineError, apply_baseline, checked_owners, read_baseline
 
         try:
             entries = read_baseline(baseline_file)

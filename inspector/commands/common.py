@@ -23,14 +23,14 @@ def split_codes(values: list[str] | None) -> list[str] | None:
 
 
 def fail(message: str) -> int:
-    from invariants.inert import inert
+    from invariants.model.inert import inert
 
     print(f"inspector: error: {inert(message)}", file=sys.stderr)
     return 2
 
 
 def check_profile(name: str | None) -> str | None:
-    from invariants.profiles import PROFILES
+    from invariants.read.profiles import PROFILES
 
     if name is not None and name not in PROFILES:
         raise SystemExit(fail(f"unknown profile {name!r}; known: {', '.join(PROFILES)}"))

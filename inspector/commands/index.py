@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from invariants.inert import inert
+    from invariants.model.inert import inert
     from inspector.index import IndexError_, build_index
     from inspector.index.build import is_index
 
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     for problem in stats.problems:
         fail(problem)
     if args.json:
-        from invariants.report import dumps_json
+        from invariants.gate.report import dumps_json
 
         print(dumps_json({**stats.summary(), "db": os.path.abspath(db)}, indent=True))
     elif not args.quiet:

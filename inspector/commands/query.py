@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from inspector.index import QueryError, run_query
     from inspector.index.table import render
-    from invariants.report import dumps_json
+    from invariants.gate.report import dumps_json
 
     sql = sys.stdin.read() if args.sql == "-" else args.sql
     try:

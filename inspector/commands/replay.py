@@ -21,9 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from invariants.discover import discover
-    from invariants.replay import replay
-    from invariants.report import dumps_json
+    from invariants.read.discover import discover
+    from invariants.replay.session import replay
+    from invariants.gate.report import dumps_json
 
     sources, problems = discover([args.log])
     if problems:

@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from inspector.index import QueryError, list_sessions
     from inspector.index.table import render
-    from invariants.report import dumps_json
+    from invariants.gate.report import dumps_json
 
     try:
         rows = list_sessions(

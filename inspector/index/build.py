@@ -25,11 +25,11 @@ from typing import Any, Callable, Iterable
 
 import sqlite_utils
 
-from invariants.capture import find_capture
-from invariants.discover import LogSource, discover
-from invariants.findings import Finding
-from invariants.forks import ForkSide, check_fork_sides, could_be_parent, parent_candidates
-from invariants.rules.registry import make_finding
+from invariants.read.capture import find_capture
+from invariants.read.discover import LogSource, discover
+from invariants.model.findings import Finding
+from invariants.analysis.forks import ForkSide, check_fork_sides, could_be_parent, parent_candidates
+from invariants.model.registry import make_finding
 
 from . import rows as R
 from .schema import SCHEMA_VERSION, create_schema
@@ -738,7 +738,7 @@ def _fork_phase(db: sqlite_utils.Database, roots: list[str], stats: IndexStats) 
         "SELECT id, uid, path, root, parent_session, seed_length, events, era, revision, fork_checked, file, member "
         "FROM sessions WHERE parent_session IS NOT NULL").fetchall()
     todo = []
-    from invariants.forks import root_index_scope
+    from invariants.analysis.forks import root_index_scope
 
     with root_index_scope():  # each root scanned once for all the children
         for sid, uid, path, root, parent_uid, seed, events, era, rev, checked, file, member in children:
@@ -794,8 +794,8 @@ def _resolve_parent(conn: sqlite3.Connection, sid: int, file: str, member: str |
     The same choice as ``inspector check``, made among the sessions indexed
     under the child's root only: the log with that id beside the child (same
     folder, project directory or database), else the only one with that id
-    (``invariants.check.parent_candidates_for``); failing both, as
-    ``invariants.forks.find_parent_log`` chooses among ``parent_candidates`` (the names the harness would give
+    (``invariants.gate.pipeline.parent_candidates_for``); failing both, as
+    ``invariants.analysis.forks.find_parent_log`` chooses among ``parent_candidates`` (the names the harness would give
     it) that is an indexed log with that id.  The id never becomes a path:
     candidates are compared with indexed paths, and nothing outside ``root``
     can be indexed under it.
@@ -814,7 +814,7 @@ def _resolve_parent(conn: sqlite3.Connection, sid: int, file: str, member: str |
         return (*pick.row[:7], "checked")
     if seed <= 0:
         return None
-    # As invariants.forks.find_parent_log: beside the child the id decides;
+    # As invariants.analysis.forks.find_parent_log: beside the child the id decides;
     # elsewhere only the one same-id log created before the child.
     by_file = {r[5]: r for r in rows if r[6] is None and r[7] is not None}  # a log file whose header parsed
     far = []
@@ -839,7 +839,7 @@ def _ref(file: str, member: str | None, root: str, parent_uid: str | None, row: 
 
 def _pick_parent(child: Any, refs: list, parent_uid: str) -> Any:
     try:
-        from invariants.check import parent_candidates_for
+        from invariants.gate.pipeline import parent_candidates_for
     except ImportError:  # an older library: the only candidate, if it is the only one
         return refs[0] if len(refs) == 1 else None
     return parent_candidates_for(child, {parent_uid: refs}).get(parent_uid)

@@ -13,8 +13,8 @@ from typing import Any, Iterable
 
 import orjson
 
-from invariants.findings import Finding
-from invariants.replay import SessionModel, StepState
+from invariants.model.findings import Finding
+from invariants.replay.session import SessionModel, StepState
 
 MAX_MESSAGE_TEXT = 1 << 20  # characters of one message kept for full-text search
 _I64 = 1 << 63
@@ -306,13 +306,13 @@ class _StepsView:
 
 
 def cache_rows(model: SessionModel, start: int = 0) -> list[tuple] | None:
-    """``invariants.cache_report`` rows for steps ``start..``; None when that module is absent.
+    """``invariants.analysis.cache_report`` rows for steps ``start..``; None when that module is absent.
 
     The account of a step compares it with the previous step that has a
     request header, so a slice starts there and its first row is dropped.
     """
     try:
-        from invariants.cache_report import session_cache, step_rows
+        from invariants.analysis.cache_report import session_cache, step_rows
     except ImportError:
         return None
     steps = model.steps

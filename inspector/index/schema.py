@@ -200,7 +200,7 @@ SELECT st.session_id, st.id AS step_id, st.idx, st.turn, st.step, st.seq, st.ins
        lag(st.idx) OVER w AS prev_idx
 FROM steps st WHERE st.header_hash IS NOT NULL
 WINDOW w AS (PARTITION BY st.session_id ORDER BY st.idx)""",
-    # Where the cache broke: invariants.cache_report's breaker (the first byte the previous
+    # Where the cache broke: invariants.analysis.cache_report's breaker (the first byte the previous
     # request and this one disagree on, classified), or else a drop in the provider's
     # cacheReadTokens; with the bytes re-paid.
     "cache_breaks": """

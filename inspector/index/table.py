@@ -1,14 +1,14 @@
 """Plain-text tables for ``inspector sessions`` and ``inspector query``.
 
 Every cell comes from the index, which holds log text: it goes through
-``invariants.inert.inert`` before it reaches a terminal.
+``invariants.model.inert.inert`` before it reaches a terminal.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
-from invariants.inert import inert
+from invariants.model.inert import inert
 
 
 def cell(value: Any, width: int | None = None) -> str:

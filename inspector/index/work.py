@@ -11,7 +11,7 @@ log, between:
 
 - ``new`` / ``replace``: a full replay;
 - ``append``: the log only grew (same inode, larger, the bytes before the
-  old end unchanged): ``invariants.replay.resume`` from the stored
+  old end unchanged): ``invariants.replay.session.resume`` from the stored
   checkpoint reads only the appended bytes;
 - ``context``: unchanged, but a capture in the folder must be (re)checked
   against it: the model comes from the checkpoint with nothing to read.
@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import Any
 
 
-from invariants.capture import Recorded, read_capture
-from invariants.check import check_sessions
-from invariants.discover import LogSource
-from invariants.era import SNIFF_LINES
-from invariants.findings import Finding
-from invariants.replay import SessionModel, replay, resume
-from invariants.rules.registry import make_finding
+from invariants.read.capture import Recorded, read_capture
+from invariants.gate.pipeline import check_sessions
+from invariants.read.discover import LogSource
+from invariants.read.era import SNIFF_LINES
+from invariants.model.findings import Finding
+from invariants.replay.session import SessionModel, replay, resume
+from invariants.model.registry import make_finding
 
 from . import rows as R
 

@@ -1,6 +1,6 @@
 """Checking a log that grows (``--follow``): resume the fold instead of replaying it all.
 
-:class:`FollowCheck` gives the same :class:`~invariants.check.CheckResult`
+:class:`FollowCheck` gives the same :class:`~invariants.gate.pipeline.CheckResult`
 ``run_check([path])`` gives, but for a plain ``.jsonl`` log it keeps the
 replay's checkpoint (``replay(source, checkpoint=True)``) and, when the file
 only grew (same inode, larger, the bytes before the old end unchanged), reads
@@ -19,14 +19,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import invariants.replay as replay_mod
-from invariants.capture import Recorded, read_capture
-from invariants.check import CheckOptions, CheckResult, check_models, cyclic_gc_paused, run_check
-from invariants.discover import LogSource, discover
-from invariants.era import SNIFF_LINES
-from invariants.findings import Finding
-from invariants.replay import SessionModel
-from invariants.rules.registry import make_finding
+import invariants.replay.session as replay_mod
+from invariants.read.capture import Recorded, read_capture
+from invariants.gate.pipeline import CheckOptions, CheckResult, check_models, cyclic_gc_paused, run_check
+from invariants.read.discover import LogSource, discover
+from invariants.read.era import SNIFF_LINES
+from invariants.model.findings import Finding
+from invariants.replay.session import SessionModel
+from invariants.model.registry import make_finding
 
 TAIL_WINDOW = 4096  # bytes before the old end that must be unchanged for a resume
 POST_FOLD_RULES = ("LOG011",)  # findings replay() adds after the fold, which a resume does not redo

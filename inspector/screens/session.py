@@ -28,9 +28,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, TabbedContent, TabPane, Tabs
 from textual.worker import get_current_worker
 
-from invariants.check import CheckOptions, run_check
-from invariants.discover import LogSource, strip_log_suffix
-from invariants.events_view import LineIndex, Match, read_events, search
+from invariants.gate.pipeline import CheckOptions, run_check
+from invariants.read.discover import LogSource, strip_log_suffix
+from invariants.analysis.events_view import LineIndex, Match, read_events, search
 from inspector.messages import (
     BlockActivated,
     BlockSelected,
@@ -801,7 +801,7 @@ class SessionScreen(Screen):
         if path.resolve() in protected:
             self.say(Text("refusing to overwrite a session log", style="bold red"))
             return
-        from invariants.report import dumps_json
+        from invariants.gate.report import dumps_json
 
         try:
             # dumps_json: inert when the file is printed (C1 controls escaped too), and any

@@ -27,9 +27,9 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from invariants.check import CheckOptions, run_check
-from invariants.discover import LogSource, discover
-from invariants.load import LogReader
+from invariants.gate.pipeline import CheckOptions, run_check
+from invariants.read.discover import LogSource, discover
+from invariants.read.load import LogReader
 from inspector.messages import SessionChosen, SessionScanFinished, SessionSummaryReady
 from inspector.screens.state import session_findings
 from inspector.widgets.jsontext import safe

@@ -17,11 +17,11 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from invariants.check import CheckResult, RequestCheck
-from invariants.compare import Difference, compare
-from invariants.findings import SEVERITY_RANK, Finding
-from invariants.replay import Expected, SessionModel, StepState
-from invariants.rules.codec import HeaderVersion
+from invariants.gate.pipeline import CheckResult, RequestCheck
+from invariants.replay.compare import Difference, compare
+from invariants.model.findings import SEVERITY_RANK, Finding
+from invariants.replay.session import Expected, SessionModel, StepState
+from invariants.replay.header_fold import HeaderVersion
 
 TABS = ("request", "diff", "header", "prefix", "events", "findings")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.text import Text
 
-from invariants.events_view import ChunkRun, RawEvent, collapse_chunks
+from invariants.analysis.events_view import ChunkRun, RawEvent, collapse_chunks
 from inspector.widgets.document import Block, DocumentView
 from inspector.widgets.jsontext import json_lines, safe, styled, value_text
 from inspector.widgets.difftext import join_lines

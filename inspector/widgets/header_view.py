@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.text import Text
 
-from invariants.header import changed_fields
+from invariants.replay.header_codec import changed_fields
 from inspector.screens.state import SessionState, describe_version
 from inspector.widgets.difftext import clip, join_lines, unified, value_as_lines, value_block
 from inspector.widgets.document import Block, DocumentView

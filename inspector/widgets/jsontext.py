@@ -1,7 +1,7 @@
 """Log values as inert, styled ``rich.text.Text``: the one place views turn JSON into text.
 
 Everything a log holds is untrusted.  Strings become JSON literals and then
-pass through :func:`invariants.inert.inert`, so no control character, escape
+pass through :func:`invariants.model.inert.inert`, so no control character, escape
 sequence or Rich markup (``[bold]``, ``[link=…]``) reaches the terminal as
 anything but visible characters: we only ever build ``Text`` objects from
 plain strings, never markup.  :func:`json_lines` pretty-prints a value as
@@ -17,8 +17,8 @@ from typing import Any, Iterable
 import orjson
 from rich.text import Text
 
-from invariants.inert import inert
-from invariants.jsonvalue import MISSING, join_path
+from invariants.model.inert import inert
+from invariants.model.jsonvalue import MISSING, join_path
 
 KEY = "bold #7aa2f7"
 STRING = "#9ece6a"

@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.text import Text
 
-from invariants.rules.codec import ANCHORS, prefix_of
+from invariants.replay.header_fold import ANCHORS, prefix_of
 from inspector.screens.state import SessionState, describe_version
 from inspector.widgets.difftext import join_lines, unified, value_as_lines, value_block
 from inspector.widgets.document import Block, DocumentView

@@ -1,5 +1,5 @@
 """Rules: one registry table of every finding the checker can make."""
 
-from .registry import RULES, Rule, get_rule
+from invariants.model.registry import RULES, Rule, get_rule
 
 __all__ = ["RULES", "Rule", "get_rule"]

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..jsonvalue import is_safe_int, map_key, shorten
-from ..profiles import Profile
-from ..records import Event
+from invariants.model.jsonvalue import is_safe_int, map_key, shorten
+from invariants.read.profiles import Profile
+from invariants.model.records import Event
 
 STEP_SCOPED = frozenset({"assistant/chunk", "assistant/message", "tool/call", "tool/result", "step/end"})
 # HEAD (invariant.ts): these must be inside a turn; everything else unknown is the owning plugin's business.

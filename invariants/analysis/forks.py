@@ -1,0 +1,251 @@
+"""Fork seeds across sessions: a child's first ``seedLength`` events must be
+its parent's, copied verbatim, ending on a closed turn (LOG-FORMAT.md §8).
+
+The parent is looked up, in order:
+
+1. among the checked logs, by session id;
+2. next to the child: ``<parent>.jsonl[.zstd|.zst]`` in the child's folder
+   (seed layout), or ``../<parent>/session.jsonl[.zstd]`` (late layout) when
+   that folder is still under the root;
+3. under the same root (the folder the user named): ``<root>/<parent>.jsonl*``,
+   ``<root>/*/<parent>.jsonl*`` (``cwd-<hash>/``) and
+   ``<root>/*/<parent>/session.jsonl*`` (``--<project>--/``).
+
+Ids are encoded the way the store encodes them (``encodedId``).  Lookups 2
+and 3 only stat candidate names (no directory scan) and accept a candidate
+only if its session header names the parent's id.  A parent found outside
+the checked logs is read only as far as the seed (its head), never replayed.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from invariants.read.discover import LogSource
+from invariants.model.jsonvalue import first_difference, shorten
+from invariants.read.load import LogReader
+from invariants.replay.session import SessionModel
+
+LOG_NAMES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
+_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+
+
+def encode_id(session_id: str) -> str:
+    """The store's ``encodedId``: safe UTF-16 units kept, every other one ``~XXXX``."""
+    if session_id == ".":
+        return "~002E"
+    if session_id == "..":
+        return "~002E~002E"
+    units = session_id.encode("utf-16-le", "surrogatepass")
+    out = []
+    for i in range(0, len(units), 2):
+        u = units[i] | (units[i + 1] << 8)
+        c = chr(u)
+        out.append(c if c in _SAFE else f"~{u:04X}")
+    return "".join(out)
+
+
+def parent_candidates(child: LogSource, parent_id: str) -> list[Path]:
+    """Where a parent log may sit, nearest first.
+
+    The places beside the child are listed whether or not they exist; the
+    root-level places only where the root's index (:func:`_root_index`) has
+    that name, so a root of N forked children costs one scan, not N scans of N
+    folders (1,000 children whose parents were gone took three minutes) when
+    the caller holds a :func:`root_index_scope`.
+    """
+    enc = encode_id(parent_id)
+    here = child.path.parent
+    out: list[Path] = [here / f"{enc}{s}" for s in LOG_NAMES]
+    out += [here.parent / enc / f"session{s}" for s in LOG_NAMES]
+    root = child.root
+    if root.is_dir():
+        where = _root_index(root)
+        out += [p for s in LOG_NAMES for p in where.get(f"{enc}{s}", ()) if p.parent == root]
+        per_dir: dict[Path, list[Path]] = {}
+        for s in LOG_NAMES:  # <root>/<d>/<enc>.jsonl* (seed layout)
+            for p in where.get(f"{enc}{s}", ()):
+                if p.parent != root:
+                    per_dir.setdefault(p.parent, []).append(p)
+        for p in where.get(enc, ()):  # <root>/<d>/<enc>/session.jsonl* (late layout)
+            if p.parent != root:
+                per_dir.setdefault(p.parent, []).extend(p / f"session{s}" for s in LOG_NAMES)
+        for d in sorted(per_dir):
+            out += per_dir[d]
+    seen: set[Path] = set()
+    unique = []
+    for p in out:
+        # Never outside the root named (a log named alone: its folder), whatever the layout suggests.
+        if p not in seen and p != child.path and root in p.parents:
+            seen.add(p)
+            unique.append(p)
+    return unique
+
+
+_ROOT_INDEX: ContextVar[dict | None] = ContextVar("fork_root_index", default=None)
+
+
+@contextmanager
+def root_index_scope() -> Iterator[None]:
+    """Within this block each root is scanned once (one check run's fork checks)."""
+    token = _ROOT_INDEX.set({})
+    try:
+        yield
+    finally:
+        _ROOT_INDEX.reset(token)
+
+
+def _root_index(root: Path) -> dict[str, list[Path]]:
+    """Every name at ``<root>/<name>`` and ``<root>/<d>/<name>`` (``d`` a real folder, not a
+    symlink), with its paths in candidate order.  Scanned afresh on every call, except
+    inside :func:`root_index_scope`, where a root is scanned once."""
+    import os
+
+    scope = _ROOT_INDEX.get()
+    if scope is not None and root in scope:
+        return scope[root]
+    where: dict[str, list[Path]] = {}
+    try:
+        with os.scandir(root) as it:
+            top = sorted(((e.name, e.is_dir(follow_symlinks=False)) for e in it))
+    except OSError:
+        top = []
+    for name, _ in top:
+        where.setdefault(name, []).append(root / name)
+    for name, is_dir in top:
+        if is_dir:
+            d = root / name
+            try:
+                inner = sorted(os.listdir(d))
+            except OSError:
+                continue
+            for n in inner:
+                where.setdefault(n, []).append(d / n)
+    if scope is not None:
+        scope[root] = where
+    return where
+
+
+def could_be_parent(child_created: Any, parent_created: Any) -> bool:
+    """A fork is created after its parent; unknown times do not rule a log out."""
+    num = (int, float)
+    if isinstance(child_created, num) and isinstance(parent_created, num) and not isinstance(child_created, bool):
+        return parent_created <= child_created
+    return True
+
+
+def find_parent_log(child: LogSource, parent_id: str, child_created: Any = None) -> LogSource | None:
+    """The parent's log beside the child, else the one place under its root the store could have put it.
+
+    Beside the child (same folder or project directory) the id decides.  At
+    the root-level places ids repeat across unrelated folders, so a log there
+    is taken only when it is the only one with that id created before the
+    child.  Only regular files (not symlinks) are opened, and only their first
+    line is read.
+    """
+    near = {child.path.parent / f"{encode_id(parent_id)}{s}" for s in LOG_NAMES}
+    far: list[LogSource] = []
+    for p in parent_candidates(child, parent_id):
+        try:
+            if not p.is_file() or p.is_symlink():
+                continue
+        except OSError:
+            continue
+        src = LogSource(p, child.root)
+        reader = LogReader(src)
+        for _ in islice(reader.iter_objects(), 1):
+            break
+        hdr = reader.header
+        if hdr is None or hdr.id != parent_id or hdr.version is None:
+            continue
+        if p in near or p.parent.parent == child.path.parent.parent and p.name.startswith("session.jsonl"):
+            return src
+        if could_be_parent(child_created, hdr.created_at):
+            far.append(src)
+    return far[0] if len(far) == 1 else None
+
+
+@dataclass(frozen=True, slots=True)
+class ForkSide:
+    """What the fork check needs of one log (picklable, cacheable)."""
+
+    source: LogSource
+    session: str
+    events: int | None  # None: not known yet (a parent found outside the checked logs)
+    era: str = "seed"
+    parent_session: str | None = None
+    seed_length: int = 0
+
+
+def _head(source: LogSource, n: int) -> list:
+    reader = LogReader(source)
+    return [(e.type, e.seq, e.time, e.data, e.surface_op, e.source_seqs) for e in islice(iter(reader), n)]
+
+
+def side_of(model: SessionModel) -> ForkSide:
+    hdr = model.header
+    return ForkSide(model.source, model.id, model.events, model.profile.era,
+                    hdr.parent_session if hdr else None, (hdr.seed_length or 0) if hdr else 0)
+
+
+def check_fork(child: SessionModel, parents: dict[str, SessionModel], emit: Callable[..., None]) -> None:
+    """Fork-seed findings for ``child``; ``parents`` maps session id to checked models."""
+    hdr = child.header
+    if hdr is None or not hdr.parent_session:
+        return
+    parent = parents.get(hdr.parent_session)
+    if parent is not None:
+        parent_side: ForkSide | None = side_of(parent)
+    else:
+        found = find_parent_log(child.source, hdr.parent_session, hdr.created_at) if (hdr.seed_length or 0) > 0 else None
+        parent_side = ForkSide(found, hdr.parent_session, None) if found is not None else None
+    check_fork_sides(side_of(child), parent_side, emit)
+
+
+def check_fork_sides(child: ForkSide, parent: ForkSide | None, emit: Callable[..., None]) -> None:
+    """The seed checks proper, on two :class:`ForkSide` values."""
+    if not child.parent_session:
+        return
+    n = child.seed_length or 0
+    where = {"file": child.source.display, "session": child.session, "line": 1}
+    if child.events is not None and n > child.events:
+        emit("FRK004", f"seedLength {n} exceeds the {child.events} events of this log", **where)
+        return
+    if n == 0:
+        return
+    child_head = _head(child.source, n)
+    last = child_head[-1] if child_head else None
+    boundary_ok = True
+    if child.era == "seed":
+        boundary_ok = last is not None and last[0] == "turn/end"
+    else:
+        for ev in reversed(child_head):
+            if ev[0] in ("turn/start", "turn/end"):
+                boundary_ok = ev[0] == "turn/end"
+                break
+    if not boundary_ok:
+        emit("FRK002", f"the fork seed ends at seq {n - 1} ({last[0] if last else 'nothing'}), not on a closed turn", seq=n - 1, **where)
+    if parent is None:
+        emit("FRK003", f"parent session {shorten(child.parent_session, 60)} is not among the checked logs, nor beside the child "
+             "or under the same root; the seed was not compared", **where)
+        return
+    if parent.events is not None and n > parent.events:
+        emit("FRK004", f"seedLength {n} exceeds the {parent.events} events of the parent log {parent.source.display}", **where)
+        return
+    parent_head = _head(parent.source, n)
+    if len(parent_head) < n:
+        emit("FRK004", f"seedLength {n} exceeds the {len(parent_head)} events of the parent log {parent.source.display}", **where)
+        return
+    fields = ("type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs")
+    for a, b in zip(child_head, parent_head):
+        for name, x, y in zip(fields, a, b):
+            path = first_difference(x, y, name)
+            if path is not None:
+                emit("FRK001", f"seed event seq {a[1]} differs from the parent's at {path}", seq=a[1], path=path,
+                     detail={"parent_file": parent.source.display, "child": shorten(x, 200), "parent": shorten(y, 200)}, **where)
+                return

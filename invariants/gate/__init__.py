@@ -1,0 +1,1 @@
+"""The pipeline: sources + options -> CheckResult; executors, result cache, baseline, ledger, reports."""

@@ -1,0 +1,99 @@
+"""JUnit XML: one ``<testcase>`` per checked session.
+
+A session fails (``<failure>``) when it has findings at or above
+``fail_on``; all its findings are listed in the failure body, lower ones
+also in ``<system-out>``.  Findings that belong to no checked session (a
+capture line no log explains, an unreadable capture) get a test case named
+after their file; unreadable inputs are ``<error>`` test cases.  Text from
+logs is made XML-safe: characters XML 1.0 cannot carry are shown as escapes.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import PurePath
+
+from invariants.gate.pipeline import CheckResult
+from invariants.model.findings import SEVERITY_RANK
+
+# Not representable in XML 1.0, or a terminal control when the file is printed (DEL, C1: U+009B is CSI).
+_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_safe(text: str) -> str:
+    def esc(m: re.Match) -> str:
+        o = ord(m.group())
+        return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+
+    return _XML_BAD.sub(esc, text)
+
+
+def _line(f) -> str:
+    loc = []
+    if f.line is not None:
+        loc.append(f"line {f.line}")
+    if f.seq is not None:
+        loc.append(f"seq {f.seq}")
+    if f.turn is not None:
+        loc.append(f"turn {f.turn}" + (f" step {f.step}" if f.step is not None else ""))
+    return f"{f.severity} {f.rule} {', '.join(loc)}{': ' if loc else ''}{f.message}"
+
+
+def _case(suite: ET.Element, classname: str, name: str, file: str | None, findings: list, threshold: int) -> tuple[int, int]:
+    case = ET.SubElement(suite, "testcase", {"classname": xml_safe(classname), "name": xml_safe(name), "time": "0"})
+    if file:
+        case.set("file", xml_safe(file))
+    failing = [f for f in findings if SEVERITY_RANK.get(f.severity, 0) >= threshold]
+    if failing:
+        first = failing[0]
+        more = f" (+{len(failing) - 1} more)" if len(failing) > 1 else ""
+        fail = ET.SubElement(case, "failure", {"type": first.rule, "message": xml_safe(f"{first.rule}: {first.message}{more}")})
+        fail.text = xml_safe("\n".join(_line(f) for f in findings))
+    elif findings:
+        out = ET.SubElement(case, "system-out")
+        out.text = xml_safe("\n".join(_line(f) for f in findings))
+    return (1 if failing else 0), len(findings)
+
+
+def render_junit(result: CheckResult, ctx) -> str:
+    from invariants.gate.report import session_row
+
+    threshold = SEVERITY_RANK.get(ctx.fail_on, 2)
+    root = ET.Element("testsuites", {"name": "inspector"})
+    suite = ET.SubElement(root, "testsuite", {"name": "inspector check", "timestamp": "", "time": "0"})
+    del suite.attrib["timestamp"]
+    by_file: dict[str, list] = {}
+    for f in result.findings:
+        by_file.setdefault(f.file or "", []).append(f)
+    tests = failures = errors = 0
+    seen_files: set[str] = set()
+    for m in result.sessions:
+        row = session_row(m)
+        file = row["file"]
+        findings = by_file.get(file, []) if file not in seen_files else []
+        seen_files.add(file)
+        classname = "inspector." + PurePath(file).parent.as_posix().strip("/").replace("/", ".") if file else "inspector"
+        failed, _ = _case(suite, classname, row["session"], file, findings, threshold)
+        tests += 1
+        failures += failed
+    for file, findings in by_file.items():
+        if file in seen_files:
+            continue
+        name = PurePath(file).name if file else "(no file)"
+        failed, _ = _case(suite, "inspector.inputs", name, file or None, findings, threshold)
+        tests += 1
+        failures += failed
+    for problem in result.problems:
+        case = ET.SubElement(suite, "testcase", {"classname": "inspector.inputs", "name": xml_safe(problem.split(": ")[0]), "time": "0"})
+        err = ET.SubElement(case, "error", {"type": "unreadable-input", "message": xml_safe(problem)})
+        err.text = xml_safe(problem)
+        tests += 1
+        errors += 1
+    for el in (root, suite):
+        el.set("tests", str(tests))
+        el.set("failures", str(failures))
+        el.set("errors", str(errors))
+        el.set("skipped", "0")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")

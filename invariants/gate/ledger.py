@@ -1,0 +1,149 @@
+"""The log ledger: is each log still the log a previous check saw, plus appends?
+
+A resume seeds the new loop instance with the *whole* stored log and only
+appends after it (LOG-FORMAT.md §8; a crash repair only cuts a torn tail
+after the last complete line and appends closers, §1.6).  So the events
+before a resume anchor must be exactly the previous instance's log.  From a
+single log that promise cannot be checked: a consistently rewritten prefix
+(an edited tool result, a dropped turn with renumbered seqs) leaves no trace
+in the log itself; the contract rules (EVT*, LOG003) only catch inconsistent
+edits, and DIV001 only catches rewritten surface events that a capture saw.
+
+The ledger supplies the missing evidence: the previous observation.  For
+every checked session whose log has no torn tail it records the number of
+events and bytes and the SHA-256 of those bytes (decompressed for
+``.jsonl.zstd``).  On the next check with the same ledger, a log that no
+longer begins with the recorded bytes gets RSM001 (an error), naming the
+resume anchors that now continue a history the previous instance did not
+write.  Like ``known_hosts``, a mismatching entry is kept, not overwritten:
+delete it (or the ledger) to accept the rewritten log.  Entries of sessions
+not checked in a run are kept as they are.
+
+Ledger file (JSON)::
+
+    {"version": 1, "sessions": {"<id>": {"file", "events", "bytes", "sha256"}}}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from invariants.model.findings import Finding
+from invariants.model.registry import make_finding
+
+LEDGER_VERSION = 1
+_BLOCK = 1 << 20
+
+
+class LedgerError(ValueError):
+    """The ledger file exists but is not a ledger."""
+
+
+def _stream(path: Path):
+    """The log's bytes as the harness reads them: raw, or the decompressed frames."""
+    name = path.name
+    if name.endswith((".zstd", ".zst")):
+        from invariants.read.zstdio import FrameError, iter_frames
+
+        with open(path, "rb") as fh:
+            try:
+                yield from iter_frames(fh)
+            except FrameError:
+                return
+        return
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(_BLOCK)
+            if not block:
+                return
+            yield block
+
+
+def prefix_digest(path: str | os.PathLike, nbytes: int) -> tuple[str, int]:
+    """SHA-256 of the first ``nbytes`` bytes of the log stream, and how many there were."""
+    h = hashlib.sha256()
+    left = nbytes
+    for block in _stream(Path(path)):
+        if left <= 0:
+            break
+        part = block[:left]
+        h.update(part)
+        left -= len(part)
+    return h.hexdigest(), nbytes - left
+
+
+def read_ledger(path: str | os.PathLike) -> dict[str, Any]:
+    p = Path(path)
+    if not p.exists():
+        return {"version": LEDGER_VERSION, "sessions": {}}
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise LedgerError(f"{path}: not a readable ledger ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("version") != LEDGER_VERSION or not isinstance(doc.get("sessions"), dict):
+        raise LedgerError(f"{path}: not an inspector log ledger")
+    return doc
+
+
+def _verify(m: Any, entry: dict, ledger_file: str) -> Finding | None:
+    try:
+        n = int(entry["bytes"])
+        recorded = str(entry["sha256"])
+        events = int(entry.get("events", 0))
+    except (KeyError, TypeError, ValueError):
+        return None
+    path = getattr(m, "path", None) or str(m.source.path)
+    try:
+        digest, have = prefix_digest(path, n)
+    except OSError:
+        return None
+    if have == n and digest == recorded:
+        return None
+    resumes = [s for s in getattr(m, "resumes", []) if s >= events] if have == n else list(getattr(m, "resumes", []))
+    how = (f"it is now {have} bytes, shorter than the {n} recorded" if have < n
+           else f"its first {n} bytes changed")
+    message = (f"this log no longer begins with the {events} events a previous check recorded in the ledger {ledger_file} ({how}): "
+               "the log was rewritten, not appended to")
+    if resumes:
+        message += f"; the resume at seq {resumes[0]} continues a history that is not the previous instance's log"
+    return make_finding("RSM001", message, file=m.file, session=m.id, line=1,
+                        detail={"ledger": ledger_file, "recorded_events": events, "recorded_bytes": n,
+                                "recorded_sha256": recorded, "bytes_now": have, "resume_seqs": resumes[:20]})
+
+
+def apply_ledger(ledger_file: str | os.PathLike, sessions: Iterable[Any], update: bool = True) -> list[Finding]:
+    """RSM001 findings for ``sessions`` (SessionModel or SessionSummary), then record them."""
+    doc = read_ledger(ledger_file)
+    entries: dict[str, Any] = doc["sessions"]
+    findings: list[Finding] = []
+    changed = False
+    for m in sessions:
+        if getattr(m, "member", None) or getattr(getattr(m, "source", None), "member", None):
+            continue  # a session inside a SQLite database is not a byte stream of its own
+        entry = entries.get(m.id)
+        if isinstance(entry, dict):
+            f = _verify(m, entry, str(ledger_file))
+            if f is not None:
+                findings.append(f)
+                continue  # keep the old record: the mismatch stays visible until someone accepts it
+        if getattr(m, "torn", False) or not getattr(m, "bytes", 0):
+            continue
+        path = getattr(m, "path", None) or str(m.source.path)
+        try:
+            digest, have = prefix_digest(path, m.bytes)
+        except OSError:
+            continue
+        new = {"file": os.path.abspath(path), "events": m.events, "bytes": have, "sha256": digest}
+        if entries.get(m.id) != new:
+            entries[m.id] = new
+            changed = True
+    if update and changed:
+        target = Path(ledger_file)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(json.dumps({"version": LEDGER_VERSION, "sessions": dict(sorted(entries.items()))}, indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, target)
+    return findings

@@ -1,0 +1,105 @@
+"""Render a check result: linter-style text, or the stable JSON report.
+
+JSON report, version 1 (documented in README and docs/REPORT.md)::
+
+    {"version": 1,
+     "summary": {"sessions", "events", "requests_checked", "errors", "warnings", "infos"},
+     "sessions": [{"session", "file", "era", "profile", "events", "steps", ...}],
+     "findings": [Finding.to_json(), ...]}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import orjson
+
+from invariants.gate.pipeline import CheckResult
+from invariants.model.inert import inert
+
+
+def session_row(m: Any) -> dict[str, Any]:
+    """The report's row for a session: a SessionModel, or a summary that carries ``row()``."""
+    row = getattr(m, "row", None)
+    if callable(row):
+        return row()
+    return {
+        "session": m.id,
+        "file": m.file,
+        "era": m.profile.era,
+        "profile": m.profile.name,
+        "events": m.events,
+        "turns": m.turns,
+        "steps": len(m.steps),
+        "instances": len(m.instances),
+        "requests": len(m.requests),
+    }
+
+
+def report_json(result: CheckResult) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "summary": result.summary(),
+        "sessions": [session_row(m) for m in result.sessions],
+        "findings": [f.to_json() for f in result.findings],
+    }
+
+
+_C1 = re.compile("[\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def dumps_json(value: Any, indent: bool = False) -> str:
+    """JSON text; control characters are always escaped, so it is inert in a terminal.
+
+    JSON encoders escape only U+0000-U+001F; DEL, the C1 controls (U+009B is
+    an 8-bit CSI) and the Unicode line separators are escaped here too.  They
+    can only occur inside strings, where ``\\uXXXX`` means the same value.
+    """
+    try:
+        opt = orjson.OPT_INDENT_2 if indent else 0
+        text = orjson.dumps(value, option=opt).decode()
+    except (TypeError, orjson.JSONEncodeError):  # lone surrogates, huge ints
+        return json.dumps(value, indent=2 if indent else None, ensure_ascii=True)
+    return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _C1.search(text) else text
+
+
+def _loc(f) -> str:
+    parts = []
+    if f.line is not None:
+        parts.append(f"line {f.line}")
+    if f.seq is not None:
+        parts.append(f"seq {f.seq}")
+    if f.turn is not None:
+        parts.append(f"turn {f.turn}" + (f" step {f.step}" if f.step is not None else ""))
+    return ", ".join(parts)
+
+
+def report_text(result: CheckResult, verbose: bool = False) -> str:
+    lines: list[str] = []
+    by_file: dict[str, list] = {}
+    for f in result.findings:
+        by_file.setdefault(f.file or "(no file)", []).append(f)
+    models = {m.file: m for m in result.sessions}
+    for file, findings in by_file.items():
+        m = models.get(file)
+        head = inert(file)
+        if m is not None:
+            row = session_row(m)
+            head += f"  (session {inert(row['session'])}, {row['profile']}, {row['events']} events, {row['steps']} steps)"
+        lines.append(head)
+        for f in findings:
+            loc = _loc(f)
+            path = f" {inert(f.path)}:" if f.path and f.path not in f.message else ""
+            lines.append(f"  {f.severity:<7} {f.rule}  {loc + ':' if loc else ''}{path} {inert(f.message)}")
+            if verbose and f.detail:
+                lines.append(f"          {inert(dumps_json(f.detail))}")
+    s = result.summary()
+    oneshots = sum(1 for r in result.requests if r.status == "one-shot")
+    tail = f"{s['sessions']} session(s), {s['events']} events, {s['requests_checked']} request(s) checked"
+    if oneshots:
+        tail += f" ({oneshots} one-shot shown, not checked)"
+    tail += f": {s['errors']} error(s), {s['warnings']} warning(s), {s['infos']} info(s)"
+    lines.append(tail)
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Plain data every layer shares: findings, the rule table, event records, JSON values, inert text."""

@@ -1,0 +1,405 @@
+"""Turn a log file into its session header and a stream of events.
+
+Integrity problems become findings on the way (file, line, seq), never
+exceptions: an unparsable line, a bad envelope, a seq gap, a malformed chunk
+row, a torn tail, a broken zstd frame.  A defect is only a *torn tail* when no
+committed ``turn/end`` follows it (the harness cuts such tails and repairs the
+open turn); a defect with a ``turn/end`` after it makes the log corrupt, as
+the harness's loader says.  Events are yielded one at a time and chunk
+payloads are not kept, so memory does not grow with the number of chunks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from invariants.read.discover import LogSource, strip_log_suffix
+from invariants.model.findings import Finding
+from invariants.model.jsonvalue import MAX_DEPTH, is_safe_int, shorten, too_deep
+from invariants.read.lines import DEFAULT_MAX_LINE, FrameProblem, LineRun, RawLine, RowProblem, iter_source_lines
+from invariants.model.records import ENVELOPE_KEYS, Event, SessionHeader
+from invariants.read.rows_fast import expand_row_fast
+from invariants.model.registry import make_finding
+
+_MAX_SAFE = 2**53 - 1
+_ROW_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
+
+
+class _Reject(ValueError):
+    pass
+
+
+def _reject_constant(name: str) -> Any:
+    raise _Reject(f"{name} is not JSON")
+
+
+def parse_json(data: bytes) -> tuple[Any, str | None]:
+    """Parse one line; returns (value, None) or (None, reason)."""
+    if too_deep(data):  # before any parser: deep enough nesting crashes orjson
+        return None, f"nesting deeper than {MAX_DEPTH} levels"
+    try:
+        return orjson.loads(data), None
+    except orjson.JSONDecodeError as exc:
+        first = str(exc)
+    # orjson refuses some valid JSON (integers beyond 64 bits); let the
+    # standard parser decide, but never accept NaN/Infinity.
+    try:
+        return json.loads(data, parse_constant=_reject_constant), None
+    except RecursionError:
+        return None, "nesting is too deep"
+    except (ValueError, _Reject) as exc:
+        if "recursion" in first.lower():
+            return None, "nesting is too deep"
+        return None, _short_reason(str(exc) or first)
+
+
+def _short_reason(text: str) -> str:
+    text = text.replace("\n", " ")
+    return text if len(text) < 160 else text[:157] + "…"
+
+
+def envelope_problem(obj: Any) -> str | None:
+    """Why ``obj`` is not a valid event envelope, or None."""
+    if not isinstance(obj, dict):
+        return f"line is a JSON {type(obj).__name__ if obj is not None else 'null'}, not an event object"
+    t = obj.get("type")
+    if not isinstance(t, str) or not t:
+        return "event has no string `type`"
+    extra = [k for k in obj if k not in ENVELOPE_KEYS]
+    if extra:
+        return f"{t} has unexpected envelope key(s) {', '.join(sorted(extra)[:5])}"
+    if not is_safe_int(obj.get("seq")) or obj["seq"] < 0:
+        return f"{t} has a seq that is not a safe integer >= 0: {shorten(obj.get('seq'), 40)}"
+    if "time" not in obj or not is_safe_int(obj["time"]):
+        return f"{t} has a time that is not a safe integer: {shorten(obj.get('time'), 40)}"
+    if "data" not in obj:
+        return f"{t} has no `data`"
+    if "ignorable" in obj and obj["ignorable"] is not True:
+        return f"{t} has `ignorable` other than true"
+    return None
+
+
+def header_problem(obj: Any) -> str | None:
+    """Why the first line is not a valid session header, or None."""
+    if not isinstance(obj, dict):
+        return "first line is not a JSON object"
+    if obj.get("type") != "session":
+        return f"first line has type {shorten(obj.get('type'), 40)}, not \"session\""
+    if obj.get("version") != 0 or isinstance(obj.get("version"), bool):
+        return f"unsupported format version {shorten(obj.get('version'), 40)} (only 0 is known)"
+    if not isinstance(obj.get("id"), str) or not obj["id"]:
+        return "session header has no string id"
+    ca = obj.get("createdAt")
+    if not isinstance(ca, (int, float)) or isinstance(ca, bool) or (isinstance(ca, float) and not math.isfinite(ca)):
+        return "session header createdAt is not a finite number"
+    if "cwd" in obj and not isinstance(obj["cwd"], str):
+        return "session header cwd is not a string"
+    if "parentSession" in obj and not isinstance(obj["parentSession"], str):
+        return "session header parentSession is not a string"
+    if "seedLength" in obj and (not is_safe_int(obj["seedLength"]) or obj["seedLength"] < 0):
+        return "session header seedLength is not an integer >= 0"
+    if "delegationDepth" in obj and (not is_safe_int(obj["delegationDepth"]) or obj["delegationDepth"] < 0):
+        return "session header delegationDepth is not an integer >= 0"
+    return None
+
+
+class ChunkRun:
+    """Consecutive plain ``assistant/chunk`` envelopes, validated as a run.
+
+    Envelope and seq checks are done; the contract checks (open turn/step) are
+    the replay's, which may fall back to event-by-event handling.
+    """
+
+    __slots__ = ("objs", "datas", "maybe_usage", "line_step")
+
+    def __init__(self, objs: list[dict], datas: list, maybe_usage: bool = True, line_step: int = 1) -> None:
+        self.objs = objs
+        self.datas = datas
+        self.maybe_usage = maybe_usage  # False only when no usage chunk can be in the run
+        self.line_step = line_step  # 1: one event per physical line; 0: the members of one packed row
+
+
+class _ReadState:
+    __slots__ = ("start_offset", "start_line", "expected_seq", "bad_since_good", "defects")
+
+    def __init__(self, start_offset: int, start_line: int, expected_seq: int) -> None:
+        self.start_offset, self.start_line, self.expected_seq = start_offset, start_line, expected_seq
+        self.bad_since_good = 0
+        self.defects: list[_Defect] = []
+
+
+@dataclass(slots=True)
+class _Defect:
+    code: str
+    line: int
+    seq: int | None
+    message: str
+
+
+class LogReader:
+    """Read one log: ``header`` is set once iteration starts; ``findings`` grows."""
+
+    def __init__(self, source: LogSource | Path | str, max_line: int = DEFAULT_MAX_LINE):
+        if not isinstance(source, LogSource):
+            p = Path(source)
+            source = LogSource(p, p.parent)
+        self.source = source
+        self.file = source.display
+        self.max_line = max_line
+        self.header: SessionHeader | None = None
+        self.findings: list[Finding] = []
+        self.lines = 0
+        self.events = 0
+        self.chunks = 0
+        self.chunk_rows = 0
+        self.bytes = 0
+        self.ended_torn = False
+        self.frame_problem: FrameProblem | None = None
+        # Where a later read may resume: (byte offset, lines, next seq), set
+        # only when the file ended on a complete line with no pending defect.
+        self.resume_point: tuple[int, int, int] | None = None
+        self._start: tuple[int, int, int] = (0, 0, 0)
+
+    # -- reporting ---------------------------------------------------------
+    def _emit(self, code: str, message: str, **where: Any) -> None:
+        sid = self.header.id if self.header else None
+        self.findings.append(make_finding(code, message, file=self.file, session=sid, **where))
+
+    def _flush_defects(self, defects: list[_Defect], torn: bool) -> None:
+        for d in defects:
+            if torn:
+                self._emit("LOG004", f"crash-truncated tail: {d.message}", line=d.line, seq=d.seq)
+            else:
+                self._emit(d.code, d.message, line=d.line, seq=d.seq)
+        if torn and defects:
+            self.ended_torn = True
+        defects.clear()
+
+    # -- reading -----------------------------------------------------------
+    def __iter__(self) -> Iterator[Event]:
+        for obj, line, offset in self.iter_objects():
+            if type(obj) is ChunkRun:
+                for i, o in enumerate(obj.objs):
+                    yield event_from(o, line + i, -1)
+            else:
+                yield event_from(obj, line, offset)
+
+    def iter_objects(self) -> Iterator[tuple[Any, int, int]]:
+        """Valid event envelopes as ``(object, line, offset)``, seq-checked, rows expanded.
+
+        This is the hot loop of the tool.  Runs of plain chunk lines arrive as
+        one :class:`ChunkRun` item (``(run, first line, first offset)``) after a
+        single parse and C-level checks; everything else, and any run that does
+        not validate as a whole, goes line by line.
+        """
+        st = _ReadState(*self._start)
+        start_offset = st.start_offset
+        first = start_offset == 0
+        self.resume_point = None
+        last_complete = True
+        for raw in iter_source_lines(self.source, self.max_line, (start_offset, st.start_line), runs=True):
+            kind = type(raw)
+            if kind is LineRun:
+                n = len(raw.lines)
+                self.lines = raw.number + n - 1
+                self.bytes = raw.offset + raw.nbytes
+                run = self._batch(raw, st.expected_seq) if not first and st.bad_since_good == 0 else None
+                if run is not None:
+                    st.expected_seq += n
+                    self.events += n
+                    yield run, raw.number, raw.offset
+                    continue
+                for line in raw.raw_lines():
+                    if first:
+                        first = False
+                        if self._read_header(line):
+                            continue
+                    yield from self._line(line, st)
+                continue
+            if kind is RowProblem:  # a database row that does not decode: a defect at its place
+                self.lines = raw.number
+                if raw.final:  # an unreadable database: corrupt, whatever follows (nothing can be read)
+                    self._emit(raw.code, raw.message, line=raw.number, seq=raw.seq)
+                    last_complete = False
+                    break
+                st.defects.append(_Defect(raw.code, raw.number, raw.seq, raw.message))
+                st.bad_since_good += 1
+                continue
+            if kind is FrameProblem:
+                self.frame_problem = raw
+                if raw.kind == "torn":
+                    self._emit("LOG010", f"file ends inside zstd frame {raw.frame_index} (byte {raw.offset}): {raw.message}", line=self.lines or None)
+                else:
+                    self._emit("LOG009", f"zstd frame {raw.frame_index} at byte {raw.offset}: {raw.message}", line=self.lines or None)
+                last_complete = False
+                break
+            last_complete = raw.complete
+            self.lines = raw.number
+            self.bytes = raw.offset + (raw.oversized or len(raw.data)) + raw.complete
+            if first:
+                first = False
+                if self._read_header(raw):
+                    continue
+            yield from self._line(raw, st)
+        if first and self.header is None and self.frame_problem is None:
+            self._emit("LOG005", "empty file: no session header line", line=1)
+        if not st.defects and last_complete and self.header is not None and self.source.resumable:
+            self.resume_point = (max(self.bytes, start_offset), self.lines, st.expected_seq)
+        self._flush_defects(st.defects, torn=True)
+
+    def _batch(self, raw: LineRun, expected_seq: int) -> ChunkRun | None:
+        """Parse and validate a run of chunk lines at once, or None to go line by line."""
+        if max(map(len, raw.lines)) > MAX_DEPTH and any(map(too_deep, raw.lines)):
+            return None  # line by line: the deep line becomes a defect
+        joined = b",".join(raw.lines)
+        try:
+            objs = orjson.loads(b"[" + joined + b"]")
+            seqs = [o["seq"] for o in objs]
+            times = [o["time"] for o in objs]
+            datas = [o["data"] for o in objs]
+        except (orjson.JSONDecodeError, TypeError, KeyError):
+            return None
+        n = len(objs)
+        if (
+            set(map(len, objs)) != {4}
+            or set(map(type, seqs)) != {int}
+            or seqs[0] != expected_seq
+            or seqs[-1] != expected_seq + n - 1
+            or seqs != list(range(expected_seq, expected_seq + n))
+            or set(map(type, times)) != {int}
+            or min(times) < -_MAX_SAFE
+            or max(times) > _MAX_SAFE
+            or seqs[-1] > _MAX_SAFE
+        ):
+            return None
+        return ChunkRun(objs, datas, b'"type":"usage"' in joined)
+
+    def _line(self, raw: RawLine, st: "_ReadState") -> Iterator[tuple[dict, int, int]]:
+        """Validate one physical line; yields its event(s) or records a defect."""
+        number = raw.number
+        defects = st.defects
+        if raw.oversized:
+            defects.append(_Defect("LOG008", number, st.expected_seq + st.bad_since_good, f"line {number} is {raw.oversized} bytes, over the {self.max_line}-byte limit; not parsed"))
+            st.bad_since_good += 1
+            return
+        try:
+            if len(raw.data) > MAX_DEPTH and too_deep(raw.data):
+                raise ValueError  # parse_json says why, without parsing
+            obj = orjson.loads(raw.data)
+        except ValueError:  # orjson.JSONDecodeError is one
+            obj, err = parse_json(raw.data)
+            if err is not None:
+                due = st.expected_seq + st.bad_since_good
+                what = "fragment without newline" if not raw.complete else "unparsable line"
+                defects.append(_Defect("LOG001", number, due, f"line {number}: {what} ({err}), where seq {due} was due"))
+                st.bad_since_good += 1
+                return
+        if (
+            type(obj) is dict
+            and ENVELOPE_KEYS.issuperset(obj)
+            and type(obj.get("type")) is str
+            and type(obj.get("seq")) is int
+            and 0 <= obj["seq"] <= _MAX_SAFE
+            and type(obj.get("time")) is int
+            and -_MAX_SAFE <= obj["time"] <= _MAX_SAFE
+            and "data" in obj
+            and obj.get("ignorable", True) is True
+            and obj["type"]
+        ):
+            objs: Any = (obj,)
+        elif isinstance(obj, dict) and "seq0" in obj and type(obj.get("type")) is str and obj["type"] in _ROW_TYPES:
+            objs = self._expand_row(obj, raw, defects)
+            if objs is None:
+                st.bad_since_good += 1
+                return
+        else:
+            problem = envelope_problem(obj) or "malformed event envelope"
+            seq = obj.get("seq") if isinstance(obj, dict) and is_safe_int(obj.get("seq")) else st.expected_seq + st.bad_since_good
+            defects.append(_Defect("LOG002", number, seq, f"line {number}: {problem}"))
+            st.bad_since_good += 1
+            return
+        if not raw.complete:
+            self._emit("LOG004", f"line {number} has no trailing newline: the harness treats the final fragment as torn and drops it", line=number, seq=objs[-1]["seq"])
+            self.ended_torn = True
+        elif len(objs) > 1 and not defects and objs[0]["seq"] == st.expected_seq:
+            # A packed row: plain delta chunks of one (turn, step), contiguous from the
+            # expected seq.  One item for the whole row, all on this physical line.
+            st.bad_since_good = 0
+            st.expected_seq += len(objs)
+            self.events += len(objs)
+            yield ChunkRun(objs, [o["data"] for o in objs], False, 0), number, raw.offset
+            return
+        for ev in objs:
+            seq = ev["seq"]
+            if seq != st.expected_seq:
+                if seq < st.expected_seq:
+                    self._emit("LOG003", f"seq {seq} does not increase (expected {st.expected_seq}); event skipped", line=number, seq=seq)
+                    continue
+                missing = seq - st.expected_seq
+                if missing != st.bad_since_good:
+                    defects.append(_Defect("LOG003", number, seq, f"seq {seq} follows seq {st.expected_seq - 1}: {missing} event(s) missing"))
+            st.bad_since_good = 0
+            st.expected_seq = seq + 1
+            if defects and ev["type"] == "turn/end":
+                self._flush_defects(defects, torn=False)
+            self.events += 1
+            yield ev, number, raw.offset
+
+    def resume_from(self, point: tuple[int, int, int]) -> None:
+        """Continue a later iteration at a recorded :attr:`resume_point`."""
+        self._start = point
+
+    def _read_header(self, raw: RawLine) -> bool:
+        """Parse line 1 as the session header; True when it was consumed as one."""
+        fallback_id = self.source.member or strip_log_suffix(self.source.path.name)
+        if fallback_id == "session":
+            fallback_id = self.source.path.parent.name
+        obj, err = (None, "oversized") if raw.oversized else parse_json(raw.data)
+        problem = err and f"first line is not JSON ({err})" or header_problem(obj)
+        if problem is None:
+            self.header = SessionHeader(
+                id=obj["id"], version=obj["version"], created_at=obj.get("createdAt"), cwd=obj.get("cwd"),
+                parent_session=obj.get("parentSession"), seed_length=obj.get("seedLength") or 0, raw=obj, line=1,
+            )
+            return True
+        looks_like_event = isinstance(obj, dict) and isinstance(obj.get("type"), str) and "/" in obj.get("type", "")
+        if isinstance(obj, dict) and obj.get("type") == "session" and isinstance(obj.get("id"), str):
+            fallback_id = obj["id"]
+        self.header = SessionHeader(id=fallback_id, version=None, raw=obj if isinstance(obj, dict) else {}, line=1)
+        self._emit("LOG005", f"line 1: {problem}", line=1)
+        return not looks_like_event
+
+    def _expand_row(self, obj: dict, raw: RawLine, defects: list[_Defect]) -> list[dict] | None:
+        from invariants.read.chunk_rows import ChunkRowError, expand_row
+
+        expanded = expand_row_fast(obj)  # the common valid row, at C speed; None = validate slowly
+        if expanded is not None:
+            self.chunk_rows += 1
+            return expanded
+        try:
+            expanded = expand_row(obj)
+        except ChunkRowError as exc:
+            seq = obj.get("seq0") if is_safe_int(obj.get("seq0")) else None
+            defects.append(_Defect("LOG012", raw.number, seq, f"line {raw.number}: malformed {obj.get('type')} row: {exc}"))
+            return None
+        self.chunk_rows += 1
+        return expanded
+
+
+def event_from(obj: dict, line: int, offset: int = -1) -> Event:
+    """An :class:`Event` for a validated envelope object."""
+    return Event(
+        obj["type"], obj["seq"], obj["time"], obj["data"], obj.get("surfaceOp"), obj.get("sourceEventSeqs"),
+        obj.get("ignorable", False) is True, line, "surfaceOp" in obj, "sourceEventSeqs" in obj, offset,
+    )
+
+
+def session_id_from_path(path: Path) -> str:
+    name = strip_log_suffix(path.name)
+    return path.parent.name if name == "session" else name

@@ -1,0 +1,258 @@
+"""The header fold, with the codec and prefix rules checked as it goes.
+
+Folding follows ``foldRequestHeader``: a snapshot replaces the state with its
+canonical form, a delta amends it.  Every snapshot with reason ``initial`` or
+``resume`` starts a loop instance; the session prefix is composed once per
+instance, so it may only change at those anchors (drift, a warning) and
+never inside an instance (instability, an error).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from invariants.replay.header_codec import (
+    DELTA_ARMS,
+    HeaderShapeError,
+    apply_delta,
+    canonical,
+    changed_fields,
+    diff_header,
+    header_equals,
+    non_canonical_fields,
+    unknown_delta_keys,
+)
+from invariants.model.jsonvalue import MISSING, first_difference, get_path, shorten
+from invariants.read.profiles import Profile
+from invariants.model.records import Event
+
+ANCHORS = ("initial", "resume")
+# HEAD canonicalHeader keeps only these (request-header.ts @ 611615650f).
+HEAD_HEADER_KEYS = ("config", "adapterDefaults", "system", "tools")
+ADAPTER_DEFAULT_KEYS = ("reasoningEffort", "maxTokens")
+
+
+def head_header_problem(header: Any) -> str | None:
+    """Why HEAD's seed/load boundary rejects this snapshot (``assertCurrentLlmShape``), or None."""
+    config = header.get("config") if isinstance(header, dict) else None
+    if not isinstance(config, dict):
+        return None  # reported as a shape error by canonical()
+    for key in ("provider", "model"):
+        value = config.get(key)
+        if not isinstance(value, str) or not value:
+            return f"config lacks a non-empty {key} (HEAD refuses such a header)"
+    effort = config.get("reasoningEffort", MISSING)
+    if effort is not MISSING and (not isinstance(effort, str) or not effort):
+        return "config.reasoningEffort is not a non-empty string"
+    defaults = header.get("adapterDefaults", MISSING)
+    if defaults is not MISSING:
+        if not isinstance(defaults, dict):
+            return "adapterDefaults is not an object"
+        bad = [k for k in defaults if k not in ADAPTER_DEFAULT_KEYS]
+        if bad:
+            return f"adapterDefaults has unknown marker(s) {', '.join(bad)}"
+        if any(v is not True for v in defaults.values()):
+            return "adapterDefaults markers must be true"
+        for k in ADAPTER_DEFAULT_KEYS:
+            if defaults.get(k) is True and k not in config:
+                return f"adapterDefaults.{k} marks a config.{k} that is absent"
+    return None
+
+
+@dataclass(slots=True)
+class HeaderVersion:
+    """The header in force from ``seq`` on, and the event that made it."""
+
+    seq: int
+    line: int
+    header: dict
+    kind: str  # initial | resume | fallback | change | delta | <other reason>
+    instance: int
+    changed: list[str] = field(default_factory=list)  # fields that differ from the previous version
+    arms: list[str] = field(default_factory=list)  # delta arms present
+
+
+@dataclass(slots=True)
+class Instance:
+    """One loop instance: from its anchor snapshot to the next one."""
+
+    index: int
+    seq: int
+    line: int
+    reason: str
+    header: dict
+    drift: list[str] = field(default_factory=list)  # fields that differ from the fold before the anchor
+    first_step: int | None = None  # index into the session's steps
+
+
+def prefix_of(header: dict | None) -> list:
+    if header is None:
+        return []
+    value = header.get("messagePrefix", [])
+    return value if isinstance(value, list) else [value]
+
+
+class HeaderFold:
+    def __init__(self, profile: Profile, emit: Callable[..., None]) -> None:
+        self.profile = profile
+        self.emit = emit
+        self.state: dict | None = None
+        self.versions: list[HeaderVersion] = []
+        self.instances: list[Instance] = []
+        self.expect_anchor = True
+        # Instability is only observable once the instance has sent a request
+        # with the old prefix; a change before that is the anchor completing.
+        self.dispatched_in_instance = False
+
+    def _err(self, code: str, ev: Event, message: str, where: dict, **extra: Any) -> None:
+        self.emit(code, message, seq=ev.seq, line=ev.line, **where, **extra)
+
+    def observe(self, ev: Event, where: dict) -> None:
+        if ev.type == "request/header":
+            self._snapshot(ev, where)
+        elif ev.type == "request/header-delta":
+            self._delta(ev, where)
+
+    # -- snapshots -----------------------------------------------------------
+    def _snapshot(self, ev: Event, where: dict) -> None:
+        d = ev.data
+        if not isinstance(d, dict):
+            self._err("HDR006", ev, "request/header data is not an object", where)
+            return
+        reason = d.get("reason")
+        try:
+            header = canonical(d.get("header", MISSING))
+        except HeaderShapeError as exc:
+            self._err("HDR006", ev, f"request/header snapshot: {exc}", where)
+            return
+        dropped = non_canonical_fields(d["header"])
+        if dropped:
+            self._err("HDR005", ev, f"snapshot carries empty field(s) {', '.join(dropped)} that canonical form drops", where, detail={"fields": dropped})
+        if self.profile.head_contract:
+            problem = head_header_problem(d["header"])
+            if problem:
+                self._err("HDR006", ev, f"request/header snapshot: {problem}", where)
+            # HEAD's canonicalHeader keeps config, adapterDefaults, system and tools only.
+            header = {k: v for k, v in header.items() if k in HEAD_HEADER_KEYS}
+        if not isinstance(reason, str) or reason not in self.profile.reasons:
+            self._err("HDR011", ev, f"request/header reason {shorten(reason, 40)} is not one the {self.profile.name} profile knows ({', '.join(sorted(self.profile.reasons))})", where)
+        prev = self.state
+        late = self.profile.era == "late"
+        if reason == "initial" and prev is not None:
+            self._err("HDR015" if late else "HDR007", ev, "reason \"initial\" on a log that already had a request header (a new instance must anchor with resume)", where)
+        if reason == "resume" and prev is None:
+            self._err("HDR015" if late else "HDR008", ev, "reason \"resume\" on a log with no earlier request header (the first anchor must be initial)", where)
+        changed = changed_fields(prev, header)
+        if reason in ANCHORS:
+            self.expect_anchor = False
+            self.dispatched_in_instance = False
+            inst = Instance(len(self.instances), ev.seq, ev.line, reason, header)
+            if prev is not None:
+                inst.drift = [f for f in changed]
+                self._drift(ev, where, prev, header, inst)
+            self.instances.append(inst)
+        else:
+            if self.expect_anchor:
+                self._err("HDR009", ev, f"the loop instance's first header event is a {shorten(reason, 30)} snapshot, not initial/resume", where)
+                self.expect_anchor = False
+            if prev is not None and "messagePrefix" in changed:
+                self._prefix_changed(ev, where, prev, header, f"{reason} snapshot")
+            if reason == "fallback" and prev is not None:
+                self._err("HDR014", ev, f"fallback snapshot: the delta encoding could not express this change to {', '.join(changed) or 'nothing'}", where,
+                          detail={"changed": changed})
+                delta = diff_header(prev, header)
+                if delta is not None:
+                    try:
+                        ok = header_equals(apply_delta(prev, delta).header, header)
+                    except HeaderShapeError:
+                        ok = False
+                    if ok:
+                        self._err("HDR013", ev, "fallback snapshot whose change a round-tripping delta could express", where, detail={"delta_arms": sorted(delta)})
+        self._push(ev, header, reason if isinstance(reason, str) else "snapshot", changed)
+
+    def _drift(self, ev: Event, where: dict, prev: dict, header: dict, inst: Instance) -> None:
+        if "messagePrefix" in inst.drift:
+            old, new = prefix_of(prev), prefix_of(header)
+            path = first_difference(old, new, "messagePrefix")
+            self._err(
+                "PFX002", ev,
+                f"messagePrefix drifted at this resume (first difference at {path}): requests before seq {ev.seq} start with the old prefix, later ones with the new",
+                where, path=path,
+                detail={"previous_instance": len(self.instances) - 1, "old": shorten(get_path({"messagePrefix": old}, path), 200),
+                        "new": shorten(get_path({"messagePrefix": new}, path), 200), "old_length": len(old), "new_length": len(new)},
+            )
+        other = [f for f in inst.drift if f != "messagePrefix"]
+        if other:
+            self._err("PFX003", ev, f"{', '.join(other)} changed at this resume", where, detail={"fields": other})
+
+    def _prefix_changed(self, ev: Event, where: dict, prev: dict, header: dict, how: str) -> None:
+        if not self.dispatched_in_instance or self.profile.prefix_per_step:
+            return
+        path = first_difference(prefix_of(prev), prefix_of(header), "messagePrefix")
+        anchor = self.instances[-1].seq if self.instances else None
+        self._err(
+            "PFX001", ev,
+            f"messagePrefix changed inside the loop instance anchored at seq {anchor} (by a {how}); the prefix is composed once per instance",
+            where, path=path, detail={"instance_anchor_seq": anchor},
+        )
+
+    # -- deltas ----------------------------------------------------------------
+    def _delta(self, ev: Event, where: dict) -> None:
+        d = ev.data
+        if not self.profile.deltas_allowed:
+            self._err("HDR012", ev, "request/header-delta in a late-era log (the harness rejects it as the unsupported legacy format)", where)
+        prev = self.state
+        if prev is None:
+            self._err("HDR001", ev, "request/header-delta before any request/header snapshot: the fold is undefined here", where)
+            return
+        if self.expect_anchor:
+            self._err("HDR009", ev, "the loop instance's first header event is a delta, not an initial/resume snapshot", where)
+            self.expect_anchor = False
+        unknown = unknown_delta_keys(d)
+        if unknown:
+            self._err("HDR006", ev, f"delta has unknown arm(s) {', '.join(unknown)}", where)
+        if isinstance(d, dict) and not any(k in d for k in DELTA_ARMS):
+            self._err("HDR004", ev, "empty delta: it names no arm", where)
+            return
+        try:
+            result = apply_delta(prev, d)
+        except HeaderShapeError as exc:
+            self._err("HDR006", ev, f"delta: {exc}", where)
+            return
+        for arm, problem in result.problems:
+            self._err("HDR002", ev, f"{arm} arm does not apply cleanly: {problem}", where, path=arm)
+        new = result.header
+        if not result.opaque:
+            if header_equals(prev, new):
+                self._err("HDR004", ev, "delta changes nothing: the header after it equals the header before", where)
+            elif not result.problems:
+                redo = diff_header(prev, new) or {}
+                given = {k: d[k] for k in DELTA_ARMS if k in d}
+                path = first_difference(redo, given, "delta")
+                if path is not None:
+                    self._err("HDR003", ev, f"delta is not what the harness's diff would write (first difference at {path})", where, path=path,
+                              detail={"expected": shorten(get_path({"delta": redo}, path), 200), "logged": shorten(get_path({"delta": given}, path), 200)})
+        changed = changed_fields(prev, new)
+        if "messagePrefix" in changed:
+            self._prefix_changed(ev, where, prev, new, "delta")
+        self._push(ev, new, "delta", changed, arms=[k for k in DELTA_ARMS if k in d])
+
+    def _push(self, ev: Event, header: dict, kind: str, changed: list[str], arms: list[str] | None = None) -> None:
+        self.state = header
+        inst = len(self.instances) - 1
+        self.versions.append(HeaderVersion(ev.seq, ev.line, header, kind, inst, changed, arms or []))
+
+    def version_before(self, seq: int) -> HeaderVersion | None:
+        """The header version in force over events with seq < ``seq``."""
+        import bisect
+
+        k = bisect.bisect_left(self._seqs(), seq)
+        return self.versions[k - 1] if k else None
+
+    def _seqs(self) -> list[int]:
+        cache = getattr(self, "_seq_cache", None)
+        if cache is None or len(cache) != len(self.versions):
+            cache = [v.seq for v in self.versions]
+            self._seq_cache = cache
+        return cache

@@ -1,0 +1,582 @@
+"""One pass over a session: the fold that every check and view stands on.
+
+For each event, in order: the event contract, the header fold, the surface
+and, at every ``step/start``, a small :class:`StepState` (turn, step, seq,
+surface position, instance, header in force at dispatch).  Requests are not
+built here; :meth:`SessionModel.expected` materialises one on demand from a
+step state or a dispatch position, in time proportional to its size, so a
+whole session costs one pass plus the requests someone asks for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from invariants.read.discover import LogSource
+from invariants.model.findings import Finding
+from invariants.replay.derive import LegacyIds, project
+from invariants.rules.head_header import header_findings, relax_fixture
+from invariants.read.load import ChunkRun, LogReader, event_from
+from invariants.read.profiles import PROFILES, Profile
+from invariants.model.records import Event, SessionHeader
+from invariants.replay.header_fold import HeaderFold, HeaderVersion, Instance, prefix_of
+from invariants.rules.contract import ContractTracer, surface_op_problem
+from invariants.model.registry import make_finding
+from invariants.replay.surface import Surface
+
+RETRY_TYPES = frozenset({"llm/retry", "llm/retry-started"})
+COMPACTION_SUMMARY = frozenset({"compact/summary", "compaction/summary"})
+
+
+@dataclass(slots=True)
+class StepState:
+    index: int
+    turn: Any
+    step: Any
+    seq: int
+    line: int
+    surface: tuple[int, int]  # surface position over events < step/start
+    instance: int | None = None
+    header_version: int | None = None  # version index in force when the step dispatched
+    header_event: int | None = None  # version index written inside this step
+    first_chunk_seq: int | None = None
+    end_seq: int | None = None
+    last_seq: int = -1
+    last_line: int = 0
+    chunks: int = 0
+    usage: dict | None = None
+    compaction_before: bool = False
+    status: str = "unchecked"  # ok | diverges | header | unexplained | unchecked
+    requests: list = field(default_factory=list)  # indexes into SessionModel.requests
+
+    @property
+    def dispatched(self) -> bool:
+        return self.first_chunk_seq is not None
+
+
+@dataclass
+class Expected:
+    """A rebuilt request, with where each message came from."""
+
+    request: dict
+    prefix_len: int
+    derived_len: int
+    suffix_len: int
+    origins: list[int]  # event seq of each derived message
+    header_version: HeaderVersion | None
+    boundary_seq: int
+
+    def region(self, index: int) -> str:
+        if index < self.prefix_len:
+            return "prefix"
+        if index < self.prefix_len + self.derived_len:
+            return "derived"
+        if index < self.prefix_len + self.derived_len + self.suffix_len:
+            return "suffix"
+        return "beyond"
+
+
+@dataclass
+class SessionModel:
+    source: LogSource
+    header: SessionHeader | None
+    profile: Profile
+    era_evidence: list[str]
+    steps: list[StepState]
+    fold: HeaderFold
+    surface: Surface
+    findings: list[Finding]
+    events: int = 0
+    chunks: int = 0
+    chunk_rows: int = 0
+    turns: int = 0
+    lines: int = 0
+    bytes: int = 0
+    compactions: list[int] = field(default_factory=list)
+    end_seed_seqs: list[int] = field(default_factory=list)
+    torn: bool = False
+    open_turn_at_end: bool = False
+    requests: list = field(default_factory=list)  # filled by capture matching
+    checkpoint: bytes | None = None  # opaque: resume state for a log that grows (see resume())
+    _step_seqs: list = field(default_factory=list, repr=False)
+
+    @property
+    def id(self) -> str:
+        return self.header.id if self.header else self.source.path.stem
+
+    @property
+    def file(self) -> str:
+        return self.source.display
+
+    @property
+    def instances(self) -> list[Instance]:
+        return self.fold.instances
+
+    @property
+    def versions(self) -> list[HeaderVersion]:
+        return self.fold.versions
+
+    def step_for_log_length(self, log_length: int) -> StepState | None:
+        """The step a request dispatched at ``log_length`` events belongs to: the last step/start before it."""
+        import bisect
+
+        if len(self._step_seqs) != len(self.steps):
+            self._step_seqs = [s.seq for s in self.steps]
+        k = bisect.bisect_left(self._step_seqs, log_length)
+        return self.steps[k - 1] if k else None
+
+    def step_for(self, turn: Any, step: Any) -> StepState | None:
+        """The last step numbered (turn, step), compared with ``==`` as a scan would (1 == 1.0)."""
+        key = (turn, step)
+        try:
+            hash(key)
+        except TypeError:  # a list or object for a number: only a scan can compare it
+            for s in reversed(self.steps):
+                if s.turn == turn and s.step == step:
+                    return s
+            return None
+        index = self.__dict__.get("_step_index")
+        if index is None or index[0] != len(self.steps):
+            table: dict = {}
+            for s in self.steps:  # in order: the last step with a number wins
+                try:
+                    table[(s.turn, s.step)] = s
+                except TypeError:
+                    pass
+            index = self.__dict__["_step_index"] = (len(self.steps), table)
+        return index[1].get(key)
+
+    def expected(self, step: StepState, log_length: int | None = None) -> Expected | None:
+        """The request the loop must have sent for ``step`` (dispatched at ``log_length`` when known)."""
+        if log_length is not None:
+            version = self.fold.version_before(log_length)
+        else:
+            version = self.versions[step.header_version] if step.header_version is not None else None
+        if version is None:
+            return None
+        if self.profile.request_rule == "dispatch":
+            position = self.surface.position_before(log_length if log_length is not None else (step.first_chunk_seq or step.last_seq + 1))
+        else:
+            position = step.surface
+        header = version.header
+        derived, origins = self.surface.messages_at(position)
+        prefix = prefix_of(header)
+        suffix = header.get("messageSuffix", [])
+        suffix = suffix if isinstance(suffix, list) else [suffix]
+        config = header.get("config") or {}
+        request: dict = {}
+        if "provider" in config:
+            request["provider"] = config["provider"]
+        request["model"] = config.get("model")
+        for key in ("system", "tools"):
+            if key in header:
+                request[key] = header[key]
+        for key in ("temperature", "maxTokens", "stop", "reasoningEffort"):
+            if key in config:
+                request[key] = config[key]
+        request["messages"] = [*prefix, *derived, *suffix]
+        return Expected(request, len(prefix), len(derived), len(suffix), origins, version, step.seq)
+
+
+class _Replay:
+    def __init__(self, reader: LogReader, profile: Profile, evidence: list[str]) -> None:
+        self.reader = reader
+        self.profile = profile
+        self.findings: list[Finding] = []
+        self.tracer = ContractTracer(profile, self._emit)
+        self.fold = HeaderFold(profile, self._emit)
+        self.surface = Surface()
+        self.steps: list[StepState] = []
+        self.current: StepState | None = None
+        self.chunks_since_attempt = 0
+        self.compaction_pending = False
+        self.model = SessionModel(reader.source, None, profile, evidence, self.steps, self.fold, self.surface, self.findings)
+        self.last_event: Event | None = None
+        self.last: tuple | None = None
+        self.seed_length: int | None = None
+        self.checkpoint: bytes | None = None
+        self.chunks_total = 0
+        self.evidence = list(evidence)
+        self.want_checkpoint = False
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["model"] = None
+        state["last_event"] = None
+        return state
+
+    def _emit(self, code: str, message: str, **where: Any) -> None:
+        hdr = self.reader.header
+        self.findings.append(make_finding(code, message, file=self.reader.file, session=hdr.id if hdr else None, **where))
+
+    def _where(self) -> dict:
+        t = self.tracer
+        return {"turn": t.open_turn, "step": t.open_step}
+
+    def run(self) -> SessionModel:
+        """Fold every (remaining) event of the log, then close the model."""
+        seed_length = self.seed_length
+        tracer = self.tracer
+        chunks = self.chunks_total
+        last = self.last
+        for obj, line, offset in self.reader.iter_objects():
+            if type(obj) is ChunkRun:
+                done = self._chunk_run(obj, line)
+                chunks += done
+                k = obj.line_step  # 0 when the run is one packed row
+                if done == len(obj.objs):
+                    last = (obj.objs[-1], line + (done - 1) * k, -1)
+                    continue
+                # Fall back event by event for the rest of the run.
+                for i in range(done, len(obj.objs)):
+                    o = obj.objs[i]
+                    chunks += 1
+                    self._event(event_from(o, line + i * k, -1))
+                    last = (o, line + i * k, -1)
+                continue
+            seq = obj["seq"]
+            if obj["type"] == "assistant/chunk" and len(obj) == 4:
+                # Hot path: a plain chunk inside its open step, after the step's
+                # first chunk. Anything else takes the full route below.
+                d = obj["data"]
+                cur = self.current
+                if (
+                    cur is not None
+                    and cur.first_chunk_seq is not None
+                    and type(d) is dict
+                    and type(d.get("turn")) is int
+                    and d["turn"] == tracer.open_turn
+                    and d.get("step") == tracer.open_step
+                    and type(d["step"]) is int
+                    and type(d.get("chunk")) is dict
+                    and d["chunk"].get("type") != "usage"
+                ):
+                    chunks += 1
+                    cur.chunks += 1
+                    cur.last_seq = seq
+                    cur.last_line = line
+                    self.chunks_since_attempt += 1
+                    last = (obj, line, offset)
+                    continue
+                chunks += 1
+            if seed_length is None:
+                hdr = self.reader.header
+                seed_length = self.seed_length = hdr.seed_length if hdr else 0
+            if seed_length and seq == seed_length:
+                self.fold.expect_anchor = True  # a forked child's own first request must anchor
+            self._event(event_from(obj, line, offset))
+            last = (obj, line, offset)
+        self.last = last
+        self.chunks_total = self.model.chunks = chunks
+        self.checkpoint = self._checkpoint() if self.want_checkpoint else None
+        self.last_event = event_from(*last) if last else None
+        self._finish()
+        self.model.checkpoint = self.checkpoint
+        return self.model
+
+    def _chunk_run(self, run: ChunkRun, line: int) -> int:
+        """Fold a validated run of chunks at once; returns how many it took.
+
+        Only the plain case is taken: an open step, every chunk naming that
+        (turn, step).  The step's first chunk goes through :meth:`_event`
+        (it settles the header in force); anything irregular falls back to
+        event-by-event handling for the rest of the run.
+        """
+        cur = self.current
+        tracer = self.tracer
+        datas = run.datas
+        taken = 0
+        if cur is not None and cur.first_chunk_seq is None and datas:
+            # The step's first chunk settles the header in force: take it singly.
+            self._event(event_from(run.objs[0], line, -1))
+            taken = 1
+            datas = datas[1:]
+        if not datas:
+            return taken
+        if cur is None or tracer.open_step is None:
+            return taken
+        try:
+            turns = [d["turn"] for d in datas]
+            steps = [d["step"] for d in datas]
+        except (KeyError, TypeError):
+            return taken
+        if (
+            set(map(len, datas)) != {3}
+            or set(map(type, turns)) != {int}
+            or set(map(type, steps)) != {int}
+            or set(turns) != {tracer.open_turn}
+            or set(steps) != {tracer.open_step}
+            or set(map(type, map(dict.get, datas, ["chunk"] * len(datas)))) != {dict}
+        ):
+            return taken
+        if run.maybe_usage:
+            for d in reversed(datas):
+                if d["chunk"].get("type") == "usage":
+                    if isinstance(d["chunk"].get("usage"), dict):
+                        cur.usage = d["chunk"]["usage"]
+                    break
+        n = len(datas)
+        cur.chunks += n
+        last = run.objs[-1]
+        cur.last_seq = last["seq"]
+        cur.last_line = line + (len(run.objs) - 1) * run.line_step
+        self.chunks_since_attempt += n
+        self.fold.dispatched_in_instance = True
+        return taken + n
+
+    def _checkpoint(self) -> bytes | None:
+        """The fold state at a clean end of file, so a grown log resumes here."""
+        point = self.reader.resume_point
+        if point is None:
+            return None
+        import pickle
+        import zlib
+
+        self.reader.resume_from(point)
+        model = self.model
+        # The model is rebuilt from the state on resume; its running counters travel here.
+        self.model_counts = (model.turns, list(model.compactions), list(model.end_seed_seqs))
+        self.model = None
+        try:
+            return zlib.compress(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        except (pickle.PicklingError, TypeError, RecursionError):
+            return None
+        finally:
+            self.model = model
+
+
+    def _event(self, ev: Event) -> None:  # noqa: C901 - one dispatch point by design
+        if not isinstance(ev.data, dict):
+            self._emit("EVT011", f"{ev.type} data is not an object", seq=ev.seq, line=ev.line, **self._where())
+            return
+        surface_type = ev.type in self.profile.surface_types
+        self.tracer.observe(ev, surface_type)
+        t = ev.type
+        if t == "step/start":
+            self._step_start(ev)
+        elif t in ("request/header", "request/header-delta"):
+            self._header(ev)
+        elif t == "assistant/chunk":
+            self._chunk(ev)
+        elif t in RETRY_TYPES:
+            self.chunks_since_attempt = 0
+        elif t == "turn/start":
+            self.model.turns += 1
+        elif t == "turn/end":
+            reason = ev.data.get("reason")
+            if isinstance(reason, dict) and reason.get("kind") == "interrupted":
+                self._emit("LOG014", f"turn {ev.data.get('turn')} was closed by crash repair (reason interrupted)",
+                           seq=ev.seq, line=ev.line, turn=ev.data.get("turn"))
+        elif t == "session/end-seed":
+            self.model.end_seed_seqs.append(ev.seq)
+            self.fold.expect_anchor = True
+        elif t in COMPACTION_SUMMARY:
+            self.compaction_pending = True
+        if surface_type and ev.has_surface_op:
+            self._surface(ev)
+        cur = self.current
+        if cur is not None:
+            cur.last_seq, cur.last_line = ev.seq, ev.line
+            if t == "step/end":
+                cur.end_seq = ev.seq
+                self._settle_header(cur)
+                self.current = None
+            elif t == "assistant/message" and isinstance(ev.data.get("usage"), dict):
+                cur.usage = ev.data["usage"]
+
+    def _step_start(self, ev: Event) -> None:
+        if self.current is not None:
+            self._settle_header(self.current)
+        st = StepState(len(self.steps), ev.data.get("turn"), ev.data.get("step"), ev.seq, ev.line, self.surface.position())
+        st.compaction_before = self.compaction_pending
+        self.compaction_pending = False
+        st.last_seq, st.last_line = ev.seq, ev.line
+        self.steps.append(st)
+        self.current = st
+        self.chunks_since_attempt = 0
+
+    def _header(self, ev: Event) -> None:
+        where = self._where()
+        cur = self.current
+        if cur is None:
+            if not self.profile.head_contract:  # HEAD only asks for an open turn (the tracer's rule)
+                self._emit("HDR010", f"{ev.type} outside any step: it cannot govern a request", seq=ev.seq, line=ev.line, **where)
+        elif self.chunks_since_attempt:
+            self._emit("HDR010", f"{ev.type} after the step's first assistant/chunk: the request was already dispatched", seq=ev.seq, line=ev.line, **where)
+        before = len(self.fold.versions)
+        self.fold.observe(ev, where)
+        if cur is not None and len(self.fold.versions) > before:
+            cur.header_event = len(self.fold.versions) - 1
+            inst = self.fold.instances
+            if inst and inst[-1].seq == ev.seq and inst[-1].first_step is None:
+                inst[-1].first_step = cur.index
+
+    def _chunk(self, ev: Event) -> None:
+        cur = self.current
+        self.chunks_since_attempt += 1
+        if cur is None:
+            return
+        cur.chunks += 1
+        self.fold.dispatched_in_instance = True
+        if cur.first_chunk_seq is None:
+            cur.first_chunk_seq = ev.seq
+            self._settle_header(cur)
+            if cur.header_version is None:
+                self._emit("REQ001", "this step streamed a response but no request header was in force: the log cannot explain its request",
+                           seq=ev.seq, line=ev.line, turn=cur.turn, step=cur.step)
+        chunk = ev.data.get("chunk")
+        if isinstance(chunk, dict) and chunk.get("type") == "usage" and isinstance(chunk.get("usage"), dict):
+            cur.usage = chunk["usage"]
+
+    def _settle_header(self, st: StepState) -> None:
+        if st.first_chunk_seq is not None and st.header_version is not None:
+            return
+        if self.fold.versions:
+            st.header_version = len(self.fold.versions) - 1
+            st.instance = self.fold.versions[-1].instance if self.fold.versions[-1].instance >= 0 else None
+
+    def _legacy_ids(self) -> LegacyIds | None:
+        """HEAD migrates pre-identity messages with ids minted from the session id (head profile only)."""
+        if not self.profile.head_contract:
+            return None
+        legacy = getattr(self, "legacy", None)
+        if legacy is None:
+            hdr = self.reader.header
+            legacy = self.legacy = LegacyIds(hdr.id if hdr else self.model.id)
+        return legacy
+
+    def _surface(self, ev: Event) -> None:
+        op = ev.surface_op
+        if surface_op_problem(op) is not None:
+            return
+        message = project(self.profile.projection, ev.type, ev.data, ev.seq, self._legacy_ids(), op)
+        if op == "append":
+            self.surface.append(ev.seq, message, ev.line)
+            return
+        outcome = self.surface.check_replace(op["start"], op["end"])
+        where = self._where()
+        if not outcome.ok:
+            self._emit("EVT004", f"surface replace: {outcome.problem}", seq=ev.seq, line=ev.line, **where)
+            return
+        recorded = set(ev.source_seqs) if isinstance(ev.source_seqs, list) and all(isinstance(x, int) for x in ev.source_seqs) else set()
+        missing = [s for s in outcome.shadowed if s not in recorded]
+        if missing:
+            self._emit("EVT005", f"surface replace: sourceEventSeqs must include every shadowed surface node; missing {', '.join(map(str, missing[:10]))}",
+                       seq=ev.seq, line=ev.line, **where, detail={"missing": missing[:50]})
+        self.surface.replace(ev.seq, op["start"], op["end"], message, ev.line)
+        self.model.compactions.append(ev.seq)
+
+    def _finish(self) -> None:
+        m = self.model
+        r = self.reader
+        m.header = r.header
+        m.events, m.chunk_rows, m.lines, m.bytes, m.torn = r.events, r.chunk_rows, r.lines, r.bytes, r.ended_torn
+        if self.current is not None:
+            self._settle_header(self.current)
+        if self.tracer.open_turn is not None and self.last_event is not None:
+            m.open_turn_at_end = True
+            self._emit("LOG006", f"log ends inside turn {self.tracer.open_turn}" + (f", step {self.tracer.open_step}" if self.tracer.open_step is not None else "")
+                       + ": the harness would append interrupted closers on the next load",
+                       seq=self.last_event.seq, line=self.last_event.line, turn=self.tracer.open_turn, step=self.tracer.open_step)
+        self.findings[:0] = r.findings
+        self.findings[:0] = header_findings(m.header.raw if m.header else None, self.profile.era, self.reader.source.member is not None, r.file, m.id)
+        self.findings[:] = relax_fixture(self.findings, m.header.raw if m.header else None)
+
+
+# What a checkpoint may name.  A checkpoint comes back from an index file, which
+# may not be ours: pickle calls whatever a stream names, so only the fold's own
+# classes are allowed, and ``getattr`` only fetches a ContractTracer's handlers.
+_CHECKPOINT_MODULES = ("invariants.replay.session", "invariants.model.records", "invariants.model.findings", "invariants.replay.surface",
+                       "invariants.replay.derive", "invariants.read.load", "invariants.read.discover", "invariants.replay.header_fold",
+                       "invariants.rules.contract", "invariants.read.lines")
+
+
+def _handler(obj: Any, name: str) -> Any:
+    """The only bound methods a fold holds: the tracer's handlers and the emitters they call."""
+    from invariants.rules.contract import ContractTracer
+
+    if not name.startswith("__") and (
+        (type(obj) is ContractTracer and callable(getattr(ContractTracer, name, None)))
+        or (type(obj) is _Replay and name == "_emit")
+    ):
+        return getattr(obj, name)
+    raise ValueError(f"a checkpoint may not fetch {name!r}")
+
+
+def _load_checkpoint(checkpoint: bytes) -> Any:
+    import importlib
+    import io
+    import pickle
+    import zlib
+
+    class Unpickler(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            if (module, name) == ("builtins", "getattr"):
+                return _handler
+            if (module, name) in (("pathlib", "PosixPath"), ("pathlib", "WindowsPath"), ("invariants.read.profiles", "_profile_named")):
+                return super().find_class(module, name)
+            if module in _CHECKPOINT_MODULES:
+                obj = getattr(importlib.import_module(module), name, None)
+                if isinstance(obj, type) and obj.__module__ == module:
+                    return obj
+            raise pickle.UnpicklingError(f"{module}.{name} is not part of a checkpoint")
+
+    z = zlib.decompressobj()
+    data = z.decompress(checkpoint, max(64 << 20, 100 * len(checkpoint)))  # a zlib bomb stops here
+    if z.unconsumed_tail:
+        raise ValueError("checkpoint expands too far")
+    return Unpickler(io.BytesIO(data)).load()
+
+
+def resume(source: LogSource, checkpoint: bytes) -> SessionModel | None:
+    """Continue a replay from ``model.checkpoint`` over the bytes appended since.
+
+    Returns None when the checkpoint does not fit this file (shorter than the
+    recorded position, unreadable state, or a stream that names anything but
+    the fold's own classes): the caller then replays from scratch.
+    """
+    try:
+        state = _load_checkpoint(checkpoint)
+    except Exception:
+        return None
+    if not isinstance(state, _Replay):
+        return None
+    reader = state.reader
+    try:
+        size = source.path.stat().st_size
+    except OSError:
+        return None
+    if reader._start[0] > size:
+        return None
+    reader.source = source
+    reader.file = source.display
+    state.model = SessionModel(source, reader.header, state.profile, state.evidence, state.steps, state.fold, state.surface, state.findings)
+    counts = getattr(state, "model_counts", None)
+    if counts is not None:
+        state.model.turns, state.model.compactions, state.model.end_seed_seqs = counts[0], list(counts[1]), list(counts[2])
+    return state.run()
+
+
+def replay(source: LogSource, profile: Profile | str | None = None, evidence: Iterable[str] = (), max_line: int | None = None,
+           checkpoint: bool = False) -> SessionModel:
+    """Read and fold one log. ``profile`` None means: sniff the era from the log's shapes.
+
+    ``checkpoint`` asks for ``model.checkpoint``, the state :func:`resume` continues from.
+    """
+    from invariants.read.era import sniff
+
+    conflicts: list[str] = []
+    if profile is None:
+        guess = sniff(source) if max_line is None else sniff(source, max_line=max_line)
+        profile, evidence, conflicts = guess.profile, guess.evidence, guess.conflicts
+    if isinstance(profile, str):
+        profile = PROFILES[profile]
+    reader = LogReader(source) if max_line is None else LogReader(source, max_line=max_line)
+    state = _Replay(reader, profile, list(evidence))
+    state.want_checkpoint = checkpoint
+    model = state.run()
+    if conflicts:
+        model.findings.append(make_finding("LOG011", f"log mixes format eras; judged as {profile.name}, but it also shows {', '.join(conflicts)}",
+                                           file=model.file, session=model.id, detail={"evidence": list(evidence)}))
+    return model

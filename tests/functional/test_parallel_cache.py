@@ -1,0 +1,132 @@
+"""--jobs N equals a serial run byte for byte; the result cache hit path parses nothing."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from inspector.cli import main
+from invariants.gate.pipeline import run_check
+from invariants.gate.formats import ReportContext, render
+from invariants.gate.parallel import RunStats, check_paths
+from invariants.gate.result_cache import ResultCache
+from tests.conftest import CORPUS, SAMPLES
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """Samples spread over folders, with a forked child whose parent sits in another folder of the root."""
+    root = tmp_path / "root"
+    (root / "a").mkdir(parents=True)
+    for p in SAMPLES.glob("*.jsonl"):  # the top-level samples with their captures
+        shutil.copy(p, root / "a" / p.name)
+    fork = SAMPLES / "fork"
+    (root / "b").mkdir()
+    (root / "c").mkdir()
+    for p in fork.iterdir():
+        head = p.read_bytes()[:300]
+        target = root / ("c" if b"parentSession" in head else "b")
+        shutil.copy(p, target / p.name)
+    return root
+
+
+def _reports(result):
+    return [render(result, fmt, ReportContext(verbose=True)) for fmt in ("text", "json", "sarif", "junit", "github")]
+
+
+def test_parallel_and_cached_runs_equal_run_check(tree, tmp_path):
+    reference = _reports(run_check([tree]))
+    assert "FRK003" not in reference[0]  # the parent, in another folder, is among the checked logs
+    assert _reports(check_paths([tree])) == reference
+    assert _reports(check_paths([tree], jobs=2)) == reference
+    cache = tmp_path / "cache"
+    st = RunStats()
+    assert _reports(check_paths([tree], cache=ResultCache(cache), stats=st)) == reference
+    assert st.cache_hits == 0 and st.cache_misses == st.units > 1
+    st = RunStats()
+    assert _reports(check_paths([tree], jobs=2, cache=ResultCache(cache), stats=st)) == reference
+    assert st.cache_hits == st.units
+
+
+def test_cli_jobs_output_is_identical_to_serial(capsys, tree):
+    for fmt in ("text", "json", "sarif"):
+        serial = run(capsys, "check", str(tree), "--no-cache", "--format", fmt, "-q")
+        parallel = run(capsys, "check", str(tree), "--no-cache", "--format", fmt, "-q", "--jobs", "2")
+        assert serial == parallel and serial[0] == 1
+
+
+def test_explicit_captures_run_in_parallel_too(tree):
+    cap = tree / "a" / "capture-divergence.requests.jsonl"
+    logs = [tree / "a" / "capture-divergence.jsonl", tree / "a" / "clean-multi-turn.jsonl"]
+    from invariants.gate.pipeline import CheckOptions
+
+    opts = CheckOptions(captures=[cap])
+    assert _reports(check_paths(logs, opts, jobs=2)) == _reports(run_check(logs, opts))
+
+
+def test_cache_hit_parses_nothing(tree, tmp_path, monkeypatch):
+    cache_dir = tmp_path / "cache"
+    first = _reports(check_paths([tree], cache=ResultCache(cache_dir)))
+
+    def boom(*a, **k):
+        raise AssertionError("parsed on a cache hit")
+
+    import invariants.read.capture
+    import invariants.analysis.forks
+    import invariants.read.load
+    import invariants.replay.session
+
+    monkeypatch.setattr(invariants.read.load.LogReader, "iter_objects", boom)
+    monkeypatch.setattr(invariants.replay.session, "replay", boom)
+    monkeypatch.setattr(invariants.read.capture, "read_capture", boom)
+    monkeypatch.setattr(invariants.analysis.forks, "_head", boom)
+    monkeypatch.setattr(invariants.read.load, "parse_json", boom)
+    st = RunStats()
+    assert _reports(check_paths([tree], cache=ResultCache(cache_dir), stats=st)) == first
+    assert st.cache_hits == st.units and st.fork_hits == 1
+
+
+def test_a_changed_log_or_capture_is_checked_again(tree, tmp_path):
+    cache_dir = tmp_path / "cache"
+    check_paths([tree], cache=ResultCache(cache_dir))
+    cap = tree / "a" / "capture-key-order.requests.jsonl"
+    cap.write_bytes(cap.read_bytes().replace(b'"content"', b'"content" ', 1))  # same JSON, new revision
+    st = RunStats()
+    again = check_paths([tree], cache=ResultCache(cache_dir), stats=st)
+    assert st.cache_misses == 1 and st.cache_hits == st.units - 1
+    assert _reports(again) == _reports(run_check([tree]))
+    # a real change to a capture changes the result, not a stale answer
+    lines = cap.read_bytes().splitlines()
+    lines[0] = lines[0].replace(b'"model":"', b'"model":"x', 1)
+    cap.write_bytes(b"\n".join(lines) + b"\n")
+    changed = check_paths([tree], cache=ResultCache(cache_dir))
+    assert _reports(changed) == _reports(run_check([tree]))
+    assert any(f.rule == "DIV010" and f.file.endswith("capture-key-order.jsonl") for f in changed.findings)
+
+
+def test_cli_cache_dir_and_no_cache(capsys, tree, tmp_path):
+    cache_dir = tmp_path / "c"
+    a = run(capsys, "check", str(tree), "--cache-dir", str(cache_dir), "--format", "json")
+    b = run(capsys, "check", str(tree), "--cache-dir", str(cache_dir), "--format", "json")
+    assert a[:2] == b[:2] and "cache 0/" in a[2] and "cache 3/3 folders" in b[2]
+    assert (cache_dir / "CACHEDIR.TAG").exists() and (cache_dir / ".gitignore").read_text().strip().endswith("*")
+    c = run(capsys, "check", str(tree), "--no-cache", "--format", "json")
+    assert c[:2] == a[:2] and "cache" not in c[2]
+
+
+@pytest.mark.corpus
+def test_corpus_jobs_and_cache_equal_serial(tmp_path):
+    corpus = CORPUS / "upstream-seed-era"
+    if not corpus.is_dir():
+        pytest.skip("conformance corpus not present")
+    reference = [render(run_check([corpus]), f) for f in ("json", "text")]
+    assert [render(check_paths([corpus], jobs=2), f) for f in ("json", "text")] == reference
+    check_paths([corpus], cache=ResultCache(tmp_path))
+    assert [render(check_paths([corpus], cache=ResultCache(tmp_path)), f) for f in ("json", "text")] == reference

@@ -1,0 +1,128 @@
+"""FollowCheck (``--follow``): a grown plain log is resumed, anything else is checked in full, and both agree with run_check."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+
+from inspector.screens.follow import FollowCheck
+from invariants.gate.pipeline import CheckOptions, run_check
+from invariants.read.discover import LogSource
+from tests.support.tui_helpers import LogBuilder, base_header, write_capture
+
+
+def _builder(steps: int) -> LogBuilder:
+    b = LogBuilder("follow-unit")
+    b.user_turn("q")
+    b.step("a", snapshot=(base_header(), "initial"))
+    for i in range(steps - 1):
+        b.step(f"reply {i}")
+    b.end_turn()
+    return b
+
+
+def _grow(b: LogBuilder, log: Path) -> None:
+    before = len(b.lines)
+    b.user_turn("more")
+    b.step("more reply")
+    b.end_turn()
+    with open(log, "ab") as fh:
+        fh.write(b"\n".join(b.lines[before:]) + b"\n")
+
+
+def _same(result, path: Path) -> None:
+    ref = run_check([path])
+
+    def key(r):
+        return [(f.rule, f.severity, f.file, f.seq, f.line, f.turn, f.step, f.path, f.message) for f in r.findings]
+
+    assert key(result) == key(ref)
+    m, n = result.sessions[0], ref.sessions[0]
+    assert (m.events, m.lines, m.bytes, m.turns, len(m.steps)) == (n.events, n.lines, n.bytes, n.turns, len(n.steps))
+    assert [(s.seq, s.status, s.requests) for s in m.steps] == [(s.seq, s.status, s.requests) for s in n.steps]
+
+
+def test_growth_resumes_and_replacement_or_shrinking_does_not(tmp_path):
+    b = _builder(60)
+    log = b.write(tmp_path / "f.jsonl")
+    write_capture(log, tmp_path / "f.requests.jsonl", {2: lambda r: r["messages"].append({"role": "user", "content": "x"})})
+    fc = FollowCheck(LogSource(log, tmp_path), CheckOptions())
+    _same(fc.check(), log)
+    assert fc.last_mode == "full"
+    _grow(b, log)
+    _same(fc.check(), log)
+    assert fc.last_mode == "resume"
+    _grow(b, log)
+    _same(fc.check(), log)
+    assert fc.last_mode == "resume"  # a resumed model carries a checkpoint too
+    # replaced by a new file (another inode): full
+    tmp = tmp_path / "f.new"
+    tmp.write_bytes(log.read_bytes() + b"\n".join(_builder(3).lines[1:4]) + b"\n")
+    os.replace(tmp, log)
+    _same(fc.check(), log)
+    assert fc.last_mode == "full"
+    # shrunk: full
+    lines = log.read_bytes().split(b"\n")
+    log.write_bytes(b"\n".join(lines[: len(lines) // 2]) + b"\n")
+    _same(fc.check(), log)
+    assert fc.last_mode == "full"
+
+
+def test_bytes_changed_before_the_old_end_mean_a_full_check(tmp_path):
+    b = _builder(60)
+    log = b.write(tmp_path / "g.jsonl")
+    fc = FollowCheck(LogSource(log, tmp_path), CheckOptions())
+    fc.check()
+    data = bytearray(log.read_bytes())
+    i = data.rindex(b"reply 58")
+    data[i:i + 8] = b"REPLY 58"
+    with open(log, "r+b") as fh:  # same inode, rewritten in place, then grown
+        fh.write(bytes(data))
+    _grow(b, log)
+    _same(fc.check(), log)
+    assert fc.last_mode == "full"
+
+
+def test_a_short_log_is_checked_in_full_while_the_era_sniff_still_reads_it(tmp_path):
+    b = _builder(2)
+    log = b.write(tmp_path / "s.jsonl")
+    fc = FollowCheck(LogSource(log, tmp_path), CheckOptions())
+    fc.check()
+    _grow(b, log)
+    _same(fc.check(), log)
+    assert fc.last_mode == "full"
+
+
+def test_a_database_session_goes_through_run_check(tmp_path):
+    from invariants.read.sqlite_backend import write_database
+
+    b = _builder(2)
+    lines = [orjson.loads(x) for x in b.lines]
+    db = tmp_path / "s.db"
+    write_database(db, [(lines[0], lines[1:])])
+    fc = FollowCheck(LogSource(db, tmp_path, "follow-unit"), CheckOptions())
+    result = fc.check()
+    assert fc.last_mode == "run_check" and result.sessions[0].id == "follow-unit"
+
+
+def test_an_unchanged_capture_is_not_read_again(tmp_path, monkeypatch):
+    import inspector.screens.follow as follow
+
+    b = _builder(60)
+    log = b.write(tmp_path / "c.jsonl")
+    write_capture(log, tmp_path / "c.requests.jsonl", {4: lambda r: r["messages"].append({"role": "user", "content": "x"})})
+    reads = []
+    real = follow.read_capture
+    monkeypatch.setattr(follow, "read_capture", lambda *a, **k: reads.append(a[0]) or real(*a, **k))
+    fc = FollowCheck(LogSource(log, tmp_path), CheckOptions())
+    fc.check()
+    _grow(b, log)
+    _same(fc.check(), log)
+    assert fc.last_mode == "resume" and len(reads) == 1
+    (tmp_path / "preview").mkdir()
+    write_capture(b.write(tmp_path / "preview" / "c.jsonl"), tmp_path / "c.requests.jsonl", {4: lambda r: r.pop("tools")})
+    _grow(b, log)
+    _same(fc.check(), log)
+    assert fc.last_mode == "resume" and len(reads) == 2

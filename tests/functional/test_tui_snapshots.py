@@ -1,0 +1,105 @@
+"""SVG snapshots of the main TUI screens, so a layout regression shows up in review.
+
+Each case drives the real app to a screen and compares ``app.export_screenshot()``
+with the committed ``tests/snapshots/<name>.svg``.  After an intended change,
+regenerate them and look at the new pictures before committing::
+
+    TUI_SNAPSHOT_UPDATE=1 python -m pytest tests/test_tui_snapshots.py
+
+On a mismatch the new SVG is written beside the test's tmp dir and the first
+differing screen line is shown.  Logs are opened by relative paths from a
+fixed working directory so no tmp path appears on screen.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from inspector.app import create_app
+from tests.support.tui_helpers import LogBuilder, base_header, settle, story_log, wait_for
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+UPDATE = os.environ.get("TUI_SNAPSHOT_UPDATE") == "1"
+
+NARROW = (100, 30)
+WIDE = (160, 45)
+
+CASES = [
+    ("session-request-narrow", NARROW, []),
+    ("session-diff-narrow", NARROW, ["n"]),
+    ("session-diff-wide", WIDE, ["n"]),
+    ("session-header-wide", WIDE, ["j", "3"]),
+    ("session-prefix-narrow", NARROW, ["right_square_bracket", "4"]),
+    ("session-events-wide", WIDE, ["n", "e"]),
+    ("session-findings-narrow", NARROW, ["6"]),
+    ("help-narrow", NARROW, ["question_mark"]),
+]
+
+
+def screen_lines(svg: str) -> list[str]:
+    """The text of an exported screen, one string per terminal row (for readable failures)."""
+    rows: dict[str, list[str]] = {}
+    for y, text in re.findall(r'<text[^>]*\by="([\d.]+)"[^>]*>([^<]*)</text>', svg):
+        rows.setdefault(y, []).append(html.unescape(text).replace("\xa0", " "))
+    return ["".join(parts) for _, parts in sorted(rows.items(), key=lambda kv: float(kv[0]))]
+
+
+def check_snapshot(name: str, svg: str, tmp_path: Path) -> None:
+    path = SNAPSHOTS / f"{name}.svg"
+    if UPDATE:
+        SNAPSHOTS.mkdir(exist_ok=True)
+        path.write_text(svg, encoding="utf-8")
+        return
+    if not path.is_file():
+        pytest.fail(f"no snapshot {path}; create it with TUI_SNAPSHOT_UPDATE=1 and look at it before committing")
+    expected = path.read_text(encoding="utf-8")
+    if svg != expected:
+        actual = tmp_path / f"{name}.svg"
+        actual.write_text(svg, encoding="utf-8")
+        diff = "\n".join(difflib.unified_diff(screen_lines(expected), screen_lines(svg), "committed", "now", n=1, lineterm=""))
+        pytest.fail(f"screen {name} changed; new picture: {actual}\n{diff or '(same text, different styles or layout)'}")
+
+
+async def _shoot(app, keys: list[str], size: tuple[int, int]) -> str:
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await wait_for(pilot, lambda: getattr(app.screen, "state", True) is not None)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
+        return app.export_screenshot(title="inspector")
+
+
+@pytest.mark.parametrize("name,size,keys", CASES, ids=[c[0] for c in CASES])
+async def test_session_screen_snapshot(name, size, keys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    story_log(tmp_path)
+    app = create_app("story.jsonl")
+    app.animation_level = "none"
+    check_snapshot(name, await _shoot(app, keys, size), tmp_path)
+
+
+async def test_session_list_snapshot(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "sessions"
+    root.mkdir()
+    story_log(root)
+    other = LogBuilder("other-session", cwd="/srv/other", created=1783987200000)
+    other.user_turn("x")
+    other.step("y", snapshot=(base_header(), "initial"))
+    other.end_turn()
+    other.write(root / "other.jsonl")
+    app = create_app("sessions")
+    app.animation_level = "none"
+    async with app.run_test(size=NARROW) as pilot:
+        await settle(pilot)
+        await wait_for(pilot, lambda: getattr(app.screen, "finished", False))
+        await pilot.pause(0.2)
+        svg = app.export_screenshot(title="inspector")
+    check_snapshot("session-list-narrow", svg, tmp_path)

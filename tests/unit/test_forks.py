@@ -1,0 +1,97 @@
+"""Fork seeds: a child's first seedLength events are its parent's, ending on a closed turn."""
+
+from __future__ import annotations
+
+import orjson
+
+from invariants.gate.pipeline import run_check
+from tests.support.logbuilder import Log
+
+
+def _family(tmp_path, *, tamper: bool = False, seed_cut: int = 0, seed_length: int | None = None, parent: bool = True):
+    p = Log("parent")
+    p.clean_turn(1, header_reason="initial")
+    p.clean_turn(2)
+    boundary = len(p.events) - 1 - seed_cut
+    child = Log("child", parentSession="parent", seedLength=seed_length if seed_length is not None else boundary + 1)
+    child.events = [dict(e) for e in p.events[: boundary + 1]]
+    if tamper:
+        child.events[1] = {**child.events[1], "data": {"content": [{"type": "text", "text": "changed"}], "source": {"kind": "user"}}}
+    if not seed_cut and seed_length is None:
+        child.clean_turn(3, header_reason="resume")
+    if parent:
+        p.write(tmp_path / "parent.jsonl")
+    child.write(tmp_path / "child.jsonl")
+    return run_check([tmp_path])
+
+
+def _rules(result):
+    return [f.rule for f in result.findings]
+
+
+def test_faithful_fork_is_clean(tmp_path):
+    assert _rules(_family(tmp_path)) == []
+
+
+def test_tampered_seed_is_reported(tmp_path):
+    result = _family(tmp_path, tamper=True)
+    (f,) = [f for f in result.findings if f.rule == "FRK001"]
+    assert f.seq == 1 and f.session == "child" and f.path.startswith("data")
+
+
+def test_seed_ending_inside_a_turn_is_reported(tmp_path):
+    assert "FRK002" in _rules(_family(tmp_path, seed_cut=2))
+
+
+def test_missing_parent_is_an_info(tmp_path):
+    result = _family(tmp_path, parent=False)
+    assert [(f.rule, f.severity) for f in result.findings] == [("FRK003", "info")]
+
+
+def test_seed_longer_than_the_log(tmp_path):
+    assert "FRK004" in _rules(_family(tmp_path, seed_length=500))
+
+
+def test_sample_fork_family_is_clean_of_errors():
+    from tests.conftest import SAMPLES
+
+    result = run_check([SAMPLES / "fork"])
+    assert not [f for f in result.findings if f.severity == "error"]
+    assert len(result.sessions) == 2
+    child = [m for m in result.sessions if m.header.parent_session][0]
+    assert child.header.seed_length > 0
+    assert orjson.dumps([f.rule for f in result.findings]) == b'["PFX003"]'
+
+
+def test_same_id_logs_in_unrelated_folders_are_not_taken_for_the_parent(tmp_path):
+    """Ids repeat across test folders: a far log is the parent only if it is the only one created before the child."""
+    import shutil
+
+    root = tmp_path / "root"
+    (root / "one").mkdir(parents=True)
+    _family(root / "one")  # parent.jsonl + child.jsonl
+    child = (root / "one" / "child.jsonl")
+    (root / "two").mkdir()
+    shutil.move(str(child), root / "two" / "child.jsonl")
+    assert _rules(run_check([root])) == []  # the only same-id parent under the root, created before: taken, seed equal
+    other = Log("parent")
+    other.clean_turn(1, header_reason="initial", header={"config": {"model": "zzz"}})
+    (root / "three").mkdir()
+    other.write(root / "three" / "parent.jsonl")
+    result = run_check([root])
+    assert [(f.rule, f.severity) for f in result.findings] == [("FRK003", "info")]  # ambiguous: not compared
+
+
+def test_a_far_log_created_after_the_child_is_not_its_parent(tmp_path):
+    import shutil
+
+    root = tmp_path / "root"
+    (root / "one").mkdir(parents=True)
+    _family(root / "one")
+    (root / "two").mkdir()
+    shutil.move(str(root / "one" / "child.jsonl"), root / "two" / "child.jsonl")
+    late = Log("parent")
+    late.header["createdAt"] = 1_900_000_000_000
+    late.clean_turn(1, header_reason="initial")
+    (root / "one" / "parent.jsonl").write_bytes(b"\n".join(late.lines()) + b"\n")
+    assert [f.rule for f in run_check([root]).findings] == ["FRK003"]
