@@ -12,7 +12,6 @@ peak RSS.  Target: ratio <= 2.0 and time linear in size.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -69,8 +68,12 @@ def command(log: Path) -> tuple[float, float]:
     (large) parent's memory, which a fork or vfork shares until exec.
     """
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _CHILD, "check", str(log), "--format", "json", "--no-cache", "--quiet"],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, "check", str(log), "--format", "json", "--no-cache", "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
     elapsed = time.perf_counter() - start
     if proc.returncode not in (0, 1):
         raise SystemExit(proc.stderr.decode())
@@ -97,9 +100,13 @@ def main() -> int:
         check = best(lambda: timed_check(log), args.repeat)
         cmd, rss = command(log)
         rows.append((n_events, n_requests, mb, floor, check, cmd, rss))
-    print(f"{'events':>8} {'requests':>8} {'MiB':>7} {'parse floor':>11} {'check':>8} {'ratio':>6} {'command':>8} {'peak RSS':>9}")
+    print(
+        f"{'events':>8} {'requests':>8} {'MiB':>7} {'parse floor':>11} {'check':>8} {'ratio':>6} {'command':>8} {'peak RSS':>9}"
+    )
     for n_events, n_requests, mb, floor, check, cmd, rss in rows:
-        print(f"{n_events:>8} {n_requests:>8} {mb:>7.1f} {floor:>10.3f}s {check:>7.3f}s {check / floor:>6.2f} {cmd:>7.3f}s {rss:>7.0f}MiB")
+        print(
+            f"{n_events:>8} {n_requests:>8} {mb:>7.1f} {floor:>10.3f}s {check:>7.3f}s {check / floor:>6.2f} {cmd:>7.3f}s {rss:>7.0f}MiB"
+        )
     (e1, *_, c1, _, _), (e2, *_, c2, _, _) = rows[0], rows[1]
     print(f"scaling: {e2 / e1:.2f}x events -> {c2 / c1:.2f}x check time")
     return 0

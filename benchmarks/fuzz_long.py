@@ -39,13 +39,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.support.fuzz_strategies import (  # noqa: E402
+    SCALE_FAMILIES,
     Case,
     argv_for,
     check_flags,
     corpus_seeds,
     random_case,
     run_case,
-    SCALE_FAMILIES,
     sample_seeds,
     scale_family,
     structured_case,
@@ -100,7 +100,9 @@ def _keep(folder: Path, mode: str, names: list[str], case: Case, code, tb: str, 
     target = folder / case.target if case.target != "." else folder
     (folder / "MODE.txt").write_text(
         f"{mode}\nmutators: {', '.join(names)}\ncommand: inspector {' '.join(argv_for(case, target, check_flags()))}\n"
-        f"exit: {code}\n\n{tb}\nstderr:\n{err[-4000:]}\n", encoding="utf-8")
+        f"exit: {code}\n\n{tb}\nstderr:\n{err[-4000:]}\n",
+        encoding="utf-8",
+    )
 
 
 def supervise(args) -> int:
@@ -112,7 +114,10 @@ def supervise(args) -> int:
         size = sweep_size(sweep_points(seeds))
         total = size if total is None else min(total, size)
         deadline = None
-        print(f"sweep: {size} cases (every distinct field of the seed logs x {size // len(sweep_points(seeds))} wrong values)", flush=True)
+        print(
+            f"sweep: {size} cases (every distinct field of the seed logs x {size // len(sweep_points(seeds))} wrong values)",
+            flush=True,
+        )
     modes: dict[str, tuple[int, list[str]]] = {}
     mode_counts: Counter = Counter()
     per_mutator: Counter = Counter()
@@ -147,10 +152,27 @@ def supervise(args) -> int:
                     return
                 remaining = 200  # a batch; the deadline is checked between batches
             start = lane_no + k * jobs
-            cmd = [sys.executable, "-X", "faulthandler", __file__, "--worker", str(start), str(jobs), str(remaining),
-                   "--seed", str(args.seed), "--out", str(args.out)] + (["--no-corpus"] if args.no_corpus else []) \
+            cmd = (
+                [
+                    sys.executable,
+                    "-X",
+                    "faulthandler",
+                    __file__,
+                    "--worker",
+                    str(start),
+                    str(jobs),
+                    str(remaining),
+                    "--seed",
+                    str(args.seed),
+                    "--out",
+                    str(args.out),
+                ]
+                + (["--no-corpus"] if args.no_corpus else [])
                 + (["--sweep"] if args.sweep else [])
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
+            )
+            proc = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir()
+            )
             current: tuple[int, list[str]] | None = None
             err_tail: list[str] = []
             t = threading.Thread(target=lambda: err_tail.extend(proc.stderr.readlines()[-40:]), daemon=True)
@@ -173,7 +195,9 @@ def supervise(args) -> int:
                 i, names = current
                 folder = args.out / f"case{i}"
                 folder.mkdir(parents=True, exist_ok=True)
-                (folder / "MODE.txt").write_text(f"{mode}\nmutators: {', '.join(names)}\n\n{''.join(err_tail)}", encoding="utf-8")
+                (folder / "MODE.txt").write_text(
+                    f"{mode}\nmutators: {', '.join(names)}\n\n{''.join(err_tail)}", encoding="utf-8"
+                )
                 record(i, names, mode)
                 k += 1
             elif rc != 0 and current is None and total is not None and k < (total - lane_no + jobs - 1) // jobs:
@@ -187,8 +211,10 @@ def supervise(args) -> int:
         t.join()
     elapsed = time.monotonic() - started
     nseeds = len(sample_seeds()) + (0 if args.no_corpus else len(corpus_seeds()))
-    print(f"\ncases run: {done} in {elapsed:.0f}s ({done / max(elapsed, 1e-9):.1f}/s, {jobs} worker(s)), "
-          f"seed logs: {nseeds}, rng seed {args.seed}")
+    print(
+        f"\ncases run: {done} in {elapsed:.0f}s ({done / max(elapsed, 1e-9):.1f}/s, {jobs} worker(s)), "
+        f"seed logs: {nseeds}, rng seed {args.seed}"
+    )
     print("cases per mutator: " + ", ".join(f"{k} {v}" for k, v in sorted(per_mutator.items())))
     print(f"distinct failure modes: {len(modes)}")
     for mode, count in mode_counts.most_common():
@@ -197,12 +223,14 @@ def supervise(args) -> int:
     return 1 if modes else 0
 
 
-_MEASURE = ("import resource, sys\n"
-            "from inspector.cli import main\n"
-            "code = main(sys.argv[1:])\n"
-            "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')]\n"
-            "print('MAXRSS', hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
-            "sys.exit(code)\n")
+_MEASURE = (
+    "import resource, sys\n"
+    "from inspector.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')]\n"
+    "print('MAXRSS', hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
 
 
 def _measure(files: dict, target: str, work: Path) -> tuple[int, float, int, int | None]:
@@ -212,8 +240,23 @@ def _measure(files: dict, target: str, work: Path) -> tuple[int, float, int, int
         (work / name).parent.mkdir(parents=True, exist_ok=True)
         (work / name).write_bytes(data)
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _MEASURE, "check", str(work / target if target != "." else work), "--no-cache",
-                           "--quiet", "--format", "json"], capture_output=True, text=True, timeout=1800, cwd=work)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _MEASURE,
+            "check",
+            str(work / target if target != "." else work),
+            "--no-cache",
+            "--quiet",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=work,
+    )
     seconds = time.perf_counter() - t0
     rss = next((int(x.split()[1]) for x in proc.stderr.splitlines() if x.startswith("MAXRSS")), 0)
     return sum(map(len, files.values())), seconds, rss, proc.returncode
@@ -235,8 +278,11 @@ def scale(args) -> int:
             m_ratio = max(r1 - base, 1) / max(r0 - base, 10_240)
             size_ratio = b1 / max(b0, 1)
             ok = t_ratio <= 2.5 * size_ratio and m_ratio <= 2.5 * size_ratio and c0 in (0, 1, 2) and c1 in (0, 1, 2)
-            print(f"{fam:24s} {b0:>10,d} B {t0:6.2f} s {r0 / 1024:7.0f} MB | {b1:>11,d} B {t1:6.2f} s {r1 / 1024:7.0f} MB"
-                  f" | time x{t_ratio:5.1f} mem x{m_ratio:5.1f} for input x{size_ratio:4.1f}  {'ok' if ok else 'SUPERLINEAR'}", flush=True)
+            print(
+                f"{fam:24s} {b0:>10,d} B {t0:6.2f} s {r0 / 1024:7.0f} MB | {b1:>11,d} B {t1:6.2f} s {r1 / 1024:7.0f} MB"
+                f" | time x{t_ratio:5.1f} mem x{m_ratio:5.1f} for input x{size_ratio:4.1f}  {'ok' if ok else 'SUPERLINEAR'}",
+                flush=True,
+            )
             if not ok:
                 bad.append(fam)
     finally:
@@ -266,8 +312,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", "-j", type=int, default=0, help="worker processes (default: one per CPU)")
     ap.add_argument("--no-corpus", action="store_true", help="only the sample logs, not ../shared/corpus")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "fuzz", help="where reproducers go")
-    ap.add_argument("--sweep", action="store_true", help="deterministic: each distinct field of the seed logs gets every wrong value")
-    ap.add_argument("--scale", action="store_true", help="run each scale family at n and 4n and compare time and memory")
+    ap.add_argument(
+        "--sweep",
+        action="store_true",
+        help="deterministic: each distinct field of the seed logs gets every wrong value",
+    )
+    ap.add_argument(
+        "--scale", action="store_true", help="run each scale family at n and 4n and compare time and memory"
+    )
     ap.add_argument("--scale-n", type=int, default=4000, help="the smaller size for --scale (default 4000)")
     ap.add_argument("--replay", type=int, metavar="I", help="run case I alone and show its outcome")
     ap.add_argument("--worker", nargs=3, type=int, metavar=("START", "STRIDE", "COUNT"), help=argparse.SUPPRESS)

@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 
 from inspector.index import build_index  # noqa: E402
 from inspector.index.build import default_jobs  # noqa: E402
-from invariants.simulate.seed_era import generate_large  # noqa: E402
 from invariants.read.zstdio import write_frames  # noqa: E402
+from invariants.simulate.seed_era import generate_large  # noqa: E402
 
 BYTES_PER_EVENT = 185  # generate_large's average line, measured
 
@@ -58,7 +58,10 @@ def make_root(root: Path, sessions: int, mb: float, captures_every: int) -> None
         generate_large(log, capture, events=events, steps=max(10, events // 100), seed=i)
         if i % 5 == 1:
             lines = log.read_bytes().splitlines(keepends=True)
-            write_frames(folder / "session.jsonl.zstd", [lines[0]] + [b"".join(lines[j:j + 40]) for j in range(1, len(lines), 40)])
+            write_frames(
+                folder / "session.jsonl.zstd",
+                [lines[0]] + [b"".join(lines[j : j + 40]) for j in range(1, len(lines), 40)],
+            )
             log.unlink()
 
 
@@ -132,7 +135,7 @@ def grow(root: Path, share: float) -> tuple[list[Path], int]:
         if not new.startswith(old):  # the simulator is deterministic per seed: the old log is a prefix
             continue
         with open(p, "ab") as fh:
-            fh.write(new[len(old):])
+            fh.write(new[len(old) :])
         added += len(new) - len(old)
     tmp.unlink(missing_ok=True)
     return picked, added
@@ -168,9 +171,11 @@ def main() -> int:
     log_bytes = sum(p.stat().st_size for p in logs)
     cap_bytes = sum(p.stat().st_size for p in caps)
     log_text = sum(text_bytes(p) for p in logs)
-    print(f"root: {len(logs)} sessions ({sum(p.suffix == '.zstd' for p in logs)} zstd), {log_text / 1e6:.0f} MB of log text "
-          f"({log_bytes / 1e6:.0f} MB on disk), {len(caps)} captures {cap_bytes / 1e6:.0f} MB; {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"root: {len(logs)} sessions ({sum(p.suffix == '.zstd' for p in logs)} zstd), {log_text / 1e6:.0f} MB of log text "
+        f"({log_bytes / 1e6:.0f} MB on disk), {len(caps)} captures {cap_bytes / 1e6:.0f} MB; {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
 
     parse_floor(all_files)  # warm the page cache
     floor = min(parse_floor(all_files) for _ in range(2))
@@ -183,8 +188,10 @@ def main() -> int:
         elapsed, stats = min((timed_index(root, fresh_db(db), jobs) for _ in range(args.repeat)), key=lambda x: x[0])
         assert stats.new == len(logs) and not stats.problems, stats.problems[:3]
         results[jobs] = elapsed
-        print(f"first index, --jobs {jobs}: {elapsed:.2f}s = {elapsed / floor:.2f}x the parse floor "
-              f"({stats.steps_added} steps; db {db.stat().st_size / 1e6:.0f} MB)")
+        print(
+            f"first index, --jobs {jobs}: {elapsed:.2f}s = {elapsed / floor:.2f}x the parse floor "
+            f"({stats.steps_added} steps; db {db.stat().st_size / 1e6:.0f} MB)"
+        )
 
     t, stats = timed_index(root, db, args.jobs)
     assert stats.unchanged == len(logs) and stats.parsed_groups == 0
@@ -203,9 +210,11 @@ def main() -> int:
     start = time.perf_counter()
     build_index(picked, fresh_db(base / "grown-only.db"), jobs=1)
     only_t = time.perf_counter() - start
-    print(f"grown root: {len(picked)} logs gained {added / 1e6:.1f} MB; incremental re-index (--jobs 1) {t:.2f}s "
-          f"({stats.appended} appended, {stats.steps_added} steps added); indexing those {len(picked)} logs from "
-          f"scratch {only_t:.2f}s; the whole grown root from scratch {full_t:.2f}s")
+    print(
+        f"grown root: {len(picked)} logs gained {added / 1e6:.1f} MB; incremental re-index (--jobs 1) {t:.2f}s "
+        f"({stats.appended} appended, {stats.steps_added} steps added); indexing those {len(picked)} logs from "
+        f"scratch {only_t:.2f}s; the whole grown root from scratch {full_t:.2f}s"
+    )
     (root / ".done").unlink()  # the root changed: regenerate next time
     if not args.keep:
         shutil.rmtree(base, ignore_errors=True)

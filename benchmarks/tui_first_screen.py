@@ -36,8 +36,10 @@ def make_log(folder: Path, events: int, steps: int) -> Path:
 
     log = folder / "big.jsonl"
     counts = generate_large(log, folder / "big.requests.jsonl", events=events, steps=steps)
-    print(f"log: {counts['events']} events, {counts['steps']} steps, {counts['instances']} instances, "
-          f"{counts['requests']} captured requests, {log.stat().st_size / 1e6:.1f} MB")
+    print(
+        f"log: {counts['events']} events, {counts['steps']} steps, {counts['instances']} instances, "
+        f"{counts['requests']} captured requests, {log.stat().st_size / 1e6:.1f} MB"
+    )
     return log
 
 
@@ -49,13 +51,18 @@ async def headless(log: Path, moves: int) -> None:
     started = time.perf_counter()
     app = create_app(log)
     async with app.run_test(size=(160, 45)) as pilot:
-        while not (isinstance(app.screen, SessionScreen) and app.screen.state is not None
-                   and app.screen.query_one(RequestView).blocks):
+        while not (
+            isinstance(app.screen, SessionScreen)
+            and app.screen.state is not None
+            and app.screen.query_one(RequestView).blocks
+        ):
             await pilot.pause(0.005)
         await pilot.pause()
         first = time.perf_counter() - started
         screen = app.screen
-        print(f"headless first screen: {first * 1000:.0f} ms (check of the log in the worker: {screen.load_elapsed * 1000:.0f} ms)")
+        print(
+            f"headless first screen: {first * 1000:.0f} ms (check of the log in the worker: {screen.load_elapsed * 1000:.0f} ms)"
+        )
 
         work: list[float] = []
         original = screen._draw_active
@@ -77,10 +84,14 @@ async def headless(log: Path, moves: int) -> None:
                 t = time.perf_counter()
                 await pilot.press("j")
                 trips.append(time.perf_counter() - t)
-        print(f"step move, screen work (handler + redraw of the shown tab): median {statistics.median(work) * 1000:.1f} ms, "
-              f"p95 {sorted(work)[int(len(work) * 0.95)] * 1000:.1f} ms, max {max(work) * 1000:.1f} ms over {len(work)} moves")
-        print(f"step move, Pilot round trip (key in → screen refreshed): median {statistics.median(trips) * 1000:.1f} ms, "
-              f"p95 {sorted(trips)[int(len(trips) * 0.95)] * 1000:.1f} ms")
+        print(
+            f"step move, screen work (handler + redraw of the shown tab): median {statistics.median(work) * 1000:.1f} ms, "
+            f"p95 {sorted(work)[int(len(work) * 0.95)] * 1000:.1f} ms, max {max(work) * 1000:.1f} ms over {len(work)} moves"
+        )
+        print(
+            f"step move, Pilot round trip (key in → screen refreshed): median {statistics.median(trips) * 1000:.1f} ms, "
+            f"p95 {sorted(trips)[int(len(trips) * 0.95)] * 1000:.1f} ms"
+        )
 
 
 def in_tmux(log: Path) -> None:
@@ -94,8 +105,10 @@ def in_tmux(log: Path) -> None:
         while time.perf_counter() - started < 30:
             pane = subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
             if "turn 1" in pane and "Rebuilt request" in pane:
-                print(f"tmux first screen (launch of `inspector` → timeline and request on screen): "
-                      f"{(time.perf_counter() - started) * 1000:.0f} ms")
+                print(
+                    f"tmux first screen (launch of `inspector` → timeline and request on screen): "
+                    f"{(time.perf_counter() - started) * 1000:.0f} ms"
+                )
                 break
             time.sleep(0.02)
         else:
@@ -114,8 +127,10 @@ def in_tmux(log: Path) -> None:
                     break
             time.sleep(0.05)
         if lags:
-            print(f"tmux step move (send-keys j → pane shows the next step's request; includes ~5 ms of tmux polling): "
-                  f"median {statistics.median(lags) * 1000:.0f} ms, max {max(lags) * 1000:.0f} ms")
+            print(
+                f"tmux step move (send-keys j → pane shows the next step's request; includes ~5 ms of tmux polling): "
+                f"median {statistics.median(lags) * 1000:.0f} ms, max {max(lags) * 1000:.0f} ms"
+            )
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
 

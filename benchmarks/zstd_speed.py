@@ -26,11 +26,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from invariants.gate.pipeline import run_check  # noqa: E402
-from invariants.simulate.late_era import TOOLS, LateRecorder, _call  # noqa: E402
 from invariants.read.zstdio import iter_frames, write_frames  # noqa: E402
+from invariants.simulate.late_era import TOOLS, LateRecorder, _call  # noqa: E402
 
-WORDS = ("the build cache test module parser config token stream request header step turn file path error "
-         "result value branch merge commit review patch index schema field record event chunk delta").split()
+WORDS = (
+    "the build cache test module parser config token stream request header step turn file path error "
+    "result value branch merge commit review patch index schema field record event chunk delta"
+).split()
 
 
 def prose(rng: random.Random, n: int) -> str:
@@ -43,10 +45,16 @@ def build(events: int) -> LateRecorder:
     while len(rec.events) < events:
         prompt = rec.inbox(prose(rng, 12))
         call = _call(rng, "read", {"file_path": f"src/m{len(rec.events)}.py"})
-        rec.run_turn(prompt, [
-            {"reply": [{"type": "reasoning", "text": prose(rng, 80)}, call], "outputs": [(call["id"], prose(rng, 30))]},
-            {"reply": [{"type": "text", "text": prose(rng, 120)}], "retry": len(rec.events) % 7 == 0},
-        ])
+        rec.run_turn(
+            prompt,
+            [
+                {
+                    "reply": [{"type": "reasoning", "text": prose(rng, 80)}, call],
+                    "outputs": [(call["id"], prose(rng, 30))],
+                },
+                {"reply": [{"type": "text", "text": prose(rng, 120)}], "retry": len(rec.events) % 7 == 0},
+            ],
+        )
         if len(rec.messages) > 12:
             compact(rec, rng)
     return rec
@@ -61,11 +69,15 @@ def compact(rec: LateRecorder, rng: random.Random) -> None:
             nodes.append(ev["seq"])
         elif isinstance(op, dict):
             i, j = nodes.index(op["start"]), nodes.index(op["end"])
-            nodes[i:j + 1] = [ev["seq"]]
+            nodes[i : j + 1] = [ev["seq"]]
     rec.append("compaction/start", {"turn": rec.turn})
     summary = rec.append("compaction/summary", {"summary": prose(rng, 40), "turn": rec.turn})
-    msg = {"content": [{"type": "text", "text": prose(rng, 40)}], "source": {"kind": "plugin", "plugin": "compaction"},
-           "role": "user", "id": rec.uid()}
+    msg = {
+        "content": [{"type": "text", "text": prose(rng, 40)}],
+        "source": {"kind": "plugin", "plugin": "compaction"},
+        "role": "user",
+        "id": rec.uid(),
+    }
     rec.append("user/message", msg, {"op": "replace", "start": nodes[0], "end": nodes[-1]}, [summary, *nodes])
     rec.append("compaction/end", {"turn": rec.turn})
     rec.messages = [msg]
@@ -130,11 +142,15 @@ def main(argv: list[str] | None = None) -> int:
             _, events, requests = checks[0]
             assert events == len(rec.events) and requests == len(rec.capture)
             lines = sum(len(f.split(b"\n")) - 1 for f in rec.jsonl_frames(pack=name == "zstd+rows"))
-            print(f"{name:<10} {path.stat().st_size:>11,} {lines:>8,} {fl:>8.3f} {dz:>9.3f} {best:>8.3f} {best / fl:>6.2f}")
+            print(
+                f"{name:<10} {path.stat().st_size:>11,} {lines:>8,} {fl:>8.3f} {dz:>9.3f} {best:>8.3f} {best / fl:>6.2f}"
+            )
             results[name] = (fl, best)
         # rows hold the same events as the unpacked zstd log: its floor is the events' parse floor
-        print(f"zstd+rows check against the parse floor of its events as lines: "
-              f"{results['zstd+rows'][1] / results['zstd'][0]:.2f}x")
+        print(
+            f"zstd+rows check against the parse floor of its events as lines: "
+            f"{results['zstd+rows'][1] / results['zstd'][0]:.2f}x"
+        )
     return 0
 
 

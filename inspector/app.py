@@ -18,15 +18,23 @@ from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from invariants.gate.pipeline import CheckOptions
-from invariants.read.discover import LogSource
+from invariants.read.source import LogSource
 
 
 class InspectorApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "inspector"
 
-    def __init__(self, path: str | os.PathLike, *, captures: list | None = None, session: str | None = None,
-                 follow: bool = False, profile: str | None = None, db: str | os.PathLike | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        captures: list | None = None,
+        session: str | None = None,
+        follow: bool = False,
+        profile: str | None = None,
+        db: str | os.PathLike | None = None,
+    ) -> None:
         super().__init__()
         self.db = Path(db) if db is not None else None  # the index the session list reads (None: the default, if any)
         self.path = Path(path)
@@ -44,14 +52,16 @@ class InspectorApp(App):
         gc.set_threshold(50_000, 20, 100)
         from inspector.screens.session import SessionScreen
         from inspector.screens.session_list import SessionListScreen
-
-        from invariants.read.discover import SQLITE_SUFFIXES
+        from invariants.read.source import SQLITE_SUFFIXES
 
         if self.path.is_dir() or self.path.name.endswith(SQLITE_SUFFIXES):  # a database holds many sessions
-            self.push_screen(SessionListScreen(self.path, options=self.options, session=self.session, follow=self.follow,
-                                              db=self.db))
+            self.push_screen(
+                SessionListScreen(self.path, options=self.options, session=self.session, follow=self.follow, db=self.db)
+            )
         else:
-            self.push_screen(SessionScreen(LogSource(self.path, self.path.parent), options=self.options, follow=self.follow))
+            self.push_screen(
+                SessionScreen(LogSource(self.path, self.path.parent), options=self.options, follow=self.follow)
+            )
 
     def on_unmount(self) -> None:
         gc.set_threshold(*self._gc_threshold)
@@ -62,25 +72,60 @@ class InspectorApp(App):
         from inspector.screens.session import SessionScreen
 
         if isinstance(screen, SessionScreen):
-            yield SystemCommand("Next finding", "Jump to the next finding: its step, its tab, its path (n)", screen.action_next_finding)
+            yield SystemCommand(
+                "Next finding", "Jump to the next finding: its step, its tab, its path (n)", screen.action_next_finding
+            )
             yield SystemCommand("Previous finding", "Jump to the previous finding (N)", screen.action_previous_finding)
-            yield SystemCommand("Next resume boundary", "Jump to the first step of the next loop instance (])", lambda: screen.action_resume(1))
-            yield SystemCommand("Previous resume boundary", "Jump to the first step of the previous loop instance ([)",
-                                lambda: screen.action_resume(-1))
+            yield SystemCommand(
+                "Next resume boundary",
+                "Jump to the first step of the next loop instance (])",
+                lambda: screen.action_resume(1),
+            )
+            yield SystemCommand(
+                "Previous resume boundary",
+                "Jump to the first step of the previous loop instance ([)",
+                lambda: screen.action_resume(-1),
+            )
             yield SystemCommand("Search", "Search message and event text (/)", screen.action_search)
-            yield SystemCommand("Filter timeline", "Show only steps with findings of one category (f)", screen.action_filter)
-            yield SystemCommand("Go to producing event", "Jump from the selected message to the event that produced it (e)",
-                                screen.action_goto_origin)
-            yield SystemCommand("When did this change?", "Jump to the event that last changed the selected header field or the prefix (w)",
-                                screen.action_when_changed)
-            yield SystemCommand("Export request", "Write the rebuilt request of the step as JSON (x)", screen.action_export)
+            yield SystemCommand(
+                "Filter timeline", "Show only steps with findings of one category (f)", screen.action_filter
+            )
+            yield SystemCommand(
+                "Go to producing event",
+                "Jump from the selected message to the event that produced it (e)",
+                screen.action_goto_origin,
+            )
+            yield SystemCommand(
+                "When did this change?",
+                "Jump to the event that last changed the selected header field or the prefix (w)",
+                screen.action_when_changed,
+            )
+            yield SystemCommand(
+                "Export request", "Write the rebuilt request of the step as JSON (x)", screen.action_export
+            )
             yield SystemCommand("Help", "All keys, explained (?)", screen.action_help)
-            for i, (tab, title) in enumerate((("request", "Request"), ("diff", "Diff"), ("header", "Header"), ("prefix", "Prefix"),
-                                              ("events", "Events"), ("findings", "Findings"))):
-                yield SystemCommand(f"{title} tab", f"Show the {title} tab ({i + 1})", lambda t=tab: screen.action_tab(t))
+            for i, (tab, title) in enumerate(
+                (
+                    ("request", "Request"),
+                    ("diff", "Diff"),
+                    ("header", "Header"),
+                    ("prefix", "Prefix"),
+                    ("events", "Events"),
+                    ("findings", "Findings"),
+                )
+            ):
+                yield SystemCommand(
+                    f"{title} tab", f"Show the {title} tab ({i + 1})", lambda t=tab: screen.action_tab(t)
+                )
 
 
-def create_app(path: str | os.PathLike, captures: list | None = None, session: str | None = None,
-               follow: bool = False, profile: str | None = None, db: str | os.PathLike | None = None) -> InspectorApp:
+def create_app(
+    path: str | os.PathLike,
+    captures: list | None = None,
+    session: str | None = None,
+    follow: bool = False,
+    profile: str | None = None,
+    db: str | os.PathLike | None = None,
+) -> InspectorApp:
     """The app ``inspector PATH`` runs (the CLI and the tests both call this)."""
     return InspectorApp(path, captures=captures, session=session, follow=follow, profile=profile, db=db)

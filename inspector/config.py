@@ -44,8 +44,17 @@ from typing import Any
 SEVERITY_LEVELS = ("error", "warning", "info")
 
 KNOWN_KEYS = {
-    "select", "ignore", "fail-on", "profile", "format", "jobs", "cache", "cache-dir",
-    "baseline", "severity", "per-path-ignores",
+    "select",
+    "ignore",
+    "fail-on",
+    "profile",
+    "format",
+    "jobs",
+    "cache",
+    "cache-dir",
+    "baseline",
+    "severity",
+    "per-path-ignores",
 }
 
 
@@ -142,7 +151,9 @@ def parse_table(table: dict, path: Path, where: str = "") -> Config:
     for raw_key, value in table.items():
         key = _norm(raw_key)
         if key not in KNOWN_KEYS:
-            raise ConfigError(f"{path}: unknown key `{raw_key}` in {where or 'configuration'} (known: {', '.join(sorted(KNOWN_KEYS))})")
+            raise ConfigError(
+                f"{path}: unknown key `{raw_key}` in {where or 'configuration'} (known: {', '.join(sorted(KNOWN_KEYS))})"
+            )
         if key == "select":
             cfg.select = validate_selectors(_str_list(value, key, path), f"{path}: select")
         elif key == "ignore":
@@ -187,7 +198,9 @@ def parse_table(table: dict, path: Path, where: str = "") -> Config:
             if not isinstance(value, dict):
                 raise ConfigError(f"{path}: per-path-ignores must be a table of glob = [rules]")
             cfg.per_path_ignores = {
-                str(glob): validate_selectors(_str_list(rules, f"per-path-ignores.{glob}", path), f"{path}: per-path-ignores {glob!r}")
+                str(glob): validate_selectors(
+                    _str_list(rules, f"per-path-ignores.{glob}", path), f"{path}: per-path-ignores {glob!r}"
+                )
                 for glob, rules in value.items()
             }
     return cfg
@@ -208,7 +221,9 @@ def validate_selectors(selectors: list[str], where: str) -> list[str]:
         elif up.isalpha() and any(c.startswith(up) for c in RULES):
             out.append(up)
         else:
-            raise ConfigError(f"{where}: unknown rule selector {s!r} (a rule code like DIV001, a prefix like DIV, or a category like fork-seed)")
+            raise ConfigError(
+                f"{where}: unknown rule selector {s!r} (a rule code like DIV001, a prefix like DIV, or a category like fork-seed)"
+            )
     return out
 
 
@@ -216,7 +231,9 @@ def parse_severity_table(table: dict[str, Any], where: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for sel, level in table.items():
         if level not in SEVERITY_LEVELS:
-            raise ConfigError(f"{where}: severity for {sel!r} must be one of {', '.join(SEVERITY_LEVELS)}, not {level!r}")
+            raise ConfigError(
+                f"{where}: severity for {sel!r} must be one of {', '.join(SEVERITY_LEVELS)}, not {level!r}"
+            )
         (norm,) = validate_selectors([sel], f"{where}: severity")
         out[norm] = level
     return out
@@ -231,7 +248,9 @@ def expand_severity(table: dict[str, str]) -> dict[str, str]:
     from invariants.model.registry import RULES
 
     out: dict[str, str] = {}
-    ordered = sorted(table.items(), key=lambda kv: 2 if kv[0].upper() in RULES else (1 if kv[0].isalpha() and kv[0].isupper() else 0))
+    ordered = sorted(
+        table.items(), key=lambda kv: 2 if kv[0].upper() in RULES else (1 if kv[0].isalpha() and kv[0].isupper() else 0)
+    )
     for sel, level in ordered:
         key = sel.upper() if sel.upper() in RULES else sel
         for code, rule in RULES.items():

@@ -17,8 +17,8 @@ from textual.message import Message
 if TYPE_CHECKING:
     from textual.widget import Widget
 
-    from invariants.gate.pipeline import CheckResult
     from invariants.analysis.events_view import Match, RawEvent
+    from invariants.gate.pipeline import CheckResult
     from invariants.replay.session import SessionModel
 
 
@@ -44,7 +44,7 @@ class SessionLoadFailed(Message):
 class SessionSummaryReady(Message):
     """One row of the session list is ready (rows arrive one log at a time)."""
 
-    summary: Any  # inspector.screens.session_list.SessionSummary
+    summary: Any  # inspector.screens.session_list.SessionRow
 
 
 @dataclass

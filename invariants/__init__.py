@@ -5,4 +5,6 @@ Nothing in this package imports Textual, sqlite-utils or the CLI, so a CI job
 that only runs ``inspector check`` pays for none of them.
 """
 
-__version__ = "0.1.0"
+from invariants.model.version import __version__
+
+__all__ = ["__version__"]

@@ -18,11 +18,14 @@ from .common import add_input_flags, check_profile, fail
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("cache-report", help="per step: reusable request prefix, what broke it, provider cache usage",
-                       description="Rebuild every request from the log and measure, step by step, how much of it is a "
-                       "byte-identical prefix of the previous request (render order model, system, tools, messages), "
-                       "what broke the prefix (system, tools, config, prefix drift, compaction, key order, a volatile value), "
-                       "and the provider's cacheReadTokens beside it. Tokens are estimated as bytes/4.")
+    p = sub.add_parser(
+        "cache-report",
+        help="per step: reusable request prefix, what broke it, provider cache usage",
+        description="Rebuild every request from the log and measure, step by step, how much of it is a "
+        "byte-identical prefix of the previous request (render order model, system, tools, messages), "
+        "what broke the prefix (system, tools, config, prefix drift, compaction, key order, a volatile value), "
+        "and the provider's cacheReadTokens beside it. Tokens are estimated as bytes/4.",
+    )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a log file, a folder of logs, or a sessions root")
     add_input_flags(p)
     p.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json")
@@ -48,9 +51,14 @@ def session_text(sc, breaks_only: bool = False) -> list[str]:
     from invariants.model.inert import inert
 
     s = sc.summary()
-    lines = [f"{inert(sc.file)}  (session {inert(sc.session)}, {sc.profile}, {s['steps']} step(s) with a request"
-             + (f", {sc.skipped} without a header" if sc.skipped else "") + ")"]
-    lines.append(f"  {'step':>4}  {'turn.step':<9} {'seq':>6} {'~tokens':>9} {'reused':>7} {'~re-paid':>9} {'cacheRead/input':>17}  breaker")
+    lines = [
+        f"{inert(sc.file)}  (session {inert(sc.session)}, {sc.profile}, {s['steps']} step(s) with a request"
+        + (f", {sc.skipped} without a header" if sc.skipped else "")
+        + ")"
+    ]
+    lines.append(
+        f"  {'step':>4}  {'turn.step':<9} {'seq':>6} {'~tokens':>9} {'reused':>7} {'~re-paid':>9} {'cacheRead/input':>17}  breaker"
+    )
     for k, st in enumerate(sc.steps):
         if breaks_only and st.breaker is None:
             continue
@@ -66,12 +74,16 @@ def session_text(sc, breaks_only: bool = False) -> list[str]:
         if st.config_changes:
             why += ("; " if why else "") + f"config {', '.join(st.config_changes)} changed (not in the prefix)"
         ts = f"{st.turn}.{st.step}"
-        lines.append(f"  {st.index + 1:>4}  {inert(ts):<9} {st.seq:>6} {_n(est_tokens(st.bytes)):>9} {ratio:>7} "
-                     f"{_n(est_tokens(st.repaid_bytes)):>9} {usage:>17}  {why}")
+        lines.append(
+            f"  {st.index + 1:>4}  {inert(ts):<9} {st.seq:>6} {_n(est_tokens(st.bytes)):>9} {ratio:>7} "
+            f"{_n(est_tokens(st.repaid_bytes)):>9} {usage:>17}  {why}"
+        )
     bk = ", ".join(f"{k} {v}" for k, v in s["breakers"].items()) or "none"
-    tail = (f"  summary: ~{_n(s['tokens_est'])} tokens sent, ~{_n(s['reused_tokens_est'])} reusable prefix"
-            + (f" ({round(100 * s['reuse_ratio'])}%)" if s["reuse_ratio"] is not None else "")
-            + f", ~{_n(s['repaid_tokens_est'])} re-paid; breakers: {bk}")
+    tail = (
+        f"  summary: ~{_n(s['tokens_est'])} tokens sent, ~{_n(s['reused_tokens_est'])} reusable prefix"
+        + (f" ({round(100 * s['reuse_ratio'])}%)" if s["reuse_ratio"] is not None else "")
+        + f", ~{_n(s['repaid_tokens_est'])} re-paid; breakers: {bk}"
+    )
     if s["usage_steps"]:
         tail += f"; provider usage: {_n(s['cache_read_tokens'])} cacheRead of {_n(s['input_tokens'])} input"
         if s["cache_read_ratio"] is not None:
@@ -82,9 +94,9 @@ def session_text(sc, breaks_only: bool = False) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from invariants.analysis.cache_report import BYTES_PER_TOKEN, report_document, session_cache
+    from invariants.gate.report import dumps_json
     from invariants.read.discover import discover
     from invariants.replay.session import replay
-    from invariants.gate.report import dumps_json
 
     profile = check_profile(args.profile)
     sources, problems = discover(args.paths)
@@ -108,9 +120,11 @@ def run(args: argparse.Namespace) -> int:
         for r in reports:
             lines += session_text(r, args.breaks_only) + [""]
         total = sum(r.summary()["repaid_bytes"] for r in reports)
-        lines.append(f"{len(reports)} session(s); ~{_n((total + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN)} tokens re-paid in all. "
-                     f"Tokens are estimated as bytes/{BYTES_PER_TOKEN}; 'reused' is the byte-identical prefix shared with the "
-                     "previous step's request (render order model, system, tools, messages).")
+        lines.append(
+            f"{len(reports)} session(s); ~{_n((total + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN)} tokens re-paid in all. "
+            f"Tokens are estimated as bytes/{BYTES_PER_TOKEN}; 'reused' is the byte-identical prefix shared with the "
+            "previous step's request (render order model, system, tools, messages)."
+        )
         text = "\n".join(lines)
     if args.output:
         args.output.write_text(text + "\n", encoding="utf-8")

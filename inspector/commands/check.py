@@ -21,38 +21,86 @@ FORMATS = ("text", "json", "jsonl", "junit", "sarif", "github")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("check", help="check logs (and captured requests); exit 1 on findings at or above --fail-on",
-                       description="Load logs, fold headers, rebuild every request, compare with captures, report findings. "
-                       "Settings also come from inspector.toml or [tool.inspector] in pyproject.toml; flags win.")
+    p = sub.add_parser(
+        "check",
+        help="check logs (and captured requests); exit 1 on findings at or above --fail-on",
+        description="Load logs, fold headers, rebuild every request, compare with captures, report findings. "
+        "Settings also come from inspector.toml or [tool.inspector] in pyproject.toml; flags win.",
+    )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a log file, a folder of logs, or a sessions root")
     add_input_flags(p)
     out = p.add_argument_group("output")
-    out.add_argument("--format", choices=FORMATS, default=None,
-                     help="text (default), json (report version 1), jsonl (one finding per line), junit (one test case per session), "
-                     "sarif (SARIF 2.1.0), github (workflow annotations)")
+    out.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="text (default), json (report version 1), jsonl (one finding per line), junit (one test case per session), "
+        "sarif (SARIF 2.1.0), github (workflow annotations)",
+    )
     out.add_argument("--output", "-o", metavar="FILE", type=Path, help="write the report here instead of stdout")
     out.add_argument("--statistics", action="store_true", help="count findings per rule (text: instead of the listing)")
     out.add_argument("--verbose", "-v", action="store_true", help="text format: print each finding's detail")
     out.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr")
     sel = p.add_argument_group("rules")
-    sel.add_argument("--select", action="append", metavar="RULES", help="only these rule codes, code prefixes (DIV) or categories; comma-separated")
-    sel.add_argument("--ignore", action="append", metavar="RULES", help="skip these rule codes, prefixes or categories; comma-separated")
-    sel.add_argument("--severity", action="append", metavar="RULE=LEVEL",
-                     help="override a rule's (or category's) severity, e.g. PFX002=error; comma-separated, repeatable")
-    sel.add_argument("--fail-on", choices=("error", "warning", "info"), default=None, help="lowest severity that fails the run (default error)")
-    sel.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings reach --fail-on (unreadable input still exits 2)")
+    sel.add_argument(
+        "--select",
+        action="append",
+        metavar="RULES",
+        help="only these rule codes, code prefixes (DIV) or categories; comma-separated",
+    )
+    sel.add_argument(
+        "--ignore",
+        action="append",
+        metavar="RULES",
+        help="skip these rule codes, prefixes or categories; comma-separated",
+    )
+    sel.add_argument(
+        "--severity",
+        action="append",
+        metavar="RULE=LEVEL",
+        help="override a rule's (or category's) severity, e.g. PFX002=error; comma-separated, repeatable",
+    )
+    sel.add_argument(
+        "--fail-on",
+        choices=("error", "warning", "info"),
+        default=None,
+        help="lowest severity that fails the run (default error)",
+    )
+    sel.add_argument(
+        "--exit-zero",
+        action="store_true",
+        help="exit 0 even when findings reach --fail-on (unreadable input still exits 2)",
+    )
     cfg = p.add_argument_group("configuration")
-    cfg.add_argument("--config", metavar="FILE", type=Path, help="read settings from this inspector.toml or pyproject.toml")
+    cfg.add_argument(
+        "--config", metavar="FILE", type=Path, help="read settings from this inspector.toml or pyproject.toml"
+    )
     cfg.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     base = p.add_argument_group("baseline")
-    base.add_argument("--baseline", metavar="FILE", help="report only findings that are not in this baseline; list its entries that no longer occur")
+    base.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="report only findings that are not in this baseline; list its entries that no longer occur",
+    )
     base.add_argument("--write-baseline", metavar="FILE", help="record the current findings as the baseline and exit 0")
-    base.add_argument("--ledger", metavar="FILE",
-                      help="log ledger: verify that each log still begins with what a previous check recorded (RSM001), then record it")
+    base.add_argument(
+        "--ledger",
+        metavar="FILE",
+        help="log ledger: verify that each log still begins with what a previous check recorded (RSM001), then record it",
+    )
     run_ = p.add_argument_group("speed")
-    run_.add_argument("--jobs", "-j", type=int, metavar="N", default=None, help="check folders in N processes (0 = one per CPU; default 1)")
+    run_.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        metavar="N",
+        default=None,
+        help="check folders in N processes (0 = one per CPU; default 1)",
+    )
     run_.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
-    run_.add_argument("--cache-dir", metavar="DIR", help="result cache folder (default .inspector_cache in the working directory)")
+    run_.add_argument(
+        "--cache-dir", metavar="DIR", help="result cache folder (default .inspector_cache in the working directory)"
+    )
 
 
 def _severity_flags(values: list[str] | None) -> dict[str, str]:
@@ -69,8 +117,11 @@ def _severity_flags(values: list[str] | None) -> dict[str, str]:
 
 def _written_input(args: argparse.Namespace) -> str | None:
     """A file this run would write (--output, --write-baseline, --ledger) that is one of its inputs."""
-    targets = [(flag, getattr(args, attr)) for flag, attr in (("--output", "output"), ("--write-baseline", "write_baseline"),
-                                                             ("--ledger", "ledger")) if getattr(args, attr, None)]
+    targets = [
+        (flag, getattr(args, attr))
+        for flag, attr in (("--output", "output"), ("--write-baseline", "write_baseline"), ("--ledger", "ledger"))
+        if getattr(args, attr, None)
+    ]
     if not targets:
         return None
     from invariants.read.capture import find_capture
@@ -88,15 +139,17 @@ def _written_input(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from inspector.config import ConfigError, expand_severity, load_config, path_ignored, validate_selectors
     from invariants import __version__
+    from invariants.gate.formats import MACHINE_FORMATS, ReportContext, render, statistics_text
     from invariants.gate.pipeline import CheckOptions, filter_findings
     from invariants.model.findings import SEVERITY_RANK
-    from invariants.gate.formats import MACHINE_FORMATS, ReportContext, render, statistics_text
 
     started = time.perf_counter()
     try:
         cfg = load_config(args.config, isolated=args.isolated)
         select = validate_selectors(split_codes(args.select), "--select") if args.select is not None else cfg.select
-        ignore = validate_selectors(split_codes(args.ignore) or [], "--ignore") if args.ignore is not None else cfg.ignore
+        ignore = (
+            validate_selectors(split_codes(args.ignore) or [], "--ignore") if args.ignore is not None else cfg.ignore
+        )
         severity = {**cfg.severity, **_severity_flags(args.severity)}
         profile = args.profile if args.profile is not None else cfg.profile
         if profile is not None:
@@ -117,8 +170,13 @@ def run(args: argparse.Namespace) -> int:
     clash = _written_input(args)
     if clash:
         return fail(clash)
-    options = CheckOptions(captures=args.captures, profile=profile, select=select, ignore=ignore,
-                           severity_overrides=expand_severity(severity))
+    options = CheckOptions(
+        captures=args.captures,
+        profile=profile,
+        select=select,
+        ignore=ignore,
+        severity_overrides=expand_severity(severity),
+    )
     from invariants.gate.parallel import RunStats, check_paths
 
     cache = None
@@ -141,11 +199,21 @@ def run(args: argparse.Namespace) -> int:
         if extra:
             order = {m.file: i for i, m in enumerate(result.sessions)}
             merged = result.findings + filter_findings(extra, options)
-            merged.sort(key=lambda f: (order.get(f.file or "", len(order)), f.file or "", f.seq if f.seq is not None else -1, f.line or 0, f.rule))
+            merged.sort(
+                key=lambda f: (
+                    order.get(f.file or "", len(order)),
+                    f.file or "",
+                    f.seq if f.seq is not None else -1,
+                    f.line or 0,
+                    f.rule,
+                )
+            )
             result.findings = merged
 
     if cfg.per_path_ignores:
-        result.findings = [f for f in result.findings if not path_ignored(f.file, f.rule, cfg.per_path_ignores, cfg.root)]
+        result.findings = [
+            f for f in result.findings if not path_ignored(f.file, f.rule, cfg.per_path_ignores, cfg.root)
+        ]
 
     if args.write_baseline:
         from invariants.gate.baseline import write_baseline
@@ -166,11 +234,22 @@ def run(args: argparse.Namespace) -> int:
             entries = read_baseline(baseline_file)
         except BaselineError as exc:
             return fail(str(exc))
-        outcome = apply_baseline(result.findings, entries, checked_owners(result.sessions, result.findings, args.captures), str(baseline_file))
+        outcome = apply_baseline(
+            result.findings,
+            entries,
+            checked_owners(result.sessions, result.findings, args.captures),
+            str(baseline_file),
+        )
         result.findings = outcome.new
 
-    ctx = ReportContext(fail_on=fail_on, verbose=args.verbose, statistics=args.statistics, baseline=outcome,
-                        base_dir=cfg.root if cfg.path is not None else Path.cwd(), tool_version=__version__)
+    ctx = ReportContext(
+        fail_on=fail_on,
+        verbose=args.verbose,
+        statistics=args.statistics,
+        baseline=outcome,
+        base_dir=cfg.root if cfg.path is not None else Path.cwd(),
+        tool_version=__version__,
+    )
     text = render(result, fmt, ctx)
     if args.output:
         try:
@@ -182,8 +261,10 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.quiet and (fmt in MACHINE_FORMATS or args.output):
         s = result.summary()
-        line = (f"inspector: {s['sessions']} session(s), {s['events']} events, {s['requests_checked']} request(s) checked: "
-                f"{s['errors']} error(s), {s['warnings']} warning(s), {s['infos']} info(s)")
+        line = (
+            f"inspector: {s['sessions']} session(s), {s['events']} events, {s['requests_checked']} request(s) checked: "
+            f"{s['errors']} error(s), {s['warnings']} warning(s), {s['infos']} info(s)"
+        )
         if outcome is not None:
             line += f"; baseline: {outcome.suppressed} known, {len(outcome.stale)} no longer occur"
         line += f" [{time.perf_counter() - started:.2f}s"

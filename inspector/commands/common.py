@@ -8,9 +8,18 @@ from pathlib import Path
 
 
 def add_input_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--captures", action="append", metavar="FILE", type=Path,
-                   help="recorded-request capture file(s); default: requests.jsonl or <log>.requests.jsonl beside each log")
-    p.add_argument("--profile", metavar="NAME", help="judge logs by this format profile instead of sniffing the era (see `inspector rules --profiles`)")
+    p.add_argument(
+        "--captures",
+        action="append",
+        metavar="FILE",
+        type=Path,
+        help="recorded-request capture file(s); default: requests.jsonl or <log>.requests.jsonl beside each log",
+    )
+    p.add_argument(
+        "--profile",
+        metavar="NAME",
+        help="judge logs by this format profile instead of sniffing the era (see `inspector rules --profiles`)",
+    )
 
 
 def split_codes(values: list[str] | None) -> list[str] | None:

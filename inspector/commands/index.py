@@ -14,22 +14,35 @@ DEFAULT_DB = "inspector-index.db"  # same as inspector.index.DEFAULT_DB, without
 
 
 def add_db_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", metavar="FILE", type=Path, default=Path(DEFAULT_DB),
-                   help=f"the index database (default: ./{DEFAULT_DB} in the working directory)")
+    p.add_argument(
+        "--db",
+        metavar="FILE",
+        type=Path,
+        default=Path(DEFAULT_DB),
+        help=f"the index database (default: ./{DEFAULT_DB} in the working directory)",
+    )
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "index", help="index a sessions root into one SQLite file (incremental; opens in Datasette or sqlite3)",
+        "index",
+        help="index a sessions root into one SQLite file (incremental; opens in Datasette or sqlite3)",
         description="Index every session log under PATH (both eras, plain and zstd) with its capture, run the same "
         "checks as `inspector check`, and store sessions, steps, findings, headers, loop instances and message text "
         f"in one SQLite file (default ./{DEFAULT_DB}). Re-running reads only what changed: unchanged files are "
         "skipped, grown plain logs are read from where the last run stopped, replaced or compressed logs are "
-        "re-read in full. Query it with `inspector sessions`, `inspector query`, Datasette or the sqlite3 shell.")
+        "re-read in full. Query it with `inspector sessions`, `inspector query`, Datasette or the sqlite3 shell.",
+    )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a sessions root, a folder of logs, or a log file")
     add_db_flag(p)
-    p.add_argument("--jobs", "-j", type=int, metavar="N", default=None,
-                   help="worker processes that replay logs (default: CPUs, at most 4; 1 = in this process)")
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        metavar="N",
+        default=None,
+        help="worker processes that replay logs (default: CPUs, at most 4; 1 = in this process)",
+    )
     p.add_argument("--full", action="store_true", help="re-read every log even when its revision is unchanged")
     p.add_argument("--rebuild", action="store_true", help="delete the database first and index from scratch")
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but problems")
@@ -37,9 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from invariants.model.inert import inert
-    from inspector.index import IndexError_, build_index
+    from inspector.index import IndexBuildError, build_index
     from inspector.index.build import is_index
+    from invariants.model.inert import inert
 
     db = args.db
     if args.jobs is not None and args.jobs < 1:
@@ -58,11 +71,13 @@ def run(args: argparse.Namespace) -> int:
         now = time.monotonic()
         if show and now - last[0] > 0.5:
             last[0] = now
-            print(f"\rindexed {stats.groups_written}/{stats.groups} changed folders", end="", file=sys.stderr, flush=True)
+            print(
+                f"\rindexed {stats.groups_written}/{stats.groups} changed folders", end="", file=sys.stderr, flush=True
+            )
 
     try:
         stats = build_index(args.paths, db, jobs=args.jobs, full=args.full, progress=progress)
-    except IndexError_ as exc:
+    except IndexBuildError as exc:
         return fail(str(exc))
     if show:
         print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
@@ -74,8 +89,11 @@ def run(args: argparse.Namespace) -> int:
         print(dumps_json({**stats.summary(), "db": os.path.abspath(db)}, indent=True))
     elif not args.quiet:
         s = stats
-        print(inert(
-            f"{db}: {s.sessions} sessions ({s.new} new, {s.appended} appended, {s.replaced} re-read, "
-            f"{s.unchanged} unchanged, {s.removed} removed), {s.steps_added} steps added, "
-            f"{s.fork_checks} fork checks, {s.seconds:.2f}s"))
+        print(
+            inert(
+                f"{db}: {s.sessions} sessions ({s.new} new, {s.appended} appended, {s.replaced} re-read, "
+                f"{s.unchanged} unchanged, {s.removed} removed), {s.steps_added} steps added, "
+                f"{s.fork_checks} fork checks, {s.seconds:.2f}s"
+            )
+        )
     return 2 if stats.problems else 0

@@ -11,18 +11,24 @@ from .index import add_db_flag
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "query", help="run read-only SQL against the index; print a table or JSON",
+        "query",
+        help="run read-only SQL against the index; print a table or JSON",
         description="Run one SELECT statement against the index (opened read-only: writes, ATTACH and PRAGMA are "
         "refused). Tables: sessions, steps, cache_steps, findings, headers, header_tools, instances, versions, "
         "requests, captures, messages, tool_calls, runs, meta; views: session_overview, diverged_sessions, "
         "prefix_drift, instance_drift, forks, fork_chains, model_usage, step_tools, tool_usage, step_cache, "
-        "cache_breaks, cache_summary, header_changes, finding_counts; full text: messages_fts, findings_fts.")
+        "cache_breaks, cache_summary, header_changes, finding_counts; full text: messages_fts, findings_fts.",
+    )
     p.add_argument("sql", metavar="SQL", help="one SELECT statement ('-' reads it from stdin)")
     add_db_flag(p)
-    p.add_argument("--param", "-p", action="append", default=[], metavar="VALUE", help="a value for the next ? placeholder")
+    p.add_argument(
+        "--param", "-p", action="append", default=[], metavar="VALUE", help="a value for the next ? placeholder"
+    )
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format (default table)")
     p.add_argument("--limit", type=int, default=1000, metavar="N", help="print at most N rows (default 1000; 0 = all)")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="stop the query after this long (default 60)")
+    p.add_argument(
+        "--timeout", type=float, default=60.0, metavar="SECONDS", help="stop the query after this long (default 60)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,7 +46,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(dumps_json(out, indent=True) + "\n")
     else:
         sys.stdout.write(render(cols, rows) + "\n")
-        sys.stdout.write(f"{len(rows)} row{'s' if len(rows) != 1 else ''}" + (f" (first {args.limit}; --limit 0 for all)" if truncated else "") + "\n")
+        sys.stdout.write(
+            f"{len(rows)} row{'s' if len(rows) != 1 else ''}"
+            + (f" (first {args.limit}; --limit 0 for all)" if truncated else "")
+            + "\n"
+        )
     if truncated:
         print(f"inspector: note: output stopped at {args.limit} rows", file=sys.stderr)
     return 0

@@ -9,10 +9,13 @@ from .common import check_profile, fail
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("replay", help="print the request(s) the log says were sent, as JSON",
-                       description="Rebuild the request of every step (or one step) from the log alone. "
-                       "With --turn/--step: one pretty-printed request object. Without: one JSON line per step "
-                       '({"session","turn","step","seq","request"}).')
+    p = sub.add_parser(
+        "replay",
+        help="print the request(s) the log says were sent, as JSON",
+        description="Rebuild the request of every step (or one step) from the log alone. "
+        "With --turn/--step: one pretty-printed request object. Without: one JSON line per step "
+        '({"session","turn","step","seq","request"}).',
+    )
     p.add_argument("log", metavar="LOG", help="a log file (or a folder, with --session)")
     p.add_argument("--turn", type=int, help="turn of the step to rebuild")
     p.add_argument("--step", type=int, help="step within --turn (default 1)")
@@ -21,9 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from invariants.gate.report import dumps_json
     from invariants.read.discover import discover
     from invariants.replay.session import replay
-    from invariants.gate.report import dumps_json
 
     sources, problems = discover([args.log])
     if problems:
@@ -42,14 +45,21 @@ def run(args: argparse.Namespace) -> int:
         step = model.step_for(args.turn, args.step or 1)
         if step is None:
             return fail(f"session {model.id} has no turn {args.turn} step {args.step or 1}")
-        expected = model.expected(step)
+        expected = model.rebuild_request(step)
         if expected is None:
-            return fail(f"turn {args.turn} step {args.step or 1} has no request header in force: the log cannot rebuild it")
+            return fail(
+                f"turn {args.turn} step {args.step or 1} has no request header in force: the log cannot rebuild it"
+            )
         sys.stdout.write(dumps_json(expected.request, indent=True) + "\n")
         return 0
     for step in model.steps:
-        expected = model.expected(step)
-        line = {"session": model.id, "turn": step.turn, "step": step.step, "seq": step.seq,
-                "request": expected.request if expected else None}
+        expected = model.rebuild_request(step)
+        line = {
+            "session": model.id,
+            "turn": step.turn,
+            "step": step.step,
+            "seq": step.seq,
+            "request": expected.request if expected else None,
+        }
         sys.stdout.write(dumps_json(line) + "\n")
     return 0

@@ -15,7 +15,7 @@ def _short(row: dict) -> str:
     """The path below the indexed root (the root is the same for most rows; --format json has it all)."""
     path, root = row.get("path") or "", row.get("root") or ""
     prefix = root.rstrip("/") + "/"
-    return path[len(prefix):] if root and path.startswith(prefix) else path
+    return path[len(prefix) :] if root and path.startswith(prefix) else path
 
 
 def _parent(row: dict) -> str | None:
@@ -27,8 +27,11 @@ def _parent(row: dict) -> str | None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sessions", help="list indexed sessions (filter by finding, rule, model, date, parent)",
-                       description="List the sessions of an index built by `inspector index`, read-only.")
+    p = sub.add_parser(
+        "sessions",
+        help="list indexed sessions (filter by finding, rule, model, date, parent)",
+        description="List the sessions of an index built by `inspector index`, read-only.",
+    )
     add_db_flag(p)
     p.add_argument("--under", metavar="PATH", help="only sessions whose log is under this path")
     p.add_argument("--category", metavar="NAME", help="with a finding of this category (e.g. request-divergence)")
@@ -42,8 +45,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--era", metavar="ERA", help="seed, late, or a profile name")
     p.add_argument("--id", dest="uid", metavar="ID", help="this session id (or id prefix)")
     p.add_argument("--diverged", action="store_true", help="with a request/header divergence or unexplained request")
-    p.add_argument("--search", metavar="FTS", help="full-text search over message text and finding messages (FTS5 syntax)")
-    p.add_argument("--sort", choices=("created", "path", "errors", "size"), default="created", help="order (default created)")
+    p.add_argument(
+        "--search", metavar="FTS", help="full-text search over message text and finding messages (FTS5 syntax)"
+    )
+    p.add_argument(
+        "--sort", choices=("created", "path", "errors", "size"), default="created", help="order (default created)"
+    )
     p.add_argument("--limit", type=int, metavar="N", help="at most N sessions")
     p.add_argument("--format", choices=("table", "json"), default="table", help="output format (default table)")
 
@@ -55,9 +62,22 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         rows = list_sessions(
-            args.db, limit=args.limit, order=args.sort, under=args.under, category=args.category, rule=args.rule,
-            severity=args.severity, model=args.model, since=args.since, until=args.until, parent=args.parent,
-            forked=True if args.forked else None, era=args.era, uid=args.uid, diverged=args.diverged, search=args.search,
+            args.db,
+            limit=args.limit,
+            order=args.sort,
+            under=args.under,
+            category=args.category,
+            rule=args.rule,
+            severity=args.severity,
+            model=args.model,
+            since=args.since,
+            until=args.until,
+            parent=args.parent,
+            forked=True if args.forked else None,
+            era=args.era,
+            uid=args.uid,
+            diverged=args.diverged,
+            search=args.search,
         )
     except QueryError as exc:
         return fail(str(exc))

@@ -9,14 +9,21 @@ from .common import add_input_flags, check_profile, fail
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("tui", help="open the replay debugger TUI (default: `inspector PATH`)",
-                       description="Replay a session step by step and see where a request went wrong.")
+    p = sub.add_parser(
+        "tui",
+        help="open the replay debugger TUI (default: `inspector PATH`)",
+        description="Replay a session step by step and see where a request went wrong.",
+    )
     p.add_argument("path", metavar="PATH", help="a log file, a folder of logs, or a sessions root")
     add_input_flags(p)
     p.add_argument("--session", metavar="ID", help="open this session directly")
     p.add_argument("--follow", action="store_true", help="watch a log that is still being written")
-    p.add_argument("--db", metavar="FILE", help="the index (`inspector index`) the session list reads when it covers PATH "
-                   "(default: ./inspector-index.db when it exists); stale rows are re-checked live")
+    p.add_argument(
+        "--db",
+        metavar="FILE",
+        help="the index (`inspector index`) the session list reads when it covers PATH "
+        "(default: ./inspector-index.db when it exists); stale rows are re-checked live",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,7 +33,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.db is not None and not Path(args.db).is_file():
         return fail(f"{args.db}: no index here (build one with `inspector index PATH --db {args.db}`)")
-    app = create_app(path=args.path, captures=args.captures, session=args.session,
-                     follow=args.follow, profile=check_profile(args.profile), db=args.db)
+    app = create_app(
+        path=args.path,
+        captures=args.captures,
+        session=args.session,
+        follow=args.follow,
+        profile=check_profile(args.profile),
+        db=args.db,
+    )
     app.run()
     return getattr(app, "exit_code", 0) or 0

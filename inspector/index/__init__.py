@@ -9,10 +9,18 @@ incremental.
 
 from __future__ import annotations
 
-from .build import DEFAULT_DB, IndexError_, IndexStats, build_index
+from .build import DEFAULT_DB, IndexBuildError, IndexStats, build_index
 from .read import QueryError, covers, index_info, list_sessions, open_readonly, run_query
 
 __all__ = [
-    "DEFAULT_DB", "IndexError_", "IndexStats", "QueryError", "build_index", "covers", "index_info",
-    "list_sessions", "open_readonly", "run_query",
+    "DEFAULT_DB",
+    "IndexBuildError",
+    "IndexStats",
+    "QueryError",
+    "build_index",
+    "covers",
+    "index_info",
+    "list_sessions",
+    "open_readonly",
+    "run_query",
 ]

@@ -25,27 +25,39 @@ from typing import Any, Callable, Iterable
 
 import sqlite_utils
 
-from invariants.read.capture import find_capture
-from invariants.read.discover import LogSource, discover
-from invariants.model.findings import Finding
 from invariants.analysis.forks import ForkSide, check_fork_sides, could_be_parent, parent_candidates
+from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
+from invariants.read.capture import find_capture
+from invariants.read.discover import discover
+from invariants.read.source import LogSource
 
 from . import rows as R
 from .schema import SCHEMA_VERSION, create_schema
 from .work import (
-    CaptureTask, GroupResult, GroupTask, LogTask, Previous, SessionResult, Stat, process_group,
+    CaptureTask,
+    GroupResult,
+    GroupTask,
+    LogTask,
+    Previous,
+    SessionResult,
+    Stat,
+    process_group,
     source_stat,
 )
 
 DEFAULT_DB = "inspector-index.db"
 PAUSE_ENV = "INSPECTOR_INDEX_PAUSE_AT"
 BATCH_GROUPS = 64  # folders per transaction (a folder is never split)
-BATCH_SECONDS = 0.5  # ...or this much writing, whichever comes first  # test hook: "N" pauses inside the N-th folder's transaction
-STATUS_RANK_SQL = "CASE {col} WHEN 'unchecked' THEN 0 WHEN 'ok' THEN 1 WHEN 'one-shot' THEN 1 WHEN 'header' THEN 2 ELSE 3 END"
+BATCH_SECONDS = (
+    0.5  # ...or this much writing, whichever comes first  # test hook: "N" pauses inside the N-th folder's transaction
+)
+STATUS_RANK_SQL = (
+    "CASE {col} WHEN 'unchecked' THEN 0 WHEN 'ok' THEN 1 WHEN 'one-shot' THEN 1 WHEN 'header' THEN 2 ELSE 3 END"
+)
 
 
-class IndexError_(RuntimeError):
+class IndexBuildError(RuntimeError):
     """The database cannot be used as an index (not ours, wrong version, locked)."""
 
 
@@ -142,17 +154,23 @@ def open_index(db_path: str | os.PathLike) -> sqlite_utils.Database:
     conn = sqlite3.connect(str(db_path), isolation_level=None, timeout=30, factory=Utf8Connection)
     try:
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        version = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if "meta" in names else None
+        version = (
+            conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if "meta" in names else None
+        )
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise IndexError_(f"{db_path}: not an SQLite database ({exc}); refusing to write to it") from None
+        raise IndexBuildError(f"{db_path}: not an SQLite database ({exc}); refusing to write to it") from None
     if names and version is None:
         conn.close()
-        raise IndexError_(f"{db_path}: this database has tables but is not an inspector index; refusing to write to it")
+        raise IndexBuildError(
+            f"{db_path}: this database has tables but is not an inspector index; refusing to write to it"
+        )
     if version is not None and version[0] != str(SCHEMA_VERSION):
         conn.close()
-        raise IndexError_(f"{db_path}: index schema version {version[0]} is not {SCHEMA_VERSION}; "
-                          "rebuild it with `inspector index --rebuild`")
+        raise IndexBuildError(
+            f"{db_path}: index schema version {version[0]} is not {SCHEMA_VERSION}; "
+            "rebuild it with `inspector index --rebuild`"
+        )
     _pragmas(conn)
     db = sqlite_utils.Database(conn)
     if not names:
@@ -174,7 +192,9 @@ class _Lock:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(self.fd)
-            raise IndexError_(f"{path}: another `inspector index` is writing this index; try again when it has finished") from None
+            raise IndexBuildError(
+                f"{path}: another `inspector index` is writing this index; try again when it has finished"
+            ) from None
 
     def release(self) -> None:
         try:
@@ -222,8 +242,10 @@ def _start_run(db: sqlite_utils.Database, paths: Iterable[str | os.PathLike]) ->
     conn.execute("BEGIN IMMEDIATE")
     for rid, pid in conn.execute("SELECT id, pid FROM runs WHERE status = 'running'").fetchall():
         conn.execute("UPDATE runs SET status = 'interrupted' WHERE id = ?", [rid])
-    cur = conn.execute("INSERT INTO runs(started_at, status, paths, pid, groups_done) VALUES (?, 'running', ?, ?, 0)",
-                       [now_iso(), R.dumps([os.path.abspath(p) for p in paths]), os.getpid()])
+    cur = conn.execute(
+        "INSERT INTO runs(started_at, status, paths, pid, groups_done) VALUES (?, 'running', ?, ?, 0)",
+        [now_iso(), R.dumps([os.path.abspath(p) for p in paths]), os.getpid()],
+    )
     conn.execute("COMMIT")
     return int(cur.lastrowid)
 
@@ -232,22 +254,40 @@ def _finish_run(db: sqlite_utils.Database, run_id: int, stats: IndexStats) -> No
     db.conn.execute(
         "UPDATE runs SET finished_at = ?, status = 'complete', sessions = ?, new = ?, appended = ?, replaced = ?, "
         "unchanged = ?, removed = ?, seconds = ? WHERE id = ?",
-        [now_iso(), stats.sessions, stats.new, stats.appended, stats.replaced, stats.unchanged, stats.removed,
-         round(stats.seconds, 3), run_id])
+        [
+            now_iso(),
+            stats.sessions,
+            stats.new,
+            stats.appended,
+            stats.replaced,
+            stats.unchanged,
+            stats.removed,
+            round(stats.seconds, 3),
+            run_id,
+        ],
+    )
 
 
 # -- planning ------------------------------------------------------------------
 
 
 def _previous_logs(db: sqlite_utils.Database) -> dict[str, tuple]:
-    return {r[0]: r for r in db.execute(
-        "SELECT path, id, size, mtime_ns, inode, device, lines, steps, versions, head_hash, tail_hash, turns, compactions "
-        "FROM sessions")}
+    return {
+        r[0]: r
+        for r in db.execute(
+            "SELECT path, id, size, mtime_ns, inode, device, lines, steps, versions, head_hash, tail_hash, turns, compactions "
+            "FROM sessions"
+        )
+    }
 
 
 def _previous_captures(db: sqlite_utils.Database) -> dict[str, tuple]:
-    return {r[0]: r for r in db.execute(
-        "SELECT path, id, size, mtime_ns, inode, device, head_hash, tail_hash, checked_lines, dir FROM captures")}
+    return {
+        r[0]: r
+        for r in db.execute(
+            "SELECT path, id, size, mtime_ns, inode, device, head_hash, tail_hash, checked_lines, dir FROM captures"
+        )
+    }
 
 
 def _stat(path: str) -> Stat | None:
@@ -257,8 +297,9 @@ def _stat(path: str) -> Stat | None:
         return None
 
 
-def _plan(db: sqlite_utils.Database, sources: list[LogSource], full: bool, stats: IndexStats,
-          dirty_folders: set[str]) -> list[GroupTask]:
+def _plan(
+    db: sqlite_utils.Database, sources: list[LogSource], full: bool, stats: IndexStats, dirty_folders: set[str]
+) -> list[GroupTask]:
     """Folder tasks for everything that changed; unchanged folders cost a stat per file."""
     prev_logs = _previous_logs(db)
     prev_caps = _previous_captures(db)
@@ -284,9 +325,16 @@ def _plan(db: sqlite_utils.Database, sources: list[LogSource], full: bool, stats
             prev = None
             changed = True
             if row is not None:
-                prev = Previous(Stat(row[2], row[3], row[4], row[5]), lines=row[6] or 0, steps=row[7] or 0,
-                                versions=row[8] or 0, head_hash=row[9], tail_hash=row[10], turns=row[11] or 0,
-                                compactions=row[12] or 0)
+                prev = Previous(
+                    Stat(row[2], row[3], row[4], row[5]),
+                    lines=row[6] or 0,
+                    steps=row[7] or 0,
+                    versions=row[8] or 0,
+                    head_hash=row[9],
+                    tail_hash=row[10],
+                    turns=row[11] or 0,
+                    compactions=row[12] or 0,
+                )
                 changed = full or prev.stat != st
             logs.append(LogTask(src, st, prev, changed))
             if not changed:
@@ -304,8 +352,9 @@ def _plan(db: sqlite_utils.Database, sources: list[LogSource], full: bool, stats
             row = prev_caps.get(cp)
             prev = None
             if row is not None:
-                prev = Previous(Stat(row[2], row[3], row[4], row[5]), head_hash=row[6], tail_hash=row[7],
-                                checked_lines=row[8] or 0)
+                prev = Previous(
+                    Stat(row[2], row[3], row[4], row[5]), head_hash=row[6], tail_hash=row[7], checked_lines=row[8] or 0
+                )
             captures.append(CaptureTask(cp, st, prev, full or prev is None or prev.stat != st))
         gone_caps = [p for p in caps_by_dir.get(folder, []) if p not in cap_paths]
         recheck_all = folder in dirty_folders or bool(gone_caps)
@@ -329,27 +378,47 @@ def _attach_state(db: sqlite_utils.Database, task: GroupTask) -> None:
         if ck is not None:
             prev.checkpoint, prev.bytes_at = ck[0], ck[1]
         if lt.changed:
-            prev.open_steps = tuple(r[0] for r in db.execute(
-                "SELECT idx FROM steps WHERE session_id = ? AND end_seq IS NULL ORDER BY idx", [sid]))
+            prev.open_steps = tuple(
+                r[0]
+                for r in db.execute(
+                    "SELECT idx FROM steps WHERE session_id = ? AND end_seq IS NULL ORDER BY idx", [sid]
+                )
+            )
             row = db.execute("SELECT max(seq) FROM messages WHERE session_id = ?", [sid]).fetchone()
             prev.last_message_seq = row[0] if row and row[0] is not None else -1
-            prev.carry = [tuple(r) for r in db.execute(
-                "SELECT rule, category, severity, seq, line, turn, step, path, file, message, detail FROM findings "
-                "WHERE session_id = ? AND source = 'log' AND rule = 'LOG011'", [sid])]
+            prev.carry = [
+                tuple(r)
+                for r in db.execute(
+                    "SELECT rule, category, severity, seq, line, turn, step, path, file, message, detail FROM findings "
+                    "WHERE session_id = ? AND source = 'log' AND rule = 'LOG011'",
+                    [sid],
+                )
+            ]
     for ct in task.captures:
         if ct.previous is None:
             continue
         cid = db.execute("SELECT id FROM captures WHERE path = ?", [ct.path]).fetchone()[0]
-        ct.previous.unexplained_lines = tuple(r[0] for r in db.execute(
-            "SELECT line FROM requests WHERE capture_id = ? AND step_idx IS NULL AND status IN ('unexplained', 'not-routed')",
-            [cid]))
+        ct.previous.unexplained_lines = tuple(
+            r[0]
+            for r in db.execute(
+                "SELECT line FROM requests WHERE capture_id = ? AND step_idx IS NULL AND status IN ('unexplained', 'not-routed')",
+                [cid],
+            )
+        )
 
 
 # -- the run -------------------------------------------------------------------
 
 
-def _build(db: sqlite_utils.Database, roots: list[str], jobs: int | None, full: bool,
-           progress: Callable[[IndexStats], None] | None, stats: IndexStats, run_id: int) -> IndexStats:
+def _build(
+    db: sqlite_utils.Database,
+    roots: list[str],
+    jobs: int | None,
+    full: bool,
+    progress: Callable[[IndexStats], None] | None,
+    stats: IndexStats,
+    run_id: int,
+) -> IndexStats:
     sources, problems = discover(roots)
     stats.problems.extend(problems)
     dirty = _prune(db, roots, sources, stats)
@@ -387,8 +456,9 @@ def _run_tasks(db: sqlite_utils.Database, tasks: list[GroupTask], jobs: int | No
     ctx = multiprocessing.get_context("fork")
     window = jobs * 4  # results are written in order; a deeper queue keeps workers busy past a slow folder
     lock_fd = getattr(db, "_index_lock_fd", None)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init,
-                             initargs=(os.getpid(), lock_fd)) as pool:
+    with ProcessPoolExecutor(
+        max_workers=jobs, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(), lock_fd)
+    ) as pool:
         pending: deque[Future] = deque()
         it = iter(tasks)
         for task in it:
@@ -438,11 +508,16 @@ def _prune(db: sqlite_utils.Database, roots: list[str], sources: list[LogSource]
     def covered(path: str) -> bool:
         return any(_within(path, d) for d in dirs) or path in files
 
-    gone = [(sid, path) for sid, path in db.execute("SELECT id, path FROM sessions") if path not in seen and covered(path)]
+    gone = [
+        (sid, path) for sid, path in db.execute("SELECT id, path FROM sessions") if path not in seen and covered(path)
+    ]
     # A capture goes with the last log of its folder (it is only ever looked up beside a log).
-    gone_caps = [path for (path, folder) in db.execute("SELECT path, dir FROM captures")
-                 if (any(_within(path, d) for d in dirs) or folder in {os.path.dirname(f) for f in files})
-                 and folder not in folders]  # a capture gone from a folder that keeps logs: see _plan
+    gone_caps = [
+        path
+        for (path, folder) in db.execute("SELECT path, dir FROM captures")
+        if (any(_within(path, d) for d in dirs) or folder in {os.path.dirname(f) for f in files})
+        and folder not in folders
+    ]  # a capture gone from a folder that keeps logs: see _plan
     if not gone and not gone_caps:
         return set()
     conn = db.conn
@@ -460,8 +535,11 @@ def _delete_session(conn: sqlite3.Connection, sid: int, keep_row: bool = False) 
     conn.execute("UPDATE sessions SET parent_id = NULL, fork_checked = NULL WHERE parent_id = ?", [sid])
     conn.execute("UPDATE requests SET session_id = NULL WHERE session_id = ?", [sid])
     conn.execute("UPDATE findings SET session_id = NULL WHERE session_id = ? AND source = 'capture'", [sid])
-    conn.execute("INSERT INTO messages_fts(messages_fts, rowid, text) SELECT 'delete', id, text FROM messages "
-                 "WHERE session_id = ?", [sid])
+    conn.execute(
+        "INSERT INTO messages_fts(messages_fts, rowid, text) SELECT 'delete', id, text FROM messages "
+        "WHERE session_id = ?",
+        [sid],
+    )
     for table in ("steps", "cache_steps", "versions", "instances", "messages", "tool_calls", "checkpoints"):
         conn.execute(f"DELETE FROM {table} WHERE session_id = ?", [sid])
     conn.execute("DELETE FROM findings WHERE session_id = ? AND source IN ('log', 'fork')", [sid])
@@ -473,7 +551,12 @@ def _drop_capture(conn: sqlite3.Connection, path: str) -> None:
     row = conn.execute("SELECT id FROM captures WHERE path = ?", [path]).fetchone()
     if row is None:
         return
-    sids = [r[0] for r in conn.execute("SELECT DISTINCT session_id FROM findings WHERE capture_id = ? AND session_id IS NOT NULL", [row[0]])]
+    sids = [
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT session_id FROM findings WHERE capture_id = ? AND session_id IS NOT NULL", [row[0]]
+        )
+    ]
     conn.execute("DELETE FROM findings WHERE capture_id = ?", [row[0]])
     conn.execute("DELETE FROM requests WHERE capture_id = ?", [row[0]])
     conn.execute("DELETE FROM captures WHERE id = ?", [row[0]])
@@ -483,9 +566,11 @@ def _drop_capture(conn: sqlite3.Connection, path: str) -> None:
 def _gc_headers(db: sqlite_utils.Database) -> None:
     conn = db.conn
     conn.execute("BEGIN IMMEDIATE")
-    orphan = ("SELECT hash FROM headers WHERE hash NOT IN (SELECT header_hash FROM steps WHERE header_hash IS NOT NULL) "
-              "AND hash NOT IN (SELECT header_hash FROM versions WHERE header_hash IS NOT NULL) "
-              "AND hash NOT IN (SELECT header_hash FROM instances WHERE header_hash IS NOT NULL)")
+    orphan = (
+        "SELECT hash FROM headers WHERE hash NOT IN (SELECT header_hash FROM steps WHERE header_hash IS NOT NULL) "
+        "AND hash NOT IN (SELECT header_hash FROM versions WHERE header_hash IS NOT NULL) "
+        "AND hash NOT IN (SELECT header_hash FROM instances WHERE header_hash IS NOT NULL)"
+    )
     conn.execute(f"DELETE FROM header_tools WHERE hash IN ({orphan})")
     conn.execute(f"DELETE FROM headers WHERE hash IN ({orphan})")
     conn.execute("COMMIT")
@@ -493,10 +578,13 @@ def _gc_headers(db: sqlite_utils.Database) -> None:
 
 # -- writing -------------------------------------------------------------------
 
-_STEP_INSERT = f"INSERT INTO steps(session_id, {', '.join(R.STEP_COLUMNS)}) VALUES ({', '.join('?' * (len(R.STEP_COLUMNS) + 1))})"
+_STEP_INSERT = (
+    f"INSERT INTO steps(session_id, {', '.join(R.STEP_COLUMNS)}) VALUES ({', '.join('?' * (len(R.STEP_COLUMNS) + 1))})"
+)
 _STEP_UPDATE_COLS = [c for c in R.STEP_COLUMNS if c not in ("idx", "status", "requests")]
 _STEP_UPDATE = (
-    "UPDATE steps SET " + ", ".join(f"{c} = :c{i}" for i, c in enumerate(_STEP_UPDATE_COLS))
+    "UPDATE steps SET "
+    + ", ".join(f"{c} = :c{i}" for i, c in enumerate(_STEP_UPDATE_COLS))
     + f", status = CASE WHEN {STATUS_RANK_SQL.format(col=':status')} > {STATUS_RANK_SQL.format(col='status')} "
     "THEN :status ELSE status END, requests = requests + :n WHERE session_id = :sid AND idx = :idx"
 )
@@ -504,12 +592,33 @@ _STATUS_UPDATE = (
     f"UPDATE steps SET status = CASE WHEN {STATUS_RANK_SQL.format(col='?1')} > {STATUS_RANK_SQL.format(col='status')} "
     "THEN ?1 ELSE status END, requests = requests + ?2 WHERE session_id = ?3 AND idx = ?4"
 )
-_FINDING_INSERT = (f"INSERT INTO findings(session_id, capture_id, request_line, source, {', '.join(R.FINDING_COLUMNS)}) "
-                   f"VALUES ({', '.join('?' * (len(R.FINDING_COLUMNS) + 4))})")
+_FINDING_INSERT = (
+    f"INSERT INTO findings(session_id, capture_id, request_line, source, {', '.join(R.FINDING_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * (len(R.FINDING_COLUMNS) + 4))})"
+)
 _SESSION_FACT_COLS = (
-    "uid", "cwd", "created_at", "created", "parent_session", "seed_length", "era", "profile", "version", "compressed",
-    "events", "turns", "steps", "chunks", "chunk_rows", "lines", "bytes", "instances", "versions", "compactions",
-    "torn", "open_turn_at_end",
+    "uid",
+    "cwd",
+    "created_at",
+    "created",
+    "parent_session",
+    "seed_length",
+    "era",
+    "profile",
+    "version",
+    "compressed",
+    "events",
+    "turns",
+    "steps",
+    "chunks",
+    "chunk_rows",
+    "lines",
+    "bytes",
+    "instances",
+    "versions",
+    "compactions",
+    "torn",
+    "open_turn_at_end",
 )
 
 
@@ -550,15 +659,20 @@ class _Writer:
                 touched.add(sid)
             folder_keys: dict[str, int] = {}
             if result.captures or result.recheck_all:
-                folder_keys = {p: k for p, k in conn.execute("SELECT path, id FROM sessions WHERE dir = ?", [result.folder])}
+                folder_keys = {
+                    p: k for p, k in conn.execute("SELECT path, id FROM sessions WHERE dir = ?", [result.folder])
+                }
             folder_keys.update(keys)
             self._captures(result, folder_keys, touched)
             self._counts(touched)
             self.written += 1
             self.in_batch += 1
             if self.pause_at and self.written == self.pause_at:
-                print(f"inspector index: paused inside the transaction of folder {self.written} (test hook {PAUSE_ENV})",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"inspector index: paused inside the transaction of folder {self.written} (test hook {PAUSE_ENV})",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 time.sleep(3600)
             if self.in_batch >= self.batch or time.monotonic() - self.began > BATCH_SECONDS:
                 self.commit()
@@ -587,9 +701,20 @@ class _Writer:
         st = res.stat
         values = {c: facts.get(c) for c in _SESSION_FACT_COLS}
         values.update(
-            path=res.path, file=res.file, member=res.member, root=res.root, dir=os.path.dirname(res.file), size=st.size, mtime_ns=st.mtime_ns,
-            inode=st.inode, device=st.device, revision=st.revision, head_hash=res.head_hash, tail_hash=res.tail_hash,
-            resumable=int(res.checkpoint is not None), indexed_at=now_iso(),
+            path=res.path,
+            file=res.file,
+            member=res.member,
+            root=res.root,
+            dir=os.path.dirname(res.file),
+            size=st.size,
+            mtime_ns=st.mtime_ns,
+            inode=st.inode,
+            device=st.device,
+            revision=st.revision,
+            head_hash=res.head_hash,
+            tail_hash=res.tail_hash,
+            resumable=int(res.checkpoint is not None),
+            indexed_at=now_iso(),
             index_mode="append" if res.action == "append" else "full",
         )
         if res.action == "new":
@@ -601,24 +726,34 @@ class _Writer:
         if sid is None:
             values.update(requests=0, errors=0, warnings=0, infos=0)
             cols = list(values)
-            cur = conn.execute(f"INSERT INTO sessions({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                               [values[c] for c in cols])
+            cur = conn.execute(
+                f"INSERT INTO sessions({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                [values[c] for c in cols],
+            )
             sid = int(cur.lastrowid)
         else:
             if res.action != "append":
                 _delete_session(conn, sid, keep_row=True)
             values["fork_checked"] = None
             cols = list(values)
-            conn.execute(f"UPDATE sessions SET {', '.join(f'{c} = ?' for c in cols)} WHERE id = ?",
-                         [values[c] for c in cols] + [sid])
-        conn.executemany(f"INSERT OR IGNORE INTO headers({', '.join(R.HEADER_COLUMNS)}) VALUES ({', '.join('?' * len(R.HEADER_COLUMNS))})",
-                         res.headers)
+            conn.execute(
+                f"UPDATE sessions SET {', '.join(f'{c} = ?' for c in cols)} WHERE id = ?",
+                [values[c] for c in cols] + [sid],
+            )
+        conn.executemany(
+            f"INSERT OR IGNORE INTO headers({', '.join(R.HEADER_COLUMNS)}) VALUES ({', '.join('?' * len(R.HEADER_COLUMNS))})",
+            res.headers,
+        )
         conn.executemany("INSERT OR IGNORE INTO header_tools(hash, position, name) VALUES (?, ?, ?)", res.header_tools)
-        conn.executemany(f"INSERT INTO versions(session_id, {', '.join(R.VERSION_COLUMNS)}) VALUES ({', '.join('?' * (len(R.VERSION_COLUMNS) + 1))})",
-                         [(sid, *r) for r in res.versions])
+        conn.executemany(
+            f"INSERT INTO versions(session_id, {', '.join(R.VERSION_COLUMNS)}) VALUES ({', '.join('?' * (len(R.VERSION_COLUMNS) + 1))})",
+            [(sid, *r) for r in res.versions],
+        )
         conn.execute("DELETE FROM instances WHERE session_id = ?", [sid])
-        conn.executemany(f"INSERT INTO instances(session_id, {', '.join(R.INSTANCE_COLUMNS)}) VALUES ({', '.join('?' * (len(R.INSTANCE_COLUMNS) + 1))})",
-                         [(sid, *r) for r in res.instances])
+        conn.executemany(
+            f"INSERT INTO instances(session_id, {', '.join(R.INSTANCE_COLUMNS)}) VALUES ({', '.join('?' * (len(R.INSTANCE_COLUMNS) + 1))})",
+            [(sid, *r) for r in res.instances],
+        )
         status_i, requests_i = R.STEP_COLUMNS.index("status"), R.STEP_COLUMNS.index("requests")
         for r in res.steps_update:
             params = {f"c{i}": r[R.STEP_COLUMNS.index(c)] for i, c in enumerate(_STEP_UPDATE_COLS)}
@@ -629,23 +764,34 @@ class _Writer:
         self.stats.steps_added += len(res.steps_new)
         if res.cache is not None:
             conn.execute("DELETE FROM cache_steps WHERE session_id = ? AND idx >= ?", [sid, res.cache_start])
-            conn.executemany(f"INSERT INTO cache_steps(session_id, {', '.join(R.CACHE_COLUMNS)}) "
-                             f"VALUES ({', '.join('?' * (len(R.CACHE_COLUMNS) + 1))})", [(sid, *r) for r in res.cache])
+            conn.executemany(
+                f"INSERT INTO cache_steps(session_id, {', '.join(R.CACHE_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * (len(R.CACHE_COLUMNS) + 1))})",
+                [(sid, *r) for r in res.cache],
+            )
         last_id = conn.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0]
-        conn.executemany(f"INSERT INTO messages(session_id, {', '.join(R.MESSAGE_COLUMNS)}) VALUES ({', '.join('?' * (len(R.MESSAGE_COLUMNS) + 1))})",
-                         [(sid, *r) for r in res.messages])
+        conn.executemany(
+            f"INSERT INTO messages(session_id, {', '.join(R.MESSAGE_COLUMNS)}) VALUES ({', '.join('?' * (len(R.MESSAGE_COLUMNS) + 1))})",
+            [(sid, *r) for r in res.messages],
+        )
         if res.messages:  # messages_fts has no triggers (see schema.FTS)
             conn.execute("INSERT INTO messages_fts(rowid, text) SELECT id, text FROM messages WHERE id > ?", [last_id])
-        conn.executemany(f"INSERT INTO tool_calls(session_id, {', '.join(R.TOOL_CALL_COLUMNS)}) VALUES ({', '.join('?' * (len(R.TOOL_CALL_COLUMNS) + 1))})",
-                         [(sid, *r) for r in res.tool_calls])
+        conn.executemany(
+            f"INSERT INTO tool_calls(session_id, {', '.join(R.TOOL_CALL_COLUMNS)}) VALUES ({', '.join('?' * (len(R.TOOL_CALL_COLUMNS) + 1))})",
+            [(sid, *r) for r in res.tool_calls],
+        )
         conn.execute("DELETE FROM findings WHERE session_id = ? AND source = 'log'", [sid])
         conn.executemany(_FINDING_INSERT, [(sid, None, None, "log", *r) for r in res.findings])
         if res.checkpoint is not None:
-            conn.execute("INSERT OR REPLACE INTO checkpoints(session_id, bytes_at, size, data) VALUES (?, ?, ?, ?)",
-                         [sid, res.bytes_at, len(res.checkpoint), res.checkpoint])
+            conn.execute(
+                "INSERT OR REPLACE INTO checkpoints(session_id, bytes_at, size, data) VALUES (?, ?, ?, ?)",
+                [sid, res.bytes_at, len(res.checkpoint), res.checkpoint],
+            )
         else:
             conn.execute("DELETE FROM checkpoints WHERE session_id = ?", [sid])
-        conn.execute("UPDATE sessions SET messages = (SELECT count(*) FROM messages WHERE session_id = ?1) WHERE id = ?1", [sid])
+        conn.execute(
+            "UPDATE sessions SET messages = (SELECT count(*) FROM messages WHERE session_id = ?1) WHERE id = ?1", [sid]
+        )
         return sid
 
     def _statuses(self, sid: int, statuses: list[tuple]) -> None:
@@ -657,9 +803,16 @@ class _Writer:
         for path in result.gone_captures:
             self._drop_capture(path)
         if result.recheck_all:
-            kept = [k for p, k in keys.items() if not any(r.path == p and r.action in ("new", "replace") for r in result.sessions)]
+            kept = [
+                k
+                for p, k in keys.items()
+                if not any(r.path == p and r.action in ("new", "replace") for r in result.sessions)
+            ]
             for k in kept:
-                conn.execute("UPDATE steps SET status = 'unchecked', requests = 0 WHERE session_id = ? AND (status != 'unchecked' OR requests != 0)", [k])
+                conn.execute(
+                    "UPDATE steps SET status = 'unchecked', requests = 0 WHERE session_id = ? AND (status != 'unchecked' OR requests != 0)",
+                    [k],
+                )
         if not result.captures and not result.recheck_all:
             return
         for cr in result.captures:
@@ -667,32 +820,55 @@ class _Writer:
                 continue
             row = conn.execute("SELECT id FROM captures WHERE path = ?", [cr.path]).fetchone()
             st = cr.stat
-            values = dict(path=cr.path, dir=os.path.dirname(cr.path), records=cr.records, checked_lines=cr.checked_lines,
-                          size=st.size, mtime_ns=st.mtime_ns, inode=st.inode, device=st.device, revision=st.revision,
-                          head_hash=cr.head_hash, tail_hash=cr.tail_hash, indexed_at=now_iso())
+            values = dict(
+                path=cr.path,
+                dir=os.path.dirname(cr.path),
+                records=cr.records,
+                checked_lines=cr.checked_lines,
+                size=st.size,
+                mtime_ns=st.mtime_ns,
+                inode=st.inode,
+                device=st.device,
+                revision=st.revision,
+                head_hash=cr.head_hash,
+                tail_hash=cr.tail_hash,
+                indexed_at=now_iso(),
+            )
             cols = list(values)
             if row is None:
-                cid = int(conn.execute(f"INSERT INTO captures({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                                       [values[c] for c in cols]).lastrowid)
+                cid = int(
+                    conn.execute(
+                        f"INSERT INTO captures({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                        [values[c] for c in cols],
+                    ).lastrowid
+                )
             else:
                 cid = row[0]
-                conn.execute(f"UPDATE captures SET {', '.join(f'{c} = ?' for c in cols)} WHERE id = ?",
-                             [values[c] for c in cols] + [cid])
+                conn.execute(
+                    f"UPDATE captures SET {', '.join(f'{c} = ?' for c in cols)} WHERE id = ?",
+                    [values[c] for c in cols] + [cid],
+                )
             if cr.all_lines:
                 conn.execute("DELETE FROM findings WHERE capture_id = ?", [cid])
                 conn.execute("DELETE FROM requests WHERE capture_id = ?", [cid])
             else:
                 conn.execute("DELETE FROM findings WHERE capture_id = ? AND source = 'capture-file'", [cid])
-                conn.executemany("DELETE FROM findings WHERE capture_id = ? AND source = 'capture' AND request_line = ?",
-                                 [(cid, ln) for ln in cr.rechecked])
-                conn.executemany("DELETE FROM requests WHERE capture_id = ? AND line = ?", [(cid, ln) for ln in cr.rechecked])
+                conn.executemany(
+                    "DELETE FROM findings WHERE capture_id = ? AND source = 'capture' AND request_line = ?",
+                    [(cid, ln) for ln in cr.rechecked],
+                )
+                conn.executemany(
+                    "DELETE FROM requests WHERE capture_id = ? AND line = ?", [(cid, ln) for ln in cr.rechecked]
+                )
             conn.executemany(_FINDING_INSERT, [(None, cid, f[4], "capture-file", *f) for f in cr.file_findings])
             req_rows = []
             for line, spath, *rest in cr.requests:
                 req_rows.append((cid, line, keys.get(spath) if spath else None, *rest))
             conn.executemany(
                 "INSERT INTO requests(capture_id, line, session_id, session_uid, step_idx, status, codes, model, log_length, "
-                "turn, step, loop_built, time, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", req_rows)
+                "turn, step, loop_built, time, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                req_rows,
+            )
             frows = []
             for line, spath, f in cr.findings:
                 sid = keys.get(spath) if spath else None
@@ -701,7 +877,10 @@ class _Writer:
                 frows.append((sid, cid, line, "capture", *f))
             conn.executemany(_FINDING_INSERT, frows)
         for k in set(keys.values()):
-            conn.execute("UPDATE sessions SET requests = (SELECT count(*) FROM requests WHERE session_id = ?1) WHERE id = ?1", [k])
+            conn.execute(
+                "UPDATE sessions SET requests = (SELECT count(*) FROM requests WHERE session_id = ?1) WHERE id = ?1",
+                [k],
+            )
             touched.add(k)
 
     def _drop_capture(self, path: str) -> None:
@@ -717,10 +896,13 @@ def update_counts(conn: sqlite3.Connection, sids: Iterable[int]) -> None:
         "errors = (SELECT count(*) FROM findings WHERE session_id = ?1 AND severity = 'error'), "
         "warnings = (SELECT count(*) FROM findings WHERE session_id = ?1 AND severity = 'warning'), "
         "infos = (SELECT count(*) FROM findings WHERE session_id = ?1 AND severity = 'info') WHERE id = ?1",
-        [(s,) for s in sids])
+        [(s,) for s in sids],
+    )
     conn.executemany(
         "UPDATE sessions SET worst = CASE WHEN errors > 0 THEN 'error' WHEN warnings > 0 THEN 'warning' "
-        "WHEN infos > 0 THEN 'info' END WHERE id = ?", [(s,) for s in sids])
+        "WHEN infos > 0 THEN 'info' END WHERE id = ?",
+        [(s,) for s in sids],
+    )
 
 
 # -- forks ---------------------------------------------------------------------
@@ -736,7 +918,8 @@ def _fork_phase(db: sqlite_utils.Database, roots: list[str], stats: IndexStats) 
     conn = db.conn
     children = conn.execute(
         "SELECT id, uid, path, root, parent_session, seed_length, events, era, revision, fork_checked, file, member "
-        "FROM sessions WHERE parent_session IS NOT NULL").fetchall()
+        "FROM sessions WHERE parent_session IS NOT NULL"
+    ).fetchall()
     todo = []
     from invariants.analysis.forks import root_index_scope
 
@@ -753,7 +936,7 @@ def _fork_phase(db: sqlite_utils.Database, roots: list[str], stats: IndexStats) 
     for i in range(0, len(todo), batch):
         conn.execute("BEGIN IMMEDIATE")
         done = []
-        for sid, uid, path, root, parent_uid, seed, events, era, parent, key, file, member in todo[i:i + batch]:
+        for sid, uid, path, root, parent_uid, seed, events, era, parent, key, file, member in todo[i : i + batch]:
             emitted: list[Finding] = []
 
             def emit(code: str, message: str, **where: Any) -> None:
@@ -773,8 +956,10 @@ def _fork_phase(db: sqlite_utils.Database, roots: list[str], stats: IndexStats) 
                 continue
             conn.execute("DELETE FROM findings WHERE session_id = ? AND source = 'fork'", [sid])
             conn.executemany(_FINDING_INSERT, [(sid, None, None, "fork", *R.finding_row(f)) for f in emitted])
-            conn.execute("UPDATE sessions SET parent_id = ?, fork_checked = ? WHERE id = ?",
-                         [parent[0] if parent else None, key, sid])
+            conn.execute(
+                "UPDATE sessions SET parent_id = ?, fork_checked = ? WHERE id = ?",
+                [parent[0] if parent else None, key, sid],
+            )
             done.append(sid)
         update_counts(conn, done)
         conn.execute("COMMIT")
@@ -787,8 +972,9 @@ def _source(file: str, root: str, member: str | None) -> LogSource:
     return LogSource(Path(file), Path(root), member)  # type: ignore[call-arg]  # SQLite-backed session
 
 
-def _resolve_parent(conn: sqlite3.Connection, sid: int, file: str, member: str | None, root: str, parent_uid: str,
-                    seed: int) -> tuple | None:
+def _resolve_parent(
+    conn: sqlite3.Connection, sid: int, file: str, member: str | None, root: str, parent_uid: str, seed: int
+) -> tuple | None:
     """(id, path, events, revision, era, file, member, how) of the parent, or None.
 
     The same choice as ``inspector check``, made among the sessions indexed
@@ -803,7 +989,9 @@ def _resolve_parent(conn: sqlite3.Connection, sid: int, file: str, member: str |
     prefix = root.rstrip(os.sep) + os.sep
     rows = conn.execute(
         "SELECT id, path, events, revision, era, file, member, version, created_at FROM sessions WHERE uid = ? AND id != ? "
-        "AND substr(path, 1, ?) = ? ORDER BY id", [parent_uid, sid, len(prefix), prefix]).fetchall()
+        "AND substr(path, 1, ?) = ? ORDER BY id",
+        [parent_uid, sid, len(prefix), prefix],
+    ).fetchall()
     if not rows:
         return None
     created = conn.execute("SELECT created_at FROM sessions WHERE id = ?", [sid]).fetchone()
@@ -833,8 +1021,11 @@ def _ref(file: str, member: str | None, root: str, parent_uid: str | None, row: 
     """What ``parent_candidates_for`` reads of a session model: its header's parent and time, and its source."""
     from types import SimpleNamespace
 
-    return SimpleNamespace(header=SimpleNamespace(parent_session=parent_uid, created_at=created),
-                           source=_source(file, root, member), row=row)
+    return SimpleNamespace(
+        header=SimpleNamespace(parent_session=parent_uid, created_at=created),
+        source=_source(file, root, member),
+        row=row,
+    )
 
 
 def _pick_parent(child: Any, refs: list, parent_uid: str) -> Any:

@@ -32,11 +32,30 @@ _ALLOWED = {
 
 
 # Pragmas that only report (FTS5 itself asks for data_version); any other is refused.
-_READ_PRAGMAS = frozenset({
-    "data_version", "table_info", "table_xinfo", "table_list", "index_list", "index_info", "index_xinfo",
-    "foreign_key_list", "database_list", "collation_list", "function_list", "module_list", "pragma_list",
-    "compile_options", "schema_version", "user_version", "page_count", "page_size", "freelist_count", "encoding",
-})
+_READ_PRAGMAS = frozenset(
+    {
+        "data_version",
+        "table_info",
+        "table_xinfo",
+        "table_list",
+        "index_list",
+        "index_info",
+        "index_xinfo",
+        "foreign_key_list",
+        "database_list",
+        "collation_list",
+        "function_list",
+        "module_list",
+        "pragma_list",
+        "compile_options",
+        "schema_version",
+        "user_version",
+        "page_count",
+        "page_size",
+        "freelist_count",
+        "encoding",
+    }
+)
 
 
 def _authorizer(action: int, arg1: Any, arg2: Any, dbname: Any, source: Any) -> int:
@@ -71,8 +90,14 @@ def open_readonly(db_path: str | os.PathLike, timeout: float | None = None) -> s
     return conn
 
 
-def run_query(db_path: str | os.PathLike, sql: str, params: Iterable[Any] | dict = (), *,
-              limit: int | None = None, timeout: float | None = 60.0) -> tuple[list[str], list[tuple], bool]:
+def run_query(
+    db_path: str | os.PathLike,
+    sql: str,
+    params: Iterable[Any] | dict = (),
+    *,
+    limit: int | None = None,
+    timeout: float | None = 60.0,
+) -> tuple[list[str], list[tuple], bool]:
     """Run one read-only statement: (column names, rows, truncated)."""
     conn = open_readonly(db_path, timeout)
     try:
@@ -109,7 +134,9 @@ def index_info(db_path: str | os.PathLike) -> dict[str, Any] | None:
         return None
     try:
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        last = conn.execute("SELECT id, started_at, finished_at, status, paths FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+        last = conn.execute(
+            "SELECT id, started_at, finished_at, status, paths FROM runs ORDER BY id DESC LIMIT 1"
+        ).fetchone()
         count = conn.execute("SELECT count(*) FROM sessions").fetchone()[0]
     except sqlite3.DatabaseError:
         return None
@@ -117,8 +144,11 @@ def index_info(db_path: str | os.PathLike) -> dict[str, Any] | None:
         conn.close()
     if meta.get("schema_version") != str(SCHEMA_VERSION):
         return None
-    return {"meta": meta, "sessions": count,
-            "last_run": dict(zip(("id", "started_at", "finished_at", "status", "paths"), last)) if last else None}
+    return {
+        "meta": meta,
+        "sessions": count,
+        "last_run": dict(zip(("id", "started_at", "finished_at", "status", "paths"), last)) if last else None,
+    }
 
 
 def covers(db_path: str | os.PathLike, path: str | os.PathLike) -> bool:
@@ -130,8 +160,9 @@ def covers(db_path: str | os.PathLike, path: str | os.PathLike) -> bool:
     except QueryError:
         return False
     try:
-        row = conn.execute("SELECT 1 FROM sessions WHERE path = ? OR substr(path, 1, ?) = ? LIMIT 1",
-                           [target, len(prefix), prefix]).fetchone()
+        row = conn.execute(
+            "SELECT 1 FROM sessions WHERE path = ? OR substr(path, 1, ?) = ? LIMIT 1", [target, len(prefix), prefix]
+        ).fetchone()
         return row is not None
     except sqlite3.DatabaseError:
         return False
@@ -139,10 +170,41 @@ def covers(db_path: str | os.PathLike, path: str | os.PathLike) -> bool:
         conn.close()
 
 
-SESSION_FIELDS = ("id", "uid", "path", "file", "member", "root", "cwd", "created_at", "created", "parent_session",
-                  "parent_id", "parent_uid", "seed_length", "era", "profile", "events", "turns", "steps", "instances",
-                  "resumes", "forks", "requests", "errors", "warnings", "infos", "worst", "size", "mtime_ns", "inode",
-                  "compressed", "torn", "open_turn_at_end", "indexed_at")
+SESSION_FIELDS = (
+    "id",
+    "uid",
+    "path",
+    "file",
+    "member",
+    "root",
+    "cwd",
+    "created_at",
+    "created",
+    "parent_session",
+    "parent_id",
+    "parent_uid",
+    "seed_length",
+    "era",
+    "profile",
+    "events",
+    "turns",
+    "steps",
+    "instances",
+    "resumes",
+    "forks",
+    "requests",
+    "errors",
+    "warnings",
+    "infos",
+    "worst",
+    "size",
+    "mtime_ns",
+    "inode",
+    "compressed",
+    "torn",
+    "open_turn_at_end",
+    "indexed_at",
+)
 _COMPUTED = {
     "parent_uid": "p.uid",
     "resumes": "(SELECT count(*) FROM instances i WHERE i.session_id = s.id AND i.reason = 'resume')",
@@ -170,10 +232,22 @@ def _ms(value: str | int | float | None, end: bool = False) -> int | None:
     return int(moment.timestamp() * 1000)
 
 
-def session_filter_sql(*, under: str | os.PathLike | None = None, category: str | None = None, rule: str | None = None,
-                       severity: str | None = None, model: str | None = None, since: Any = None, until: Any = None,
-                       parent: str | None = None, forked: bool | None = None, era: str | None = None,
-                       uid: str | None = None, diverged: bool = False, search: str | None = None) -> tuple[str, list]:
+def session_filter_sql(
+    *,
+    under: str | os.PathLike | None = None,
+    category: str | None = None,
+    rule: str | None = None,
+    severity: str | None = None,
+    model: str | None = None,
+    since: Any = None,
+    until: Any = None,
+    parent: str | None = None,
+    forked: bool | None = None,
+    era: str | None = None,
+    uid: str | None = None,
+    diverged: bool = False,
+    search: str | None = None,
+) -> tuple[str, list]:
     """WHERE clause (over ``s`` = sessions) and parameters for the session filters."""
     where: list[str] = []
     params: list[Any] = []
@@ -217,18 +291,28 @@ def session_filter_sql(*, under: str | os.PathLike | None = None, category: str 
         where.append("(s.uid = ? OR s.uid LIKE ?)")
         params += [uid, uid + "%"]
     if diverged:
-        where.append("EXISTS (SELECT 1 FROM findings f WHERE f.session_id = s.id AND f.category IN "
-                     "('request-divergence', 'header-divergence', 'unexplained-request'))")
+        where.append(
+            "EXISTS (SELECT 1 FROM findings f WHERE f.session_id = s.id AND f.category IN "
+            "('request-divergence', 'header-divergence', 'unexplained-request'))"
+        )
     if search:
-        where.append("(s.id IN (SELECT m.session_id FROM messages m JOIN messages_fts ON messages_fts.rowid = m.id "
-                     "WHERE messages_fts MATCH ?) OR s.id IN (SELECT f.session_id FROM findings f "
-                     "JOIN findings_fts ON findings_fts.rowid = f.id WHERE findings_fts MATCH ?))")
+        where.append(
+            "(s.id IN (SELECT m.session_id FROM messages m JOIN messages_fts ON messages_fts.rowid = m.id "
+            "WHERE messages_fts MATCH ?) OR s.id IN (SELECT f.session_id FROM findings f "
+            "JOIN findings_fts ON findings_fts.rowid = f.id WHERE findings_fts MATCH ?))"
+        )
         params += [search, search]
     return (" WHERE " + " AND ".join(where)) if where else "", params
 
 
-def list_sessions(db_path: str | os.PathLike, *, limit: int | None = None, order: str = "created",
-                  check_fresh: bool = False, **filters: Any) -> list[dict[str, Any]]:
+def list_sessions(
+    db_path: str | os.PathLike,
+    *,
+    limit: int | None = None,
+    order: str = "created",
+    check_fresh: bool = False,
+    **filters: Any,
+) -> list[dict[str, Any]]:
     """Sessions in the index matching ``filters`` (see :func:`session_filter_sql`), as dicts.
 
     This is the TUI's session list when an index exists; it never writes.
@@ -239,10 +323,16 @@ def list_sessions(db_path: str | os.PathLike, *, limit: int | None = None, order
     so a caller can re-check that session itself or ask for a re-index.
     """
     where, params = session_filter_sql(**filters)
-    orders = {"created": "s.created_at IS NULL, s.created_at, s.path", "path": "s.path",
-              "errors": "s.errors DESC, s.warnings DESC, s.path", "size": "s.size DESC, s.path"}
-    sql = (f"SELECT {', '.join(_COMPUTED.get(f, 's.' + f) for f in SESSION_FIELDS)} "
-           f"FROM sessions s LEFT JOIN sessions p ON p.id = s.parent_id{where} ORDER BY {orders.get(order, orders['created'])}")
+    orders = {
+        "created": "s.created_at IS NULL, s.created_at, s.path",
+        "path": "s.path",
+        "errors": "s.errors DESC, s.warnings DESC, s.path",
+        "size": "s.size DESC, s.path",
+    }
+    sql = (
+        f"SELECT {', '.join(_COMPUTED.get(f, 's.' + f) for f in SESSION_FIELDS)} "
+        f"FROM sessions s LEFT JOIN sessions p ON p.id = s.parent_id{where} ORDER BY {orders.get(order, orders['created'])}"
+    )
     if limit is not None:
         sql += " LIMIT ?"
         params.append(int(limit))

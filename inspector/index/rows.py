@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
@@ -20,28 +20,90 @@ MAX_MESSAGE_TEXT = 1 << 20  # characters of one message kept for full-text searc
 _I64 = 1 << 63
 
 STEP_COLUMNS = (
-    "idx", "turn", "step", "seq", "line", "end_seq", "last_seq", "first_chunk_seq", "chunks", "instance", "version",
-    "model", "header_hash", "prefix_hash", "system_hash", "tools_hash",
-    "input_tokens", "output_tokens", "cache_read_tokens", "reasoning_tokens", "usage", "compaction_before",
-    "status", "requests",
+    "idx",
+    "turn",
+    "step",
+    "seq",
+    "line",
+    "end_seq",
+    "last_seq",
+    "first_chunk_seq",
+    "chunks",
+    "instance",
+    "version",
+    "model",
+    "header_hash",
+    "prefix_hash",
+    "system_hash",
+    "tools_hash",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "reasoning_tokens",
+    "usage",
+    "compaction_before",
+    "status",
+    "requests",
 )
 VERSION_COLUMNS = ("idx", "seq", "line", "kind", "instance", "header_hash", "changed", "arms")
-INSTANCE_COLUMNS = ("idx", "seq", "line", "reason", "header_hash", "prefix_hash", "prev_prefix_hash", "prefix_drift",
-                    "drift", "first_step")
+INSTANCE_COLUMNS = (
+    "idx",
+    "seq",
+    "line",
+    "reason",
+    "header_hash",
+    "prefix_hash",
+    "prev_prefix_hash",
+    "prefix_drift",
+    "drift",
+    "first_step",
+)
 MESSAGE_COLUMNS = ("seq", "line", "step_idx", "role", "source", "text", "truncated")
 TOOL_CALL_COLUMNS = ("seq", "step_idx", "call_id", "name")
 FINDING_COLUMNS = ("rule", "category", "severity", "seq", "line", "turn", "step", "path", "file", "message", "detail")
-CACHE_COLUMNS = ("idx", "turn", "step", "seq", "bytes", "reused_bytes", "new_bytes", "repaid_bytes", "tokens_est",
-                 "reused_tokens_est", "repaid_tokens_est", "breaker", "breaker_detail", "config_changes",
-                 "input_tokens", "cache_read_tokens")
-HEADER_COLUMNS = ("hash", "json", "model", "provider", "system_hash", "tools_hash", "prefix_hash", "suffix_hash",
-                  "config", "tools", "bytes")
+CACHE_COLUMNS = (
+    "idx",
+    "turn",
+    "step",
+    "seq",
+    "bytes",
+    "reused_bytes",
+    "new_bytes",
+    "repaid_bytes",
+    "tokens_est",
+    "reused_tokens_est",
+    "repaid_tokens_est",
+    "breaker",
+    "breaker_detail",
+    "config_changes",
+    "input_tokens",
+    "cache_read_tokens",
+)
+HEADER_COLUMNS = (
+    "hash",
+    "json",
+    "model",
+    "provider",
+    "system_hash",
+    "tools_hash",
+    "prefix_hash",
+    "suffix_hash",
+    "config",
+    "tools",
+    "bytes",
+)
 
 _USAGE_KEYS = {
     "input": ("inputTokens", "input_tokens", "promptTokens", "prompt_tokens"),
     "output": ("outputTokens", "output_tokens", "completionTokens", "completion_tokens"),
-    "cache": ("cacheReadTokens", "cache_read_tokens", "cachedInputTokens", "promptCacheHitTokens",
-              "prompt_cache_hit_tokens", "cache_read_input_tokens"),
+    "cache": (
+        "cacheReadTokens",
+        "cache_read_tokens",
+        "cachedInputTokens",
+        "promptCacheHitTokens",
+        "prompt_cache_hit_tokens",
+        "cache_read_input_tokens",
+    ),
     "reasoning": ("reasoningTokens", "reasoning_tokens"),
 }
 
@@ -89,9 +151,17 @@ def header_parts(header: dict) -> tuple[str, tuple, list[str]]:
                     name = t["function"].get("name")
                 names.append(name if isinstance(name, str) else dumps(name))
     row = (
-        h, text, scalar(config.get("model")), scalar(config.get("provider")),
-        digest(header.get("system")), digest(tools), digest(_prefix(header)), digest(header.get("messageSuffix")),
-        dumps(config), len(tools) if isinstance(tools, list) else None, len(text),
+        h,
+        text,
+        scalar(config.get("model")),
+        scalar(config.get("provider")),
+        digest(header.get("system")),
+        digest(tools),
+        digest(_prefix(header)),
+        digest(header.get("messageSuffix")),
+        dumps(config),
+        len(tools) if isinstance(tools, list) else None,
+        len(text),
     )
     return h, row, names
 
@@ -142,12 +212,30 @@ def step_row(st: StepState, headers: HeaderTable) -> tuple:
     row = hv[1] if hv else None
     inp, out, cache, reasoning = usage_numbers(st.usage)
     return (
-        st.index, scalar(st.turn), scalar(st.step), st.seq, st.line, st.end_seq, st.last_seq, st.first_chunk_seq,
-        st.chunks, st.instance, st.header_version,
-        row[2] if row else None, row[0] if row else None, row[6] if row else None, row[4] if row else None,
+        st.index,
+        scalar(st.turn),
+        scalar(st.step),
+        st.seq,
+        st.line,
+        st.end_seq,
+        st.last_seq,
+        st.first_chunk_seq,
+        st.chunks,
+        st.instance,
+        st.header_version,
+        row[2] if row else None,
+        row[0] if row else None,
+        row[6] if row else None,
+        row[4] if row else None,
         row[5] if row else None,
-        inp, out, cache, reasoning, dumps(st.usage) if st.usage is not None else None, int(st.compaction_before),
-        st.status, len(st.requests),
+        inp,
+        out,
+        cache,
+        reasoning,
+        dumps(st.usage) if st.usage is not None else None,
+        int(st.compaction_before),
+        st.status,
+        len(st.requests),
     )
 
 
@@ -156,7 +244,9 @@ def version_rows(model: SessionModel, headers: HeaderTable, start: int = 0) -> l
     for i in range(start, len(model.versions)):
         v = model.versions[i]
         hv = headers.of(i)
-        out.append((i, v.seq, v.line, scalar(v.kind), v.instance, hv[0] if hv else None, dumps(v.changed), dumps(v.arms)))
+        out.append(
+            (i, v.seq, v.line, scalar(v.kind), v.instance, hv[0] if hv else None, dumps(v.changed), dumps(v.arms))
+        )
     return out
 
 
@@ -173,16 +263,43 @@ def instance_rows(model: SessionModel, headers: HeaderTable) -> list[tuple]:
             headers.tools.setdefault(h, names)
             hv = (h, row)
         prefix_hash = hv[1][6]
-        drift = 1 if (prev_prefix is not None and prefix_hash != prev_prefix) or "messagePrefix" in (inst.drift or []) else 0
-        out.append((inst.index, inst.seq, inst.line, scalar(inst.reason), hv[0], prefix_hash, prev_prefix, drift,
-                    dumps(inst.drift), inst.first_step))
+        drift = (
+            1
+            if (prev_prefix is not None and prefix_hash != prev_prefix) or "messagePrefix" in (inst.drift or [])
+            else 0
+        )
+        out.append(
+            (
+                inst.index,
+                inst.seq,
+                inst.line,
+                scalar(inst.reason),
+                hv[0],
+                prefix_hash,
+                prev_prefix,
+                drift,
+                dumps(inst.drift),
+                inst.first_step,
+            )
+        )
         prev_prefix = prefix_hash
     return out
 
 
 def finding_row(f: Finding) -> tuple:
-    return (f.rule, f.category, f.severity, f.seq, f.line, scalar(f.turn), scalar(f.step), scalar(f.path), f.file,
-            f.message, dumps(f.detail) if f.detail else None)
+    return (
+        f.rule,
+        f.category,
+        f.severity,
+        f.seq,
+        f.line,
+        scalar(f.turn),
+        scalar(f.step),
+        scalar(f.path),
+        f.file,
+        f.message,
+        dumps(f.detail) if f.detail else None,
+    )
 
 
 def _text_of(content: Any, parts: list[str], calls: list[tuple], depth: int = 0) -> None:
@@ -195,11 +312,18 @@ def _text_of(content: Any, parts: list[str], calls: list[tuple], depth: int = 0)
             _text_of(item, parts, calls, depth + 1)
     elif isinstance(content, dict):
         kind = content.get("type")
-        if kind in ("tool-call", "tool_call", "function") or ("name" in content and ("arguments" in content or "input" in content)):
+        if kind in ("tool-call", "tool_call", "function") or (
+            "name" in content and ("arguments" in content or "input" in content)
+        ):
             name = content.get("name")
             if name is None and isinstance(content.get("function"), dict):
                 name = content["function"].get("name")
-            calls.append((scalar(content.get("id") or content.get("toolCallId")), name if isinstance(name, str) else scalar(name)))
+            calls.append(
+                (
+                    scalar(content.get("id") or content.get("toolCallId")),
+                    name if isinstance(name, str) else scalar(name),
+                )
+            )
             args = content.get("arguments", content.get("input"))
             parts.append(f"{name}({args if isinstance(args, str) else dumps(args)})")
             return
@@ -290,10 +414,6 @@ def _iso(ms: Any) -> str | None:
         return None
 
 
-def tool_rows(names: Iterable[str]) -> list[tuple]:
-    return [(i, n) for i, n in enumerate(names)]
-
-
 class _StepsView:
     """A model seen through a slice of its steps (for the cache account of appended steps)."""
 
@@ -327,12 +447,24 @@ def cache_rows(model: SessionModel, start: int = 0) -> list[tuple] | None:
     for row, sc_step in zip(step_rows(sc), sc.steps):
         if sc_step.index < start:
             continue
-        out.append((
-            sc_step.index, scalar(sc_step.turn), scalar(sc_step.step), sc_step.seq, row["bytes"], row["reused_bytes"],
-            row["bytes"] - row["reused_bytes"], row["repaid_bytes"], row["tokens_est"], row["reused_tokens_est"],
-            row["repaid_tokens_est"], scalar(row["breaker"]), dumps(sc_step.breaker) if sc_step.breaker else None,
-            dumps(sc_step.config_changes) if sc_step.config_changes else None,
-            scalar(row["input_tokens"]) if isinstance(row["input_tokens"], (int, float)) else None,
-            scalar(row["cache_read_tokens"]) if isinstance(row["cache_read_tokens"], (int, float)) else None,
-        ))
+        out.append(
+            (
+                sc_step.index,
+                scalar(sc_step.turn),
+                scalar(sc_step.step),
+                sc_step.seq,
+                row["bytes"],
+                row["reused_bytes"],
+                row["bytes"] - row["reused_bytes"],
+                row["repaid_bytes"],
+                row["tokens_est"],
+                row["reused_tokens_est"],
+                row["repaid_tokens_est"],
+                scalar(row["breaker"]),
+                dumps(sc_step.breaker) if sc_step.breaker else None,
+                dumps(sc_step.config_changes) if sc_step.config_changes else None,
+                scalar(row["input_tokens"]) if isinstance(row["input_tokens"], (int, float)) else None,
+                scalar(row["cache_read_tokens"]) if isinstance(row["cache_read_tokens"], (int, float)) else None,
+            )
+        )
     return out

@@ -20,31 +20,28 @@ log, between:
 from __future__ import annotations
 
 import hashlib
-import inspect
 import os
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
-from invariants.read.capture import Recorded, read_capture
 from invariants.gate.pipeline import check_sessions
-from invariants.read.discover import LogSource
-from invariants.read.era import SNIFF_LINES
 from invariants.model.findings import Finding
-from invariants.replay.session import SessionModel, replay, resume
 from invariants.model.registry import make_finding
+from invariants.read.capture import Recorded, read_capture
+from invariants.read.era import SNIFF_LINES
+from invariants.read.source import LogSource
+from invariants.replay.session import SessionModel, replay, resume
 
 from . import rows as R
 
 HASH_WINDOW = 4096
-_WANTS_CHECKPOINT = "checkpoint" in inspect.signature(replay).parameters
 
 
 def _replay(src: LogSource) -> SessionModel:
     """A full replay that also leaves the resume checkpoint (plain logs, clean end)."""
-    return replay(src, checkpoint=True) if _WANTS_CHECKPOINT else replay(src)
+    return replay(src, checkpoint=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,8 +240,9 @@ def process_group(task: GroupTask) -> GroupResult:
         replaced = task.recheck_all or any(r.action in ("new", "replace") for r in results)
         plans = [_capture_plan(ct) for ct in task.captures]
         all_lines = replaced or any(p.all_lines for p in plans)
-        work = all_lines or any(p.action != "same" or (ct.previous and ct.previous.unexplained_lines)
-                                for ct, p in zip(task.captures, plans))
+        work = all_lines or any(
+            p.action != "same" or (ct.previous and ct.previous.unexplained_lines) for ct, p in zip(task.captures, plans)
+        )
         if work:
             # Routing needs every session of the folder: unchanged ones come from their checkpoints.
             for i, lt in enumerate(task.logs):
@@ -261,8 +259,9 @@ def process_group(task: GroupTask) -> GroupResult:
                 caps.append(cr)
     for i in sorted(loaded):
         _fill(*loaded[i])
-    return GroupResult(task.folder, results, caps, task.recheck_all or (bool(caps) and caps[0].all_lines), parsed,
-                       task.gone_captures)
+    return GroupResult(
+        task.folder, results, caps, task.recheck_all or (bool(caps) and caps[0].all_lines), parsed, task.gone_captures
+    )
 
 
 def _problem(path: str, exc: BaseException) -> str:
@@ -304,7 +303,9 @@ def _carried(rows: list[tuple], model: SessionModel) -> list[Finding]:
     out = []
     for row in rows:
         rule, _cat, _sev, seq, line, turn, step, path, _file, message, _detail = row
-        out.append(make_finding(rule, message, file=model.file, session=model.id, seq=seq, line=line, turn=turn, step=step))
+        out.append(
+            make_finding(rule, message, file=model.file, session=model.id, seq=seq, line=line, turn=turn, step=step)
+        )
     return out
 
 
@@ -319,7 +320,12 @@ def _fill(res: SessionResult, model: SessionModel, prev: Previous | None) -> Non
         res.step_status = statuses
         return
     if res.action == "append" and prev is not None:
-        prev_steps, prev_versions, since_seq, open_steps = prev.steps, prev.versions, prev.last_message_seq, prev.open_steps
+        prev_steps, prev_versions, since_seq, open_steps = (
+            prev.steps,
+            prev.versions,
+            prev.last_message_seq,
+            prev.open_steps,
+        )
     res.facts = R.session_facts(model)
     res.checkpoint = model.checkpoint
     res.bytes_at = model.bytes if model.checkpoint is not None else None
@@ -339,8 +345,12 @@ def _fill(res: SessionResult, model: SessionModel, prev: Previous | None) -> Non
     try:
         res.cache = R.cache_rows(model, res.cache_start)
     except Exception as exc:  # an account we cannot make is not a reason to drop the session
-        res.cache, res.problem = None, _problem(res.path, exc).replace("indexing", "making the cache account") \
-            .replace("the file was skipped", "its cache account is missing")
+        res.cache, res.problem = (
+            None,
+            _problem(res.path, exc)
+            .replace("indexing", "making the cache account")
+            .replace("the file was skipped", "its cache account is missing"),
+        )
     res.facts["messages_new"] = len(res.messages)
     res.findings = [R.finding_row(f) for f in model.findings]
     res.headers = list(headers.rows.values())
@@ -399,10 +409,22 @@ def _check_capture(ct: CaptureTask, cr: CaptureResult, models: list[SessionModel
             cr.findings.append((rec.line, session_path if f.file == session_path else None, R.finding_row(f)))
 
 
-def _request_row(rec: Recorded, session_path: str | None, session_uid: Any, step: int | None, status: str,
-                 codes: list[str]) -> tuple:
+def _request_row(
+    rec: Recorded, session_path: str | None, session_uid: Any, step: int | None, status: str, codes: list[str]
+) -> tuple:
     model = rec.request.get("model") if isinstance(rec.request, dict) else None
-    return (rec.line, session_path, R.scalar(session_uid), step, status, R.dumps(codes), R.scalar(model),
-            rec.log_length, R.scalar(rec.turn), R.scalar(rec.step), int(rec.loop_built),
-            R.scalar(rec.time) if isinstance(rec.time, (int, float)) else None,
-            R.dumps(rec.extra) if rec.extra else None)
+    return (
+        rec.line,
+        session_path,
+        R.scalar(session_uid),
+        step,
+        status,
+        R.dumps(codes),
+        R.scalar(model),
+        rec.log_length,
+        R.scalar(rec.turn),
+        R.scalar(rec.step),
+        int(rec.loop_built),
+        R.scalar(rec.time) if isinstance(rec.time, (int, float)) else None,
+        R.dumps(rec.extra) if rec.extra else None,
+    )

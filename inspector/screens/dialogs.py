@@ -94,9 +94,19 @@ class HelpScreen(ModalScreen[None]):
         for key, what in KEYS:
             table.add_row(key, what)
         legend = Text.assemble(
-            ("marks  ", "bold"), ("✓", "bold green"), " matches  ", ("✗", "bold red"), " messages diverge  ",
-            ("≠", "bold #ff9e64"), " header diverges  ", ("?", "bold red"), " unexplained  ", ("·", "dim"), " not checked  ",
-            ("●n", "bold red"), " findings",
+            ("marks  ", "bold"),
+            ("✓", "bold green"),
+            " matches  ",
+            ("✗", "bold red"),
+            " messages diverge  ",
+            ("≠", "bold #ff9e64"),
+            " header diverges  ",
+            ("?", "bold red"),
+            " unexplained  ",
+            ("·", "dim"),
+            " not checked  ",
+            ("●n", "bold red"),
+            " findings",
         )
         with VerticalScroll(id="dialog", classes="help"):
             yield Label(Text.assemble(("inspector keys", "bold"), ("   Escape closes", "dim")))

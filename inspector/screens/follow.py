@@ -20,13 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import invariants.replay.session as replay_mod
-from invariants.read.capture import Recorded, read_capture
 from invariants.gate.pipeline import CheckOptions, CheckResult, check_models, cyclic_gc_paused, run_check
-from invariants.read.discover import LogSource, discover
-from invariants.read.era import SNIFF_LINES
 from invariants.model.findings import Finding
-from invariants.replay.session import SessionModel
 from invariants.model.registry import make_finding
+from invariants.read.capture import Recorded, read_capture
+from invariants.read.discover import discover
+from invariants.read.era import SNIFF_LINES
+from invariants.read.source import LogSource
+from invariants.replay.session import SessionModel
 
 TAIL_WINDOW = 4096  # bytes before the old end that must be unchanged for a resume
 POST_FOLD_RULES = ("LOG011",)  # findings replay() adds after the fold, which a resume does not redo
@@ -114,8 +115,21 @@ class FollowCheck:
         if resumed is None:
             self.model = self.mark = None
             return None
-        carry = [make_finding(f.rule, f.message, file=resumed.file, session=resumed.id, seq=f.seq, line=f.line,
-                              turn=f.turn, step=f.step, path=f.path, detail=f.detail) for f in self.carry]
+        carry = [
+            make_finding(
+                f.rule,
+                f.message,
+                file=resumed.file,
+                session=resumed.id,
+                seq=f.seq,
+                line=f.line,
+                turn=f.turn,
+                step=f.step,
+                path=f.path,
+                detail=f.detail,
+            )
+            for f in self.carry
+        ]
         resumed.findings.extend(carry)
         if resumed.checkpoint is not None:
             self._keep(resumed, self.carry)

@@ -28,9 +28,6 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, TabbedContent, TabPane, Tabs
 from textual.worker import get_current_worker
 
-from invariants.gate.pipeline import CheckOptions, run_check
-from invariants.read.discover import LogSource, strip_log_suffix
-from invariants.analysis.events_view import LineIndex, Match, read_events, search
 from inspector.messages import (
     BlockActivated,
     BlockSelected,
@@ -51,8 +48,18 @@ from inspector.widgets.prefix_view import PrefixView
 from inspector.widgets.request_view import RequestView
 from inspector.widgets.status import SessionBar, StatusLine
 from inspector.widgets.timeline import Timeline
+from invariants.analysis.events_view import LineIndex, Match, read_events, search
+from invariants.gate.pipeline import CheckOptions, run_check
+from invariants.read.source import LogSource, strip_log_suffix
 
-TAB_TITLES = {"request": "Request", "diff": "Diff", "header": "Header", "prefix": "Prefix", "events": "Events", "findings": "Findings"}
+TAB_TITLES = {
+    "request": "Request",
+    "diff": "Diff",
+    "header": "Header",
+    "prefix": "Prefix",
+    "events": "Events",
+    "findings": "Findings",
+}
 FOLLOW_POLL = 0.3  # seconds between looks at a followed log
 GC_EVERY = 30.0  # seconds between full collections while following
 
@@ -89,8 +96,9 @@ class SessionScreen(Screen):
     step_index: reactive[int] = reactive(-1, init=False, always_update=True)
     category: reactive[str | None] = reactive(None, init=False)
 
-    def __init__(self, source: LogSource, *, options: CheckOptions | None = None, follow: bool = False,
-                 from_list: bool = False) -> None:
+    def __init__(
+        self, source: LogSource, *, options: CheckOptions | None = None, follow: bool = False, from_list: bool = False
+    ) -> None:
         super().__init__()
         self.source = source
         self.options = options or CheckOptions()
@@ -132,7 +140,9 @@ class SessionScreen(Screen):
                 with TabPane("Findings", id="findings"):
                     yield FindingsView(id="findings-view")
         yield StatusLine(Text(""), id="status")
-        yield Input(placeholder="search message and event text; Enter searches (again: next match), Escape closes", id="search")
+        yield Input(
+            placeholder="search message and event text; Enter searches (again: next match), Escape closes", id="search"
+        )
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -242,8 +252,13 @@ class SessionScreen(Screen):
             grown = message.model.events - old.model.events
             if grown:
                 how = "resumed" if self.check_mode == "resume" else "checked"
-                self.say(Text(f"following: +{grown} events, {len(state.steps) - len(old.steps):+d} steps "
-                              f"({how} in {message.elapsed * 1000:.0f} ms)", style="#7dcfff"))
+                self.say(
+                    Text(
+                        f"following: +{grown} events, {len(state.steps) - len(old.steps):+d} steps "
+                        f"({how} in {message.elapsed * 1000:.0f} ms)",
+                        style="#7dcfff",
+                    )
+                )
         else:
             self._initial_status(state)
         self.step_index = step
@@ -280,8 +295,11 @@ class SessionScreen(Screen):
         t.append(f" ⚠{c['warning']}", "#e0af68" if c["warning"] else "dim")
         t.append(f" ●{c['info']}", "#7dcfff" if c["info"] else "dim")
         t.append(" │ ", "dim")
-        t.append(f"{m.events} events · {len(m.steps)} steps · {m.turns} turns · {len(m.instances)} instance{'s' if len(m.instances) != 1 else ''}"
-                 f" · {len(m.compactions)} compaction{'s' if len(m.compactions) != 1 else ''} · {len(m.requests)} recorded", "")
+        t.append(
+            f"{m.events} events · {len(m.steps)} steps · {m.turns} turns · {len(m.instances)} instance{'s' if len(m.instances) != 1 else ''}"
+            f" · {len(m.compactions)} compaction{'s' if len(m.compactions) != 1 else ''} · {len(m.requests)} recorded",
+            "",
+        )
         if self.follow:
             t.append("  ◉ following", "bold #9ece6a")
         if self.category:
@@ -351,7 +369,9 @@ class SessionScreen(Screen):
         visible = self.timeline.visible_steps()
         if visible and self.step_index not in visible:
             self.step_index = visible[0]
-        self.say(Text(f"timeline: {len(visible)} step(s)" + (f" with {safe(new)} findings" if new else ""), style="#7dcfff"))
+        self.say(
+            Text(f"timeline: {len(visible)} step(s)" + (f" with {safe(new)} findings" if new else ""), style="#7dcfff")
+        )
 
     def on_step_selected(self, message: StepSelected) -> None:
         self.step_index = message.index
@@ -367,8 +387,18 @@ class SessionScreen(Screen):
                 self.query_one(FindingsView).show(state, self._pending.pop("findings", None))
             elif state is not None:
                 view = self.query_one(f"#{self.active_tab}-view", DocumentView)
-                view.set_blocks([Block(styled("This log has no step/start: there is no request to show. "
-                                              "The Findings tab (6) says what the checker found.", "italic"), selectable=False)])
+                view.set_blocks(
+                    [
+                        Block(
+                            styled(
+                                "This log has no step/start: there is no request to show. "
+                                "The Findings tab (6) says what the checker found.",
+                                "italic",
+                            ),
+                            selectable=False,
+                        )
+                    ]
+                )
             return
         tab = self.active_tab
         stamp = (self._generation, self.step_index)
@@ -413,7 +443,9 @@ class SessionScreen(Screen):
         st = state.steps[i]
         first, last, _ = state.window(i)
         t = styled(f"Events of turn {safe(st.turn)} step {safe(st.step)}", "bold")
-        t.append(f" · seq {first}–{last if last is not None else 'end'} (from the event after the previous step)", "dim")
+        t.append(
+            f" · seq {first}–{last if last is not None else 'end'} (from the event after the previous step)", "dim"
+        )
         return t
 
     @work(thread=True, exclusive=True, group="events")
@@ -429,7 +461,9 @@ class SessionScreen(Screen):
     def on_events_read(self, message: EventsRead) -> None:
         if message.step != self.step_index:
             return
-        self.query_one(EventsView).show_events(message.step, self._events_title(message.step), message.events, message.target)
+        self.query_one(EventsView).show_events(
+            message.step, self._events_title(message.step), message.events, message.target
+        )
 
     # -- block messages -----------------------------------------------------------------------
     def on_block_activated(self, message: BlockActivated) -> None:
@@ -442,7 +476,11 @@ class SessionScreen(Screen):
             view.toggle(message.key)
         elif isinstance(view, DiffView) and isinstance(message.key, tuple) and message.key[0] == "diff":
             self.action_goto_origin()
-        elif isinstance(view, (HeaderView, PrefixView)) and isinstance(message.key, tuple) and message.key[0] == "version":
+        elif (
+            isinstance(view, (HeaderView, PrefixView))
+            and isinstance(message.key, tuple)
+            and message.key[0] == "version"
+        ):
             self.action_goto_origin()
 
     def on_block_selected(self, message: BlockSelected) -> None:
@@ -504,9 +542,15 @@ class SessionScreen(Screen):
             nxt = (pos + direction) % n
         else:
             order = range(n) if direction > 0 else range(n - 1, -1, -1)
-            nxt = next((i for i in order if state.finding_step[i] is not None and
-                        (state.finding_step[i] >= here if direction > 0 else state.finding_step[i] <= here)),
-                       0 if direction > 0 else n - 1)
+            nxt = next(
+                (
+                    i
+                    for i in order
+                    if state.finding_step[i] is not None
+                    and (state.finding_step[i] >= here if direction > 0 else state.finding_step[i] <= here)
+                ),
+                0 if direction > 0 else n - 1,
+            )
         self.jump_to_finding(nxt)
 
     def jump_to_finding(self, i: int) -> None:
@@ -653,7 +697,9 @@ class SessionScreen(Screen):
         if tab in ("request", "events"):
             view = self.query_one(RequestView)
             if tab == "events":
-                self.say(Text("already on the events; e jumps from a message, a difference or a header field", style="dim"))
+                self.say(
+                    Text("already on the events; e jumps from a message, a difference or a header field", style="dim")
+                )
                 return
             if self._rendered.get("request") != (self._generation, self.step_index):
                 self._draw("request")
@@ -681,7 +727,12 @@ class SessionScreen(Screen):
                 seq = state.findings[i].seq
                 what = f"finding {state.findings[i].rule}"
         if seq is None:
-            self.say(Text("no producing event for the selection (select a message, a difference or a field first)", style="dim"))
+            self.say(
+                Text(
+                    "no producing event for the selection (select a message, a difference or a field first)",
+                    style="dim",
+                )
+            )
             return
         self.goto_event(seq, Text(f"event seq {seq} produced {what}".rstrip(), style="bold #7dcfff"))
 
@@ -765,7 +816,9 @@ class SessionScreen(Screen):
             return
         self.search_pos = (self.search_pos + 1) % len(self.search_matches)
         m = self.search_matches[self.search_pos]
-        why = styled(f"“{safe(self.search_query)}”: match {self.search_pos + 1} of {len(self.search_matches)}", "bold #7dcfff")
+        why = styled(
+            f"“{safe(self.search_query)}”: match {self.search_pos + 1} of {len(self.search_matches)}", "bold #7dcfff"
+        )
         why.append(f" · seq {m.seq} {safe(m.type)} · ", "")
         why.append(safe(m.snippet), "dim")
         self.goto_event(m.seq, why)
@@ -810,4 +863,9 @@ class SessionScreen(Screen):
         except (OSError, TypeError) as exc:
             self.say(Text(f"export failed: {safe(exc)}", style="bold red"))
             return
-        self.say(Text(f"exported the rebuilt request ({len(exp.request.get('messages', []))} messages) to {safe(path)}", style="green"))
+        self.say(
+            Text(
+                f"exported the rebuilt request ({len(exp.request.get('messages', []))} messages) to {safe(path)}",
+                style="green",
+            )
+        )

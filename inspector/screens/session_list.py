@@ -27,18 +27,19 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from invariants.gate.pipeline import CheckOptions, run_check
-from invariants.read.discover import LogSource, discover
-from invariants.read.load import LogReader
 from inspector.messages import SessionChosen, SessionScanFinished, SessionSummaryReady
 from inspector.screens.state import session_findings
 from inspector.widgets.jsontext import safe
-from inspector.widgets.session_table import COLUMNS, SessionSummary, SessionTable, header_text
+from inspector.widgets.session_table import COLUMNS, SessionRow, SessionTable, header_text
+from invariants.gate.pipeline import CheckOptions, run_check
+from invariants.read.discover import discover
+from invariants.read.load import LogReader
+from invariants.read.source import LogSource
 
 SORT_KEYS = ["order"] + [key for key, _, _, _ in COLUMNS]
 
 
-def _sort_value(s: SessionSummary, key: str):
+def _sort_value(s: SessionRow, key: str):
     if key == "order":
         return s.order
     if key == "errors":
@@ -53,11 +54,11 @@ def _sort_value(s: SessionSummary, key: str):
     return v
 
 
-def arrange(summaries: list[SessionSummary], key: str, reverse: bool, needle: str) -> list[tuple[SessionSummary, int]]:
+def arrange(summaries: list[SessionRow], key: str, reverse: bool, needle: str) -> list[tuple[SessionRow, int]]:
     """Sorted, filtered rows with forked children under their parent (a matching child keeps its parent shown)."""
     by_id = {s.id: s for s in summaries}
-    children: dict[str, list[SessionSummary]] = {}
-    roots: list[SessionSummary] = []
+    children: dict[str, list[SessionRow]] = {}
+    roots: list[SessionRow] = []
     for s in summaries:
         if s.parent and s.parent in by_id and s.parent != s.id:
             children.setdefault(s.parent, []).append(s)
@@ -65,20 +66,25 @@ def arrange(summaries: list[SessionSummary], key: str, reverse: bool, needle: st
             roots.append(s)
     needle = needle.casefold()
 
-    def matches(s: SessionSummary) -> bool:
-        return not needle or needle in s.id.casefold() or needle in (s.cwd or "").casefold() or needle in str(s.path).casefold()
+    def matches(s: SessionRow) -> bool:
+        return (
+            not needle
+            or needle in s.id.casefold()
+            or needle in (s.cwd or "").casefold()
+            or needle in str(s.path).casefold()
+        )
 
-    def keep(s: SessionSummary, seen: set[str]) -> bool:
+    def keep(s: SessionRow, seen: set[str]) -> bool:
         if s.id in seen:
             return False
         return matches(s) or any(keep(c, seen | {s.id}) for c in children.get(s.id, ()))
 
-    def order(items: list[SessionSummary]) -> list[SessionSummary]:
+    def order(items: list[SessionRow]) -> list[SessionRow]:
         return sorted(items, key=lambda s: (_sort_value(s, key), s.order), reverse=reverse)
 
-    out: list[tuple[SessionSummary, int]] = []
+    out: list[tuple[SessionRow, int]] = []
 
-    def walk(s: SessionSummary, depth: int, seen: set[str]) -> None:
+    def walk(s: SessionRow, depth: int, seen: set[str]) -> None:
         out.append((s, depth))
         for c in order(children.get(s.id, [])):
             if keep(c, seen | {s.id}):
@@ -104,8 +110,15 @@ class SessionListScreen(Screen):
     reverse: reactive[bool] = reactive(False, init=False)
     needle: reactive[str] = reactive("", init=False)
 
-    def __init__(self, root: Path, *, options: CheckOptions | None = None, session: str | None = None, follow: bool = False,
-                 db: Path | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        options: CheckOptions | None = None,
+        session: str | None = None,
+        follow: bool = False,
+        db: Path | None = None,
+    ) -> None:
         super().__init__()
         self.root = root
         self.db = db  # None: ./inspector-index.db when it exists
@@ -115,7 +128,7 @@ class SessionListScreen(Screen):
         self.options = options or CheckOptions()
         self.wanted = session
         self.follow = follow
-        self.summaries: dict[tuple[Path, str | None], SessionSummary] = {}
+        self.summaries: dict[tuple[Path, str | None], SessionRow] = {}
         self._dirty = False
         self._opened = False
         self.finished = False
@@ -149,11 +162,11 @@ class SessionListScreen(Screen):
         except Exception:  # a broken index is no index
             return None
 
-    def _from_index(self, db: Path) -> dict[tuple[str, str | None], SessionSummary]:
+    def _from_index(self, db: Path) -> dict[tuple[str, str | None], SessionRow]:
         """Rows from the index (read-only), keyed by (absolute file, member)."""
         from inspector.index import list_sessions
 
-        out: dict[tuple[str, str | None], SessionSummary] = {}
+        out: dict[tuple[str, str | None], SessionRow] = {}
         for i, row in enumerate(list_sessions(db, under=self.root, check_fresh=True, order="path")):
             member = row.get("member")
             path = Path(row["file"])
@@ -164,20 +177,32 @@ class SessionListScreen(Screen):
                 pass
             if path == self.root / ".":
                 path = self.root
-            s = SessionSummary(
-                -1, path, str(row.get("uid") or member or Path(row["file"]).name), member=member,
-                cwd=row.get("cwd") if isinstance(row.get("cwd"), str) else None, created=row.get("created_at"),
+            s = SessionRow(
+                -1,
+                path,
+                str(row.get("uid") or member or Path(row["file"]).name),
+                member=member,
+                cwd=row.get("cwd") if isinstance(row.get("cwd"), str) else None,
+                created=row.get("created_at"),
                 parent=row.get("parent_session") if isinstance(row.get("parent_session"), str) else None,
-                events=row.get("events"), steps=row.get("steps"), resumes=row.get("resumes"),
-                errors=row.get("errors") or 0, warnings=row.get("warnings") or 0, infos=row.get("infos") or 0,
-                profile=row.get("profile"), loaded=not row.get("stale"), indexed=True, stale=bool(row.get("stale")))
+                events=row.get("events"),
+                steps=row.get("steps"),
+                resumes=row.get("resumes"),
+                errors=row.get("errors") or 0,
+                warnings=row.get("warnings") or 0,
+                infos=row.get("infos") or 0,
+                profile=row.get("profile"),
+                loaded=not row.get("stale"),
+                indexed=True,
+                stale=bool(row.get("stale")),
+            )
             out[(os.path.abspath(row["file"]), member)] = s
         return out
 
     @work(thread=True, exclusive=True, group="scan")
     def scan(self) -> None:
         started = time.perf_counter()
-        indexed: dict[tuple[str, str | None], SessionSummary] = {}
+        indexed: dict[tuple[str, str | None], SessionRow] = {}
         db = self._index_path()
         if db is not None:
             try:
@@ -190,7 +215,7 @@ class SessionListScreen(Screen):
                 for s in indexed.values():
                     self.post_message(SessionSummaryReady(s))
         sources, problems = discover([self.root])
-        heads: list[SessionSummary] = []
+        heads: list[SessionRow] = []
         fresh: set[tuple[Path, str | None]] = set()  # rows the index answered: no live check
         for i, src in enumerate(sources):
             member = getattr(src, "member", None)
@@ -206,7 +231,9 @@ class SessionListScreen(Screen):
             self.post_message(SessionSummaryReady(s))
         for s in indexed.values():  # indexed, but discovery did not find it
             if s.stale:
-                self.post_message(SessionSummaryReady(replace(s, problem="no longer on disk (the index is stale)", loaded=True)))
+                self.post_message(
+                    SessionSummaryReady(replace(s, problem="no longer on disk (the index is stale)", loaded=True))
+                )
         if not self._opened:
             wanted = [s for s in heads if self.wanted is not None and s.id == self.wanted]
             if wanted or (self.wanted is None and len(heads) == 1):
@@ -215,7 +242,7 @@ class SessionListScreen(Screen):
                 self.post_message(SessionChosen(target.path, target.id))
             elif self.wanted is not None:
                 problems.append(f"no session with id {self.wanted!r} under {self.root}")
-        by_path: dict[Path, list[SessionSummary]] = {}
+        by_path: dict[Path, list[SessionRow]] = {}
         for s in heads:
             if not s.problem and (s.path, s.member) not in fresh:
                 by_path.setdefault(s.path, []).append(s)
@@ -224,36 +251,62 @@ class SessionListScreen(Screen):
                 result = run_check([path], self.options)
             except Exception as exc:  # one bad log must not stop the list
                 for s in group:
-                    self.post_message(SessionSummaryReady(replace(s, problem=f"{type(exc).__name__}: {exc}", loaded=True)))
+                    self.post_message(
+                        SessionSummaryReady(replace(s, problem=f"{type(exc).__name__}: {exc}", loaded=True))
+                    )
                 continue
             for s in group:
                 model = next((m for m in result.sessions if getattr(m.source, "member", None) == s.member), None)
                 if model is None:
-                    self.post_message(SessionSummaryReady(replace(s, problem="; ".join(result.problems) or "not readable", loaded=True)))
+                    self.post_message(
+                        SessionSummaryReady(
+                            replace(s, problem="; ".join(result.problems) or "not readable", loaded=True)
+                        )
+                    )
                     continue
                 found = session_findings(result, model)
                 sev = {"error": 0, "warning": 0, "info": 0}
                 for f in found:
                     sev[f.severity] = sev.get(f.severity, 0) + 1
-                self.post_message(SessionSummaryReady(replace(
-                    s, events=model.events, steps=len(model.steps), resumes=sum(1 for x in model.instances if x.reason == "resume"),
-                    errors=sev["error"], warnings=sev["warning"], infos=sev["info"], profile=model.profile.name, loaded=True,
-                )))
+                self.post_message(
+                    SessionSummaryReady(
+                        replace(
+                            s,
+                            events=model.events,
+                            steps=len(model.steps),
+                            resumes=sum(1 for x in model.instances if x.reason == "resume"),
+                            errors=sev["error"],
+                            warnings=sev["warning"],
+                            infos=sev["info"],
+                            profile=model.profile.name,
+                            loaded=True,
+                        )
+                    )
+                )
         self.post_message(SessionScanFinished(len(heads), time.perf_counter() - started, problems))
 
     @staticmethod
-    def _head(order: int, src: LogSource) -> SessionSummary:
+    def _head(order: int, src: LogSource) -> SessionRow:
         reader = LogReader(src)
         member = getattr(src, "member", None)
         try:
             next(iter(reader.iter_objects()), None)
         except Exception as exc:  # unreadable file or database: shown as such, never fatal
-            return SessionSummary(order, src.path, member or src.path.name, member=member, problem=f"{type(exc).__name__}: {exc}")
+            return SessionRow(
+                order, src.path, member or src.path.name, member=member, problem=f"{type(exc).__name__}: {exc}"
+            )
         h = reader.header
         if h is None:
-            return SessionSummary(order, src.path, member or src.path.name, member=member, problem="no session header")
-        return SessionSummary(order, src.path, h.id, member=member, cwd=h.cwd if isinstance(h.cwd, str) else None,
-                              created=h.created_at, parent=h.parent_session if isinstance(h.parent_session, str) else None)
+            return SessionRow(order, src.path, member or src.path.name, member=member, problem="no session header")
+        return SessionRow(
+            order,
+            src.path,
+            h.id,
+            member=member,
+            cwd=h.cwd if isinstance(h.cwd, str) else None,
+            created=h.created_at,
+            parent=h.parent_session if isinstance(h.parent_session, str) else None,
+        )
 
     def on_session_summary_ready(self, message: SessionSummaryReady) -> None:
         self.summaries[(message.summary.path, message.summary.member)] = message.summary
@@ -303,13 +356,17 @@ class SessionListScreen(Screen):
 
     def _draw_header(self) -> None:
         table = self.query_one(SessionTable)
-        self.query_one("#list-header", Static).update(header_text(table.size.width or self.size.width, self.sort_key, self.reverse))
+        self.query_one("#list-header", Static).update(
+            header_text(table.size.width or self.size.width, self.sort_key, self.reverse)
+        )
 
     # -- opening -------------------------------------------------------------------
     def on_session_chosen(self, message: SessionChosen) -> None:
         from inspector.screens.session import SessionScreen
 
-        summary = next((s for s in self.summaries.values() if s.path == message.path and s.id == message.session_id), None)
+        summary = next(
+            (s for s in self.summaries.values() if s.path == message.path and s.id == message.session_id), None
+        )
         src = LogSource(message.path, self.root, summary.member if summary is not None else None)
         self.app.push_screen(SessionScreen(src, options=self.options, follow=self.follow, from_list=True))
 

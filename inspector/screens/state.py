@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from invariants.gate.pipeline import CheckResult, RequestCheck
-from invariants.replay.compare import Difference, compare
 from invariants.model.findings import SEVERITY_RANK, Finding
-from invariants.replay.session import Expected, SessionModel, StepState
+from invariants.replay.compare import Difference, compare
 from invariants.replay.header_fold import HeaderVersion
+from invariants.replay.session import RebuiltRequest, SessionModel, StepState
 
 TABS = ("request", "diff", "header", "prefix", "events", "findings")
 
@@ -62,7 +62,7 @@ class StepDiff:
     """One recorded request of a step against the rebuilt one."""
 
     check: RequestCheck
-    expected: Expected | None
+    expected: RebuiltRequest | None
     differences: list[Difference] = field(default_factory=list)
 
 
@@ -91,7 +91,7 @@ class SessionState:
             if s is not None:
                 self.step_findings.setdefault(s, []).append(i)
         self._version_seqs = [v.seq for v in model.versions]
-        self._expected: dict[tuple[int, int | None], Expected | None] = {}
+        self._expected: dict[tuple[int, int | None], RebuiltRequest | None] = {}
         self._diffs: dict[int, list[StepDiff]] = {}
 
     # -- counts ----------------------------------------------------------------
@@ -140,7 +140,9 @@ class SessionState:
     def rows(self, category: str | None = None) -> list[TimelineRow]:
         keep: set[int] | None = None
         if category is not None:
-            keep = {s for i, s in enumerate(self.finding_step) if s is not None and self.findings[i].category == category}
+            keep = {
+                s for i, s in enumerate(self.finding_step) if s is not None and self.findings[i].category == category
+            }
         instances = self.model.instances
         compactions = self.model.compactions
         out: list[TimelineRow] = []
@@ -181,24 +183,28 @@ class SessionState:
     def recorded(self, index: int) -> list[RequestCheck]:
         return [self.model.requests[i] for i in self.steps[index].requests if i < len(self.model.requests)]
 
-    def expected(self, index: int, log_length: int | None = None) -> Expected | None:
+    def rebuild_request(self, index: int, log_length: int | None = None) -> RebuiltRequest | None:
         key = (index, log_length)
         if key not in self._expected:
-            self._expected[key] = self.model.expected(self.steps[index], log_length)
+            self._expected[key] = self.model.rebuild_request(self.steps[index], log_length)
         return self._expected[key]
 
-    def rebuilt(self, index: int) -> Expected | None:
+    def rebuilt(self, index: int) -> RebuiltRequest | None:
         """The request the loop must have sent for step ``index`` (at its recorded dispatch when known)."""
         recs = self.recorded(index)
         ll = recs[0].recorded.log_length if recs else None
-        return self.expected(index, ll)
+        return self.rebuild_request(index, ll)
 
     def diffs(self, index: int) -> list[StepDiff]:
         if index not in self._diffs:
             out = []
             for rc in self.recorded(index):
-                exp = self.expected(index, rc.recorded.log_length)
-                out.append(StepDiff(rc, exp, compare(exp, rc.recorded.request) if exp is not None and rc.recorded.loop_built else []))
+                exp = self.rebuild_request(index, rc.recorded.log_length)
+                out.append(
+                    StepDiff(
+                        rc, exp, compare(exp, rc.recorded.request) if exp is not None and rc.recorded.loop_built else []
+                    )
+                )
             self._diffs[index] = out
         return self._diffs[index]
 
@@ -229,7 +235,7 @@ class SessionState:
                 return j
         return None
 
-    def origin_of_message(self, exp: Expected, i: int) -> int | None:
+    def origin_of_message(self, exp: RebuiltRequest, i: int) -> int | None:
         """Seq of the event a message of a rebuilt request came from."""
         region = exp.region(i)
         if region == "derived":

@@ -21,8 +21,12 @@ from inspector.widgets.jsontext import best_line, json_lines, safe, styled
 
 MARK_BG = "on #6b2a12"
 CONTEXT = 3
-REGION_WORDS = {"prefix": "the session prefix", "derived": "the derived history", "suffix": "the message suffix",
-                "beyond": "messages the log does not have"}
+REGION_WORDS = {
+    "prefix": "the session prefix",
+    "derived": "the derived history",
+    "suffix": "the message suffix",
+    "beyond": "messages the log does not have",
+}
 
 
 def align_keys(value: Any, like: Any) -> Any:
@@ -53,9 +57,16 @@ class DiffView(DocumentView):
         blocks.append(Block(title, selectable=False))
         diffs = state.diffs(index)
         if not diffs:
-            blocks.append(Block(Text("No recorded request is anchored at this step, so there is nothing to compare. "
-                                     "Give the capture with --captures FILE, or see the rebuilt request in the Request tab.",
-                                     style="italic"), selectable=False))
+            blocks.append(
+                Block(
+                    Text(
+                        "No recorded request is anchored at this step, so there is nothing to compare. "
+                        "Give the capture with --captures FILE, or see the rebuilt request in the Request tab.",
+                        style="italic",
+                    ),
+                    selectable=False,
+                )
+            )
             self.set_blocks(blocks, cursor_key)
             return
         first_key = None
@@ -65,17 +76,37 @@ class DiffView(DocumentView):
             head.append(f" · capture {safe(rec.file)}:{rec.line}", "dim")
             if rec.log_length is not None:
                 head.append(f" · logLength {rec.log_length}", "dim")
-            head.append(f" · {sd.check.status}", "bold red" if sd.check.status in ("diverges", "header", "unexplained") else "green")
+            head.append(
+                f" · {sd.check.status}",
+                "bold red" if sd.check.status in ("diverges", "header", "unexplained") else "green",
+            )
             blocks.append(Block(head, selectable=False))
             if not rec.loop_built:
-                blocks.append(Block(Text("a one-shot request (loopBuilt: false): shown, never compared", style="italic"), selectable=False))
+                blocks.append(
+                    Block(
+                        Text("a one-shot request (loopBuilt: false): shown, never compared", style="italic"),
+                        selectable=False,
+                    )
+                )
                 continue
             if sd.expected is None:
-                blocks.append(Block(Text("no request header was in force: nothing to compare it with", style="bold red"), selectable=False))
+                blocks.append(
+                    Block(
+                        Text("no request header was in force: nothing to compare it with", style="bold red"),
+                        selectable=False,
+                    )
+                )
                 continue
             if not sd.differences:
-                blocks.append(Block(Text(f"✓ identical to the rebuilt request ({len(sd.expected.request.get('messages', []))} messages)",
-                                         style="green"), selectable=False))
+                blocks.append(
+                    Block(
+                        Text(
+                            f"✓ identical to the rebuilt request ({len(sd.expected.request.get('messages', []))} messages)",
+                            style="green",
+                        ),
+                        selectable=False,
+                    )
+                )
                 continue
             d0 = sd.differences[0]
             if r == 0 or self.first_path is None:
@@ -106,15 +137,31 @@ class DiffView(DocumentView):
             dd = d0.detail.get("deepdiff")
             if isinstance(dd, dict) and dd:
                 t = styled("deepdiff: ", "dim")
-                t.append(safe("; ".join(f"{k} ×{v.get('count')} ({', '.join(map(str, v.get('paths', [])[:3]))})"
-                                        if isinstance(v, dict) else f"{k}" for k, v in dd.items())), "dim")
+                t.append(
+                    safe(
+                        "; ".join(
+                            f"{k} ×{v.get('count')} ({', '.join(map(str, v.get('paths', [])[:3]))})"
+                            if isinstance(v, dict)
+                            else f"{k}"
+                            for k, v in dd.items()
+                        )
+                    ),
+                    "dim",
+                )
                 blocks.append(Block(t, selectable=False))
             recorded = rec.request
             if not any(d.code == "DIV002" for d in sd.differences):
                 recorded = align_keys(recorded, sd.expected.request)  # key order is not the difference: align it
             else:
-                blocks.append(Block(Text("keys are shown in their recorded order (the key order is one of the differences)", style="dim"),
-                                    selectable=False))
+                blocks.append(
+                    Block(
+                        Text(
+                            "keys are shown in their recorded order (the key order is one of the differences)",
+                            style="dim",
+                        ),
+                        selectable=False,
+                    )
+                )
             blocks.extend(self._side_by_side(r, sd.expected.request, recorded, [d.path for d in sd.differences]))
         self.set_blocks(blocks, cursor_key if cursor_key is not None else first_key)
 
@@ -139,8 +186,10 @@ class DiffView(DocumentView):
         marks_l = {best_line(left, p) for p in paths[:1]}
         marks_r = {best_line(right, p) for p in paths[:1]}
         header = styled("expected (rebuilt from the log)", "bold underline")
-        blocks = [Block(Text(""), selectable=False),
-                  Block(header, right=Text("recorded (capture)", style="bold underline"), selectable=False)]
+        blocks = [
+            Block(Text(""), selectable=False),
+            Block(header, right=Text("recorded (capture)", style="bold underline"), selectable=False),
+        ]
         a = [t.plain for _, t in left]
         b = [t.plain for _, t in right]
         matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
@@ -153,7 +202,9 @@ class DiffView(DocumentView):
                 if length > head + tail + 1:
                     for k in range(head):
                         blocks.append(self._row(r, left, right, i1 + k, j1 + k, "", marks_l, marks_r))
-                    blocks.append(Block(Text(f"  ⋯ {length - head - tail} identical lines", style="dim italic"), selectable=False))
+                    blocks.append(
+                        Block(Text(f"  ⋯ {length - head - tail} identical lines", style="dim italic"), selectable=False)
+                    )
                     for k in range(length - tail, length):
                         blocks.append(self._row(r, left, right, i1 + k, j1 + k, "", marks_l, marks_r))
                 else:
@@ -166,8 +217,9 @@ class DiffView(DocumentView):
                 blocks.append(self._row(r, left, right, li, rj, "changed", marks_l, marks_r))
         return blocks
 
-    def _row(self, r: int, left: list, right: list, li: int | None, rj: int | None, kind: str,
-             marks_l: set, marks_r: set) -> Block:
+    def _row(
+        self, r: int, left: list, right: list, li: int | None, rj: int | None, kind: str, marks_l: set, marks_r: set
+    ) -> Block:
         lt = left[li][1].copy() if li is not None else Text("")
         rt = right[rj][1].copy() if rj is not None else Text("")
         marked = (li is not None and li in marks_l) or (rj is not None and rj in marks_r)

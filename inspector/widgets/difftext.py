@@ -51,9 +51,9 @@ def _lines(value: Any, indent: int, key: str, comma: bool, out: list[str]) -> No
             _lines(v, indent + 1, "", i < len(value) - 1, out)
         out.append(f"{pad}]{tail}")
     elif isinstance(value, str) and "\n" in value:
-        out.append(f"{pad}{key}\"\"\"")
+        out.append(f'{pad}{key}"""')
         out.extend(f"{pad}  │ {clip(line)}" for line in value.split("\n"))
-        out.append(f"{pad}\"\"\"{tail}")
+        out.append(f'{pad}"""{tail}')
     else:
         out.append(f"{pad}{key}{literal(value)}{tail}")
 
@@ -141,7 +141,9 @@ def _part(out: Text, part: Any) -> None:
         out.append("→ tool-call ", "bold #7dcfff")
         out.append(safe(part.get("name")), "bold")
         out.append(f" {safe(part.get('id'))} ", "dim")
-        _text_part(out, part.get("arguments") if isinstance(part.get("arguments"), str) else safe(part.get("arguments")))
+        _text_part(
+            out, part.get("arguments") if isinstance(part.get("arguments"), str) else safe(part.get("arguments"))
+        )
     elif kind == "tool-result":
         out.append("← tool-result ", "bold #7dcfff")
         out.append(safe(part.get("toolCallId")), "dim")

@@ -155,7 +155,9 @@ class DocumentView(ScrollView, can_focus=True):
                 left = list(block.text.wrap(console, col, overflow="fold")) or [Text("")]
                 right = list(block.right.wrap(console, col, overflow="fold")) or [Text("")]
                 for k in range(max(len(left), len(right))):
-                    lines.append((i, left[k] if k < len(left) else Text(""), right[k] if k < len(right) else Text(""), col))
+                    lines.append(
+                        (i, left[k] if k < len(left) else Text(""), right[k] if k < len(right) else Text(""), col)
+                    )
         self._lines = lines
         self._first_line = first
         self.virtual_size = Size(width, len(lines))
@@ -203,7 +205,9 @@ class DocumentView(ScrollView, can_focus=True):
             self._cache[index] = strip
         block = self._lines[index][0]
         if block == self.cursor and self.blocks[block].selectable:
-            base = base + self.get_component_rich_style("document--cursor" if self.has_focus else "document--cursor-blurred")
+            base = base + self.get_component_rich_style(
+                "document--cursor" if self.has_focus else "document--cursor-blurred"
+            )
         return strip.apply_style(base).crop_extend(0, width, base)
 
     def _render(self, index: int, base: Style) -> Strip:

@@ -11,10 +11,10 @@ from typing import Any
 
 from rich.text import Text
 
-from invariants.analysis.events_view import ChunkRun, RawEvent, collapse_chunks
+from inspector.widgets.difftext import join_lines
 from inspector.widgets.document import Block, DocumentView
 from inspector.widgets.jsontext import json_lines, safe, styled, value_text
-from inspector.widgets.difftext import join_lines
+from invariants.analysis.events_view import ChunkRun, RawEvent, collapse_chunks
 
 TYPE_STYLE = "bold #7dcfff"
 TARGET_BG = "on #3b3052"
@@ -48,7 +48,9 @@ class EventsView(DocumentView):
     def show_reading(self, step: int, title: Text) -> None:
         self.step = step
         self.items = []
-        self.set_blocks([Block(title, selectable=False), Block(Text("reading events…", style="italic dim"), selectable=False)])
+        self.set_blocks(
+            [Block(title, selectable=False), Block(Text("reading events…", style="italic dim"), selectable=False)]
+        )
 
     def show_events(self, step: int, title: Text, events: list[RawEvent], target: int | None = None) -> None:
         self.step = step
@@ -94,8 +96,11 @@ class EventsView(DocumentView):
         n_events = sum(it.count if isinstance(it, ChunkRun) else 1 for it in self.items)
         n_runs = sum(1 for it in self.items if isinstance(it, ChunkRun))
         title = self.title.copy()
-        title.append(f" · {n_events} events" + (f", {n_runs} chunk run{'s' if n_runs != 1 else ''} folded (Enter unfolds)" if n_runs else ""),
-                     "dim")
+        title.append(
+            f" · {n_events} events"
+            + (f", {n_runs} chunk run{'s' if n_runs != 1 else ''} folded (Enter unfolds)" if n_runs else ""),
+            "dim",
+        )
         blocks = [Block(title, selectable=False)]
         for it in self.items:
             if isinstance(it, ChunkRun):
@@ -129,7 +134,9 @@ class EventsView(DocumentView):
         body = join_lines([t for _, t in lines[:MAX_EVENT_LINES]])
         if len(lines) > MAX_EVENT_LINES:
             body.append(f"\n  … {len(lines) - MAX_EVENT_LINES} more lines", "italic dim")
-        return Block(Text.assemble(head, "\n", body), key=("event", ev.seq), style=TARGET_BG if ev.seq == self.target else "")
+        return Block(
+            Text.assemble(head, "\n", body), key=("event", ev.seq), style=TARGET_BG if ev.seq == self.target else ""
+        )
 
     @staticmethod
     def _run_summary(run: ChunkRun) -> Text:

@@ -10,7 +10,11 @@ from inspector.screens.state import SessionState
 from inspector.widgets.document import Block, DocumentView
 from inspector.widgets.jsontext import safe, styled
 
-SEVERITY = {"error": ("✗ error  ", "bold red"), "warning": ("⚠ warning", "bold #e0af68"), "info": ("● info   ", "#7dcfff")}
+SEVERITY = {
+    "error": ("✗ error  ", "bold red"),
+    "warning": ("⚠ warning", "bold #e0af68"),
+    "info": ("● info   ", "#7dcfff"),
+}
 
 
 def finding_where(f: Any) -> str:
@@ -37,8 +41,10 @@ class FindingsView(DocumentView):
         self._stamp = state.serial
         c = state.counts()
         title = styled(f"{len(state.findings)} finding{'s' if len(state.findings) != 1 else ''}", "bold")
-        title.append(f" · {c['error']} error(s), {c['warning']} warning(s), {c['info']} info(s) · Enter jumps to the place; n/N step through them",
-                     "dim")
+        title.append(
+            f" · {c['error']} error(s), {c['warning']} warning(s), {c['info']} info(s) · Enter jumps to the place; n/N step through them",
+            "dim",
+        )
         blocks = [Block(title, selectable=False)]
         if not state.findings:
             blocks.append(Block(Text("✓ nothing to report for this session", style="green"), selectable=False))

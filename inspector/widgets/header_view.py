@@ -13,11 +13,11 @@ from typing import Any
 
 from rich.text import Text
 
-from invariants.replay.header_codec import changed_fields
 from inspector.screens.state import SessionState, describe_version
 from inspector.widgets.difftext import clip, join_lines, unified, value_as_lines, value_block
 from inspector.widgets.document import Block, DocumentView
 from inspector.widgets.jsontext import json_lines, safe, styled, value_text
+from invariants.replay.header_codec import changed_fields
 
 MAX_FIELD_LINES = 60
 FIELD_ORDER = ("config", "system", "tools", "messagePrefix", "messageSuffix", "adapterDefaults")
@@ -47,8 +47,15 @@ class HeaderView(DocumentView):
         self.targets = {}
         blocks: list[Block] = []
         if vi is None:
-            blocks.append(Block(Text(f"No request header was in force at turn {safe(st.turn)} step {safe(st.step)}.", style="bold red"),
-                                selectable=False))
+            blocks.append(
+                Block(
+                    Text(
+                        f"No request header was in force at turn {safe(st.turn)} step {safe(st.step)}.",
+                        style="bold red",
+                    ),
+                    selectable=False,
+                )
+            )
             self.set_blocks(blocks)
             return
         v = versions[vi]
@@ -69,15 +76,23 @@ class HeaderView(DocumentView):
                 hv = versions[j]
                 t = styled(f"  seq {hv.seq}  ", "")
                 t.append(describe_version(hv), "bold #bb9af7")
-                t.append("  changed: " + (", ".join(safe(c) for c in hv.changed) or "nothing"), "#e0af68" if hv.changed else "dim")
+                t.append(
+                    "  changed: " + (", ".join(safe(c) for c in hv.changed) or "nothing"),
+                    "#e0af68" if hv.changed else "dim",
+                )
                 blocks.append(Block(t, key=("version", j)))
                 self.targets[("version", j)] = hv.seq
         else:
-            blocks.append(Block(Text(f"\nunchanged since the previous step (version {prev_vi})", style="dim"), selectable=False))
+            blocks.append(
+                Block(Text(f"\nunchanged since the previous step (version {prev_vi})", style="dim"), selectable=False)
+            )
         if st.header_event is not None and st.header_event != vi:
             hv = versions[st.header_event]
-            t = Text(f"this step also logged version {st.header_event} ({describe_version(hv)} at seq {hv.seq}), "
-                     "after its request was dispatched: it governs the next request", style="italic #e0af68")
+            t = Text(
+                f"this step also logged version {st.header_event} ({describe_version(hv)} at seq {hv.seq}), "
+                "after its request was dispatched: it governs the next request",
+                style="italic #e0af68",
+            )
             blocks.append(Block(t, key=("version", st.header_event)))
             self.targets[("version", st.header_event)] = hv.seq
 
@@ -100,7 +115,9 @@ class HeaderView(DocumentView):
                 lv = versions[last]
                 head.append(f"  · last changed at seq {lv.seq} by {describe_version(lv)}", "dim")
                 self.targets[("field", name)] = lv.seq
-            body = self._body(name, prev_header.get(name) if prev_header else None, value, name in now_changed or name not in header)
+            body = self._body(
+                name, prev_header.get(name) if prev_header else None, value, name in now_changed or name not in header
+            )
             blocks.append(Block(Text.assemble(head, "\n", body), key=("field", name)))
         self.set_blocks(blocks, cursor_key)
 

@@ -121,8 +121,16 @@ def _short_len(value: Any, budget: int) -> int:
     return len(_dumps(value))
 
 
-def json_lines(value: Any, path: str = "", *, key: Any = MISSING, indent: int = 0, comma: bool = False,
-               compact: int = COMPACT, expand: tuple[str, ...] = ()) -> list[tuple[str, Text]]:
+def json_lines(
+    value: Any,
+    path: str = "",
+    *,
+    key: Any = MISSING,
+    indent: int = 0,
+    comma: bool = False,
+    compact: int = COMPACT,
+    expand: tuple[str, ...] = (),
+) -> list[tuple[str, Text]]:
     """Pretty JSON as ``(path, line)`` pairs; a line's path is the value it opens or holds.
 
     Containers on the way to a path in ``expand`` are never folded onto one
@@ -142,10 +150,14 @@ def _head(indent: int, key: Any) -> Text:
     return t
 
 
-def _emit(value: Any, path: str, key: Any, indent: int, comma: bool, compact: int, out: list, expand: tuple[str, ...] = ()) -> None:
+def _emit(
+    value: Any, path: str, key: Any, indent: int, comma: bool, compact: int, out: list, expand: tuple[str, ...] = ()
+) -> None:
     tail = "," if comma else ""
-    if isinstance(value, (dict, list)) and value and (
-        indent == 0 or _short_len(value, compact) > compact or any(path_covers(path, t) for t in expand)
+    if (
+        isinstance(value, (dict, list))
+        and value
+        and (indent == 0 or _short_len(value, compact) > compact or any(path_covers(path, t) for t in expand))
     ):
         opening, closing = ("{", "}") if isinstance(value, dict) else ("[", "]")
         line = _head(indent, key)
@@ -154,7 +166,16 @@ def _emit(value: Any, path: str, key: Any, indent: int, comma: bool, compact: in
         items: Iterable = value.items() if isinstance(value, dict) else enumerate(value)
         n = len(value)
         for i, (k, v) in enumerate(items):
-            _emit(v, join_path(path, k), k if isinstance(value, dict) else MISSING, indent + 1, i < n - 1, compact, out, expand)
+            _emit(
+                v,
+                join_path(path, k),
+                k if isinstance(value, dict) else MISSING,
+                indent + 1,
+                i < n - 1,
+                compact,
+                out,
+                expand,
+            )
         end = Text("  " * indent)
         end.append(closing + tail, PUNCT)
         out.append((path, end))

@@ -12,11 +12,11 @@ from typing import Any
 
 from rich.text import Text
 
-from invariants.replay.header_fold import ANCHORS, prefix_of
 from inspector.screens.state import SessionState, describe_version
 from inspector.widgets.difftext import join_lines, unified, value_as_lines, value_block
 from inspector.widgets.document import Block, DocumentView
 from inspector.widgets.jsontext import safe, styled
+from invariants.replay.header_fold import ANCHORS, prefix_of
 
 CURRENT_BG = "on #1e2433"
 MAX_LINES = 40
@@ -59,8 +59,12 @@ class PrefixView(DocumentView):
             title.append(f" · this step runs in instance {current}", "#bb9af7")
         blocks.append(Block(title, selectable=False))
         if not instances:
-            blocks.append(Block(Text("No initial/resume request/header snapshot: no loop instance was anchored.", style="italic"),
-                                selectable=False))
+            blocks.append(
+                Block(
+                    Text("No initial/resume request/header snapshot: no loop instance was anchored.", style="italic"),
+                    selectable=False,
+                )
+            )
             self.set_blocks(blocks)
             return
         unstable = {f.seq for f in state.findings if f.rule == "PFX001"}
@@ -88,7 +92,9 @@ class PrefixView(DocumentView):
                     head.append("\n  prefix unchanged across this resume", "green")
                 others = [d for d in inst.drift if d != "messagePrefix"]
                 if others:
-                    head.append("\n  other fields changed at this resume: " + ", ".join(safe(o) for o in others), "#e0af68")
+                    head.append(
+                        "\n  other fields changed at this resume: " + ", ".join(safe(o) for o in others), "#e0af68"
+                    )
             text = Text.assemble(head, "\n", body) if body else head
             key = ("instance", inst.index)
             blocks.append(Block(text, key=key, style=CURRENT_BG if inst.index == current else ""))
@@ -96,14 +102,22 @@ class PrefixView(DocumentView):
             for j, v in enumerate(model.versions):
                 if v.instance == inst.index and v.kind not in ANCHORS and "messagePrefix" in v.changed:
                     if v.seq in unstable:
-                        t = Text(f"  ⚠ prefix changed inside instance {inst.index} at seq {v.seq} by {describe_version(v)}, "
-                                 "after the instance sent a request (PFX001)", style="bold #f7768e")
+                        t = Text(
+                            f"  ⚠ prefix changed inside instance {inst.index} at seq {v.seq} by {describe_version(v)}, "
+                            "after the instance sent a request (PFX001)",
+                            style="bold #f7768e",
+                        )
                     else:
-                        t = Text(f"  prefix set inside instance {inst.index} at seq {v.seq} by {describe_version(v)}, "
-                                 "before the instance's first request", style="dim")
+                        t = Text(
+                            f"  prefix set inside instance {inst.index} at seq {v.seq} by {describe_version(v)}, "
+                            "before the instance's first request",
+                            style="dim",
+                        )
                     blocks.append(Block(t, key=("version", j)))
                     self.targets[("version", j)] = v.seq
-        self.set_blocks(blocks, cursor_key if cursor_key is not None else (("instance", current) if current is not None else None))
+        self.set_blocks(
+            blocks, cursor_key if cursor_key is not None else (("instance", current) if current is not None else None)
+        )
 
     def target_of(self, key: Any) -> int | None:
         return self.targets.get(key)

@@ -41,15 +41,30 @@ class RequestView(DocumentView):
         blocks.append(Block(title, selectable=False))
         self.origins = {}
         if exp is None:
-            blocks.append(Block(Text("No request header was in force when this step dispatched: "
-                                     "the log cannot explain its model, system or tools (REQ001).", style="bold red"), selectable=False))
+            blocks.append(
+                Block(
+                    Text(
+                        "No request header was in force when this step dispatched: "
+                        "the log cannot explain its model, system or tools (REQ001).",
+                        style="bold red",
+                    ),
+                    selectable=False,
+                )
+            )
             self.set_blocks(blocks)
             return
         v = exp.header_version
         vi = state.version_index(v)
         if v is not None:
-            blocks.append(Block(Text(f"header version {vi} · {describe_version(v)} at seq {v.seq} · loop instance {v.instance}",
-                                     style="dim"), selectable=False))
+            blocks.append(
+                Block(
+                    Text(
+                        f"header version {vi} · {describe_version(v)} at seq {v.seq} · loop instance {v.instance}",
+                        style="dim",
+                    ),
+                    selectable=False,
+                )
+            )
         msgs = exp.request.get("messages", [])
         counts = styled(f"{len(msgs)} messages: ", "dim")
         for region, n in (("prefix", exp.prefix_len), ("derived", exp.derived_len), ("suffix", exp.suffix_len)):

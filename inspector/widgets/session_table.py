@@ -1,6 +1,6 @@
 """The session list's table, drawn with the Line API (a sessions root may hold thousands).
 
-Rows are :class:`SessionSummary` s in display order, each with a depth: a
+Rows are :class:`SessionRow` s in display order, each with a depth: a
 forked child is drawn under its parent, indented.  The widget owns only its
 cursor; Enter or a double click posts :class:`~inspector.messages.SessionChosen`.
 """
@@ -23,7 +23,7 @@ from inspector.widgets.jsontext import safe, styled
 
 
 @dataclass
-class SessionSummary:
+class SessionRow:
     """One log of a folder: what its header says, then (``loaded``) what its check found."""
 
     order: int
@@ -65,7 +65,9 @@ def created_text(ms: float | None, with_time: bool = True) -> str:
     if not isinstance(ms, (int, float)) or isinstance(ms, bool):
         return "?"
     try:
-        return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M" if with_time else "%Y-%m-%d")
+        return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).strftime(
+            "%Y-%m-%d %H:%M" if with_time else "%Y-%m-%d"
+        )
     except (OverflowError, OSError, ValueError):
         return "?"
 
@@ -102,7 +104,7 @@ def header_text(width: int, sort_key: str, reverse: bool) -> Text:
     return out
 
 
-def row_text(s: SessionSummary, depth: int, width: int) -> Text:
+def row_text(s: SessionRow, depth: int, width: int) -> Text:
     out = Text("  ")
     cells: list[Text] = []
     ident = styled(("  " * (depth - 1) + "└ " if depth else "") + safe(s.id), "bold" if not depth else "")
@@ -152,23 +154,25 @@ class SessionTable(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.rows: list[tuple[SessionSummary, int]] = []
+        self.rows: list[tuple[SessionRow, int]] = []
         self.cursor = 0
         self.placeholder = "looking for session logs…"
 
-    def set_rows(self, rows: list[tuple[SessionSummary, int]]) -> None:
+    def set_rows(self, rows: list[tuple[SessionRow, int]]) -> None:
         current = self._key(self.rows[self.cursor][0]) if 0 <= self.cursor < len(self.rows) else None
         self.rows = rows
-        self.cursor = next((i for i, (s, _) in enumerate(rows) if self._key(s) == current), min(self.cursor, max(0, len(rows) - 1)))
+        self.cursor = next(
+            (i for i, (s, _) in enumerate(rows) if self._key(s) == current), min(self.cursor, max(0, len(rows) - 1))
+        )
         self.virtual_size = Size(self.size.width, len(rows))
         self.refresh()
 
     @staticmethod
-    def _key(s: SessionSummary) -> tuple:
+    def _key(s: SessionRow) -> tuple:
         return (s.path, s.member)
 
     @property
-    def selected(self) -> SessionSummary | None:
+    def selected(self) -> SessionRow | None:
         return self.rows[self.cursor][0] if 0 <= self.cursor < len(self.rows) else None
 
     def render_line(self, y: int) -> Strip:
@@ -177,7 +181,11 @@ class SessionTable(ScrollView, can_focus=True):
         base = self.rich_style
         if not self.rows:
             if y == 0:
-                return Strip(list(Text(" " + self.placeholder, style="italic dim").render(self.app.console, end=""))).apply_style(base).crop_extend(0, width, base)
+                return (
+                    Strip(list(Text(" " + self.placeholder, style="italic dim").render(self.app.console, end="")))
+                    .apply_style(base)
+                    .crop_extend(0, width, base)
+                )
             return Strip.blank(width, base)
         if index >= len(self.rows):
             return Strip.blank(width, base)
@@ -185,7 +193,11 @@ class SessionTable(ScrollView, can_focus=True):
         text = row_text(summary, depth, width)
         if index == self.cursor:
             base = base + self.get_component_rich_style("session-table--cursor")
-        return Strip(list(text.render(self.app.console, end="")), text.cell_len).apply_style(base).crop_extend(0, width, base)
+        return (
+            Strip(list(text.render(self.app.console, end="")), text.cell_len)
+            .apply_style(base)
+            .crop_extend(0, width, base)
+        )
 
     def on_resize(self, event: events.Resize) -> None:
         self.virtual_size = Size(self.size.width, len(self.rows))

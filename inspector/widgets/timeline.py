@@ -130,8 +130,11 @@ class Timeline(ScrollView, can_focus=True):
         base = self.rich_style
         if not self.rows:
             if y == 0:
-                return Strip(list(Text(" " + self.placeholder, style="italic dim").render(self.app.console, end="")))\
-                    .apply_style(base).crop_extend(0, width, base)
+                return (
+                    Strip(list(Text(" " + self.placeholder, style="italic dim").render(self.app.console, end="")))
+                    .apply_style(base)
+                    .crop_extend(0, width, base)
+                )
             return Strip.blank(width, base)
         if index >= len(self.rows):
             return Strip.blank(width, base)
@@ -149,13 +152,23 @@ class Timeline(ScrollView, can_focus=True):
         assert state is not None
         model = state.model
         if row.kind == "instance":
-            inst = model.instances[row.instance] if row.instance is not None and row.instance < len(model.instances) else None
+            inst = (
+                model.instances[row.instance]
+                if row.instance is not None and row.instance < len(model.instances)
+                else None
+            )
             label = f" instance {row.instance} · {safe(inst.reason) if inst else '?'}"
             if row.seq is not None:
                 label += f" · seq {row.seq}"
-            return self._rule(label + " ", "━", width, self.get_component_rich_style("timeline--separator") + Style(bold=True))
+            return self._rule(
+                label + " ", "━", width, self.get_component_rich_style("timeline--separator") + Style(bold=True)
+            )
         if row.kind == "drift":
-            inst = model.instances[row.instance] if row.instance is not None and row.instance < len(model.instances) else None
+            inst = (
+                model.instances[row.instance]
+                if row.instance is not None and row.instance < len(model.instances)
+                else None
+            )
             t = styled("   drift: ", "#e0af68")
             t.append(", ".join(safe(d) for d in inst.drift) if inst else "?", "bold #e0af68")
             t.truncate(width, overflow="ellipsis")

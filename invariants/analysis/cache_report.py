@@ -3,7 +3,7 @@
 Provider prompt caches (DeepSeek context caching and its peers) reuse the
 longest byte-identical prefix of the previous request.  For every step of a
 session this module rebuilds the request from the log
-(:meth:`SessionModel.expected`), renders it in the provider's order and
+(:meth:`SessionModel.rebuild_request`), renders it in the provider's order and
 measures how much of it is a byte-identical prefix of the previous step's
 request, then says what broke the prefix.
 
@@ -49,8 +49,18 @@ BYTES_PER_TOKEN = 4
 RENDER_ORDER = ("model", "system", "tools", "messages")  # "model": the key fields
 KEY_FIELDS = ("provider", "model", "reasoningEffort")
 SOFT_CONFIG = ("temperature", "maxTokens", "stop")
-BREAKERS = ("config", "system", "tools-changed", "tools-reordered", "prefix-drift", "compaction", "key-order",
-            "volatile", "history", "suffix")
+BREAKERS = (
+    "config",
+    "system",
+    "tools-changed",
+    "tools-reordered",
+    "prefix-drift",
+    "compaction",
+    "key-order",
+    "volatile",
+    "history",
+    "suffix",
+)
 _KIND_RANK = {"key": 0, "system": 1, "tools": 2, "message": 3}
 
 
@@ -177,14 +187,23 @@ class StepCache:
     def to_json(self) -> dict[str, Any]:
         u = self.usage or {}
         return {
-            "index": self.index, "turn": self.turn, "step": self.step, "seq": self.seq, "line": self.line,
+            "index": self.index,
+            "turn": self.turn,
+            "step": self.step,
+            "seq": self.seq,
+            "line": self.line,
             "instance": self.instance,
-            "bytes": self.bytes, "tokens_est": est_tokens(self.bytes),
-            "reused_bytes": self.reused_bytes, "reused_tokens_est": est_tokens(self.reused_bytes),
+            "bytes": self.bytes,
+            "tokens_est": est_tokens(self.bytes),
+            "reused_bytes": self.reused_bytes,
+            "reused_tokens_est": est_tokens(self.reused_bytes),
             "new_bytes": self.bytes - self.reused_bytes,
-            "repaid_bytes": self.repaid_bytes, "repaid_tokens_est": est_tokens(self.repaid_bytes),
-            "breaker": self.breaker, "config_changes": self.config_changes,
-            "input_tokens": u.get("inputTokens"), "cache_read_tokens": u.get("cacheReadTokens"),
+            "repaid_bytes": self.repaid_bytes,
+            "repaid_tokens_est": est_tokens(self.repaid_bytes),
+            "breaker": self.breaker,
+            "config_changes": self.config_changes,
+            "input_tokens": u.get("inputTokens"),
+            "cache_read_tokens": u.get("cacheReadTokens"),
         }
 
 
@@ -206,22 +225,36 @@ class SessionCache:
                 breakers[s.breaker["kind"]] = breakers.get(s.breaker["kind"], 0) + 1
         with_usage = [s for s in self.steps if s.usage and isinstance(s.usage.get("inputTokens"), int)]
         inp = sum(s.usage["inputTokens"] for s in with_usage)  # type: ignore[index]
-        cache_read = sum(s.usage.get("cacheReadTokens") or 0 for s in with_usage if isinstance(s.usage.get("cacheReadTokens") or 0, int))  # type: ignore[union-attr]
+        cache_read = sum(
+            s.usage.get("cacheReadTokens") or 0
+            for s in with_usage
+            if isinstance(s.usage.get("cacheReadTokens") or 0, int)
+        )  # type: ignore[union-attr]
         return {
-            "steps": len(self.steps), "skipped": self.skipped,
-            "bytes": total, "tokens_est": est_tokens(total),
-            "reused_bytes": reused, "reused_tokens_est": est_tokens(reused),
+            "steps": len(self.steps),
+            "skipped": self.skipped,
+            "bytes": total,
+            "tokens_est": est_tokens(total),
+            "reused_bytes": reused,
+            "reused_tokens_est": est_tokens(reused),
             "reuse_ratio": round(reused / total, 4) if total else None,
-            "repaid_bytes": repaid, "repaid_tokens_est": est_tokens(repaid),
+            "repaid_bytes": repaid,
+            "repaid_tokens_est": est_tokens(repaid),
             "breakers": dict(sorted(breakers.items(), key=lambda kv: (-kv[1], kv[0]))),
-            "usage_steps": len(with_usage), "input_tokens": inp if with_usage else None,
+            "usage_steps": len(with_usage),
+            "input_tokens": inp if with_usage else None,
             "cache_read_tokens": cache_read if with_usage else None,
             "cache_read_ratio": round(cache_read / inp, 4) if with_usage and inp else None,
         }
 
     def to_json(self) -> dict[str, Any]:
-        return {"session": self.session, "file": self.file, "profile": self.profile,
-                "summary": self.summary(), "steps": [s.to_json() for s in self.steps]}
+        return {
+            "session": self.session,
+            "file": self.file,
+            "profile": self.profile,
+            "summary": self.summary(),
+            "steps": [s.to_json() for s in self.steps],
+        }
 
 
 def _compaction_between(model: Any, lo_seq: int, hi_seq: int, step: Any) -> bool:
@@ -230,8 +263,16 @@ def _compaction_between(model: Any, lo_seq: int, hi_seq: int, step: Any) -> bool
     return any(lo_seq < c < hi_seq for c in getattr(model, "compactions", []))
 
 
-def classify(prev_req: dict, cur_req: dict, prev_parts: list[Part], cur_parts: list[Part], i: int,
-             prev_exp: Any, cur_exp: Any, compaction: bool) -> dict:
+def classify(
+    prev_req: dict,
+    cur_req: dict,
+    prev_parts: list[Part],
+    cur_parts: list[Part],
+    i: int,
+    prev_exp: Any,
+    cur_exp: Any,
+    compaction: bool,
+) -> dict:
     """Why the prefix broke at part ``i`` (the first part that differs)."""
     a = prev_parts[i] if i < len(prev_parts) else None
     b = cur_parts[i] if i < len(cur_parts) else None
@@ -239,14 +280,23 @@ def classify(prev_req: dict, cur_req: dict, prev_parts: list[Part], cur_parts: l
     out: dict[str, Any] = {"part": kind}
     if kind == "key":
         changed = [k for k in KEY_FIELDS if prev_req.get(k) != cur_req.get(k)]
-        out.update(kind="config", detail=", ".join(f"{k} {prev_req.get(k)!r} -> {cur_req.get(k)!r}" for k in changed) or "call key changed")
+        out.update(
+            kind="config",
+            detail=", ".join(f"{k} {prev_req.get(k)!r} -> {cur_req.get(k)!r}" for k in changed) or "call key changed",
+        )
         return out
     if kind == "system":
         v = volatile_change(_text_of(prev_req.get("system", "")), _text_of(cur_req.get("system", "")))
         if v:
-            out.update(kind="volatile", detail=f"{v['value']} in the system prompt: {v['old']} -> {v['new']}", volatile=v)
+            out.update(
+                kind="volatile", detail=f"{v['value']} in the system prompt: {v['old']} -> {v['new']}", volatile=v
+            )
         else:
-            out.update(kind="system", detail="system prompt " + ("added" if "system" not in prev_req else "removed" if "system" not in cur_req else "changed"))
+            out.update(
+                kind="system",
+                detail="system prompt "
+                + ("added" if "system" not in prev_req else "removed" if "system" not in cur_req else "changed"),
+            )
         return out
     if kind == "tools":
         pt, ct = prev_req.get("tools") or [], cur_req.get("tools") or []
@@ -260,7 +310,11 @@ def classify(prev_req: dict, cur_req: dict, prev_parts: list[Part], cur_parts: l
             added = [n for n in cn if n not in pn]
             removed = [n for n in pn if n not in cn]
             changed = [n for n in cn if n in pn and _canonical(pt[pn.index(n)]) != _canonical(ct[cn.index(n)])]
-            bits = ([f"added {added}"] if added else []) + ([f"removed {removed}"] if removed else []) + ([f"changed {changed}"] if changed else [])
+            bits = (
+                ([f"added {added}"] if added else [])
+                + ([f"removed {removed}"] if removed else [])
+                + ([f"changed {changed}"] if changed else [])
+            )
             out.update(kind="tools-changed", detail="tools " + ("; ".join(bits) or "changed"))
         return out
     # messages
@@ -278,7 +332,11 @@ def classify(prev_req: dict, cur_req: dict, prev_parts: list[Part], cur_parts: l
     v = volatile_change(_text_of(pa), _text_of(cb)) if pa is not None and cb is not None else None
     if in_prefix:
         if v:
-            out.update(kind="volatile", detail=f"{v['value']} in the session prefix messages[{j}]: {v['old']} -> {v['new']}", volatile=v)
+            out.update(
+                kind="volatile",
+                detail=f"{v['value']} in the session prefix messages[{j}]: {v['old']} -> {v['new']}",
+                volatile=v,
+            )
         else:
             out.update(kind="prefix-drift", detail=f"session prefix changed at messages[{j}]")
         return out
@@ -291,7 +349,9 @@ def classify(prev_req: dict, cur_req: dict, prev_parts: list[Part], cur_parts: l
     if in_suffix:
         out.update(kind="suffix", detail=f"message suffix changed at messages[{j}]")
         return out
-    out.update(kind="history", detail=f"earlier history changed at messages[{j}]" + ("" if cb is not None else " (removed)"))
+    out.update(
+        kind="history", detail=f"earlier history changed at messages[{j}]" + ("" if cb is not None else " (removed)")
+    )
     return out
 
 
@@ -301,7 +361,7 @@ def session_cache(model: Any) -> SessionCache:
     skipped = 0
     prev: tuple[dict, list[Part], Any, Any] | None = None
     for st in model.steps:
-        exp = model.expected(st)
+        exp = model.rebuild_request(st)
         if exp is None:
             skipped += 1
             continue
@@ -315,8 +375,13 @@ def session_cache(model: Any) -> SessionCache:
         if prev is not None:
             p_req, p_parts, p_exp, p_st = prev
             i = 0
-            while i < len(p_parts) and i < len(parts) and p_parts[i].kind == parts[i].kind and p_parts[i].index == parts[i].index \
-                    and p_parts[i].data == parts[i].data:
+            while (
+                i < len(p_parts)
+                and i < len(parts)
+                and p_parts[i].kind == parts[i].kind
+                and p_parts[i].index == parts[i].index
+                and p_parts[i].data == parts[i].data
+            ):
                 reused += len(parts[i].data)
                 i += 1
             if i < len(p_parts):  # the previous request is not a prefix of this one
@@ -330,8 +395,22 @@ def session_cache(model: Any) -> SessionCache:
                 prev_size = sum(len(p.data) for p in p_parts)
                 repaid = max(0, min(prev_size, size) - reused)
             config_changes = [k for k in SOFT_CONFIG if p_req.get(k) != req.get(k)]
-        steps.append(StepCache(st.index, st.turn, st.step, st.seq, st.line, st.instance, size, reused, repaid, breaker,
-                               config_changes, st.usage if isinstance(st.usage, dict) else None))
+        steps.append(
+            StepCache(
+                st.index,
+                st.turn,
+                st.step,
+                st.seq,
+                st.line,
+                st.instance,
+                size,
+                reused,
+                repaid,
+                breaker,
+                config_changes,
+                st.usage if isinstance(st.usage, dict) else None,
+            )
+        )
         prev = (req, parts, exp, st)
     return SessionCache(model.id, model.file, model.profile.name, steps, skipped)
 
@@ -357,11 +436,23 @@ def step_rows(sc: SessionCache) -> list[dict[str, Any]]:
     for s in sc.steps:
         j = s.to_json()
         b = s.breaker or {}
-        rows.append({
-            "session": sc.session, "step_index": s.index, "turn": s.turn, "step": s.step, "seq": s.seq,
-            "bytes": s.bytes, "reused_bytes": s.reused_bytes, "repaid_bytes": s.repaid_bytes,
-            "tokens_est": j["tokens_est"], "reused_tokens_est": j["reused_tokens_est"], "repaid_tokens_est": j["repaid_tokens_est"],
-            "breaker": b.get("kind"), "breaker_detail": b.get("detail"),
-            "input_tokens": j["input_tokens"], "cache_read_tokens": j["cache_read_tokens"],
-        })
+        rows.append(
+            {
+                "session": sc.session,
+                "step_index": s.index,
+                "turn": s.turn,
+                "step": s.step,
+                "seq": s.seq,
+                "bytes": s.bytes,
+                "reused_bytes": s.reused_bytes,
+                "repaid_bytes": s.repaid_bytes,
+                "tokens_est": j["tokens_est"],
+                "reused_tokens_est": j["reused_tokens_est"],
+                "repaid_tokens_est": j["repaid_tokens_est"],
+                "breaker": b.get("kind"),
+                "breaker_detail": b.get("detail"),
+                "input_tokens": j["input_tokens"],
+                "cache_read_tokens": j["cache_read_tokens"],
+            }
+        )
     return rows

@@ -24,11 +24,11 @@ from typing import Any, Iterator
 
 import orjson
 
-from invariants.read.chunk_rows import CHUNK_ROW_TYPES, ChunkRowError, expand_row
-from invariants.read.discover import LogSource
 from invariants.model.jsonvalue import dumps
+from invariants.read.chunk_rows import CHUNK_ROW_TYPES, ChunkRowError, expand_row
 from invariants.read.lines import iter_lines
 from invariants.read.load import parse_json
+from invariants.read.source import LogSource
 
 _STRIDE = 64  # one checkpoint every this many physical lines
 
@@ -152,8 +152,15 @@ def _streamed(source: LogSource, start_line: int) -> Iterator[tuple[Any, int]]:
             yield obj, raw.number
 
 
-def read_events(source: LogSource | str | os.PathLike, first_seq: int, last_seq: int | None = None, *,
-                start_line: int = 1, index: LineIndex | None = None, limit: int = 100_000) -> list[RawEvent]:
+def read_events(
+    source: LogSource | str | os.PathLike,
+    first_seq: int,
+    last_seq: int | None = None,
+    *,
+    start_line: int = 1,
+    index: LineIndex | None = None,
+    limit: int = 100_000,
+) -> list[RawEvent]:
     """Events with ``first_seq <= seq <= last_seq`` (None: to the end), in log order.
 
     ``start_line`` is a physical line at or before the first wanted event
@@ -224,7 +231,12 @@ def _summarise(run: list[RawEvent]) -> ChunkRun:
             rlen += len(piece)
         elif kind == "tool-call-delta" and isinstance(chunk.get("name"), str) and chunk["name"] not in s.tools:
             s.tools.append(chunk["name"])
-        elif kind == "block-start" and chunk.get("blockType") == "tool-call" and isinstance(chunk.get("name"), str) and chunk["name"] not in s.tools:
+        elif (
+            kind == "block-start"
+            and chunk.get("blockType") == "tool-call"
+            and isinstance(chunk.get("name"), str)
+            and chunk["name"] not in s.tools
+        ):
             s.tools.append(chunk["name"])
     s.text = "".join(text)[:_PREVIEW]
     s.reasoning = "".join(reasoning)[:_PREVIEW]

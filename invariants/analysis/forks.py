@@ -26,9 +26,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from invariants.read.discover import LogSource
 from invariants.model.jsonvalue import first_difference, shorten
 from invariants.read.load import LogReader
+from invariants.read.source import LogSource
 from invariants.replay.session import SessionModel
 
 LOG_NAMES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
@@ -189,8 +189,14 @@ def _head(source: LogSource, n: int) -> list:
 
 def side_of(model: SessionModel) -> ForkSide:
     hdr = model.header
-    return ForkSide(model.source, model.id, model.events, model.profile.era,
-                    hdr.parent_session if hdr else None, (hdr.seed_length or 0) if hdr else 0)
+    return ForkSide(
+        model.source,
+        model.id,
+        model.events,
+        model.profile.era,
+        hdr.parent_session if hdr else None,
+        (hdr.seed_length or 0) if hdr else 0,
+    )
 
 
 def check_fork(child: SessionModel, parents: dict[str, SessionModel], emit: Callable[..., None]) -> None:
@@ -202,7 +208,9 @@ def check_fork(child: SessionModel, parents: dict[str, SessionModel], emit: Call
     if parent is not None:
         parent_side: ForkSide | None = side_of(parent)
     else:
-        found = find_parent_log(child.source, hdr.parent_session, hdr.created_at) if (hdr.seed_length or 0) > 0 else None
+        found = (
+            find_parent_log(child.source, hdr.parent_session, hdr.created_at) if (hdr.seed_length or 0) > 0 else None
+        )
         parent_side = ForkSide(found, hdr.parent_session, None) if found is not None else None
     check_fork_sides(side_of(child), parent_side, emit)
 
@@ -229,23 +237,46 @@ def check_fork_sides(child: ForkSide, parent: ForkSide | None, emit: Callable[..
                 boundary_ok = ev[0] == "turn/end"
                 break
     if not boundary_ok:
-        emit("FRK002", f"the fork seed ends at seq {n - 1} ({last[0] if last else 'nothing'}), not on a closed turn", seq=n - 1, **where)
+        emit(
+            "FRK002",
+            f"the fork seed ends at seq {n - 1} ({last[0] if last else 'nothing'}), not on a closed turn",
+            seq=n - 1,
+            **where,
+        )
     if parent is None:
-        emit("FRK003", f"parent session {shorten(child.parent_session, 60)} is not among the checked logs, nor beside the child "
-             "or under the same root; the seed was not compared", **where)
+        emit(
+            "FRK003",
+            f"parent session {shorten(child.parent_session, 60)} is not among the checked logs, nor beside the child "
+            "or under the same root; the seed was not compared",
+            **where,
+        )
         return
     if parent.events is not None and n > parent.events:
-        emit("FRK004", f"seedLength {n} exceeds the {parent.events} events of the parent log {parent.source.display}", **where)
+        emit(
+            "FRK004",
+            f"seedLength {n} exceeds the {parent.events} events of the parent log {parent.source.display}",
+            **where,
+        )
         return
     parent_head = _head(parent.source, n)
     if len(parent_head) < n:
-        emit("FRK004", f"seedLength {n} exceeds the {len(parent_head)} events of the parent log {parent.source.display}", **where)
+        emit(
+            "FRK004",
+            f"seedLength {n} exceeds the {len(parent_head)} events of the parent log {parent.source.display}",
+            **where,
+        )
         return
     fields = ("type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs")
     for a, b in zip(child_head, parent_head):
         for name, x, y in zip(fields, a, b):
             path = first_difference(x, y, name)
             if path is not None:
-                emit("FRK001", f"seed event seq {a[1]} differs from the parent's at {path}", seq=a[1], path=path,
-                     detail={"parent_file": parent.source.display, "child": shorten(x, 200), "parent": shorten(y, 200)}, **where)
+                emit(
+                    "FRK001",
+                    f"seed event seq {a[1]} differs from the parent's at {path}",
+                    seq=a[1],
+                    path=path,
+                    detail={"parent_file": parent.source.display, "child": shorten(x, 200), "parent": shorten(y, 200)},
+                    **where,
+                )
                 return

@@ -99,7 +99,13 @@ def entry_of(f: Finding) -> dict[str, Any]:
 
 
 def _entry_sort_key(e: dict) -> tuple:
-    return (e.get("session") or "", e.get("rule") or "", e.get("fingerprint") or "", e.get("file") or "", e.get("line") or 0)
+    return (
+        e.get("session") or "",
+        e.get("rule") or "",
+        e.get("fingerprint") or "",
+        e.get("file") or "",
+        e.get("line") or 0,
+    )
 
 
 def baseline_document(findings: Iterable[Finding], tool_version: str) -> dict[str, Any]:
@@ -129,11 +135,17 @@ def read_baseline(path: str | os.PathLike) -> list[dict[str, Any]]:
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise BaselineError(f"{path}: not a readable baseline ({exc})") from None
     if not isinstance(doc, dict) or doc.get("version") != BASELINE_VERSION or not isinstance(doc.get("findings"), list):
-        raise BaselineError(f"{path}: not an inspector baseline (expected {{\"version\": {BASELINE_VERSION}, \"findings\": [...]}})")
+        raise BaselineError(
+            f'{path}: not an inspector baseline (expected {{"version": {BASELINE_VERSION}, "findings": [...]}})'
+        )
     entries = []
     for i, e in enumerate(doc["findings"]):
-        if not (isinstance(e, dict) and isinstance(e.get("rule"), str) and isinstance(e.get("fingerprint"), str)
-                and isinstance(e.get("session", ""), str)):
+        if not (
+            isinstance(e, dict)
+            and isinstance(e.get("rule"), str)
+            and isinstance(e.get("fingerprint"), str)
+            and isinstance(e.get("session", ""), str)
+        ):
             raise BaselineError(f"{path}: entry {i} lacks session, rule or fingerprint")
         entries.append(e)
     return entries
@@ -150,11 +162,18 @@ class BaselineOutcome:
     unchecked: int = 0  # entries whose session was not checked in this run
 
     def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "suppressed": self.suppressed, "new": len(self.new),
-                "stale": self.stale, "unchecked": self.unchecked}
+        return {
+            "file": self.file,
+            "suppressed": self.suppressed,
+            "new": len(self.new),
+            "stale": self.stale,
+            "unchecked": self.unchecked,
+        }
 
 
-def apply_baseline(findings: list[Finding], entries: list[dict[str, Any]], checked: Iterable[str], file: str = "") -> BaselineOutcome:
+def apply_baseline(
+    findings: list[Finding], entries: list[dict[str, Any]], checked: Iterable[str], file: str = ""
+) -> BaselineOutcome:
     """Split ``findings`` into new ones and ones the baseline knows.
 
     ``checked`` names the owners (session ids, or file names for findings
@@ -187,7 +206,9 @@ def apply_baseline(findings: list[Finding], entries: list[dict[str, Any]], check
     return BaselineOutcome(file, new, suppressed, stale, unchecked)
 
 
-def checked_owners(sessions: Iterable[Any], findings: Iterable[Finding], captures: Iterable[Any] | None = None) -> set[str]:
+def checked_owners(
+    sessions: Iterable[Any], findings: Iterable[Finding], captures: Iterable[Any] | None = None
+) -> set[str]:
     """Owners a run looked at: every checked session, the capture files beside
     them (or given explicitly), and the files of session-less findings."""
     from invariants.read.capture import find_capture

@@ -104,15 +104,28 @@ def _verify(m: Any, entry: dict, ledger_file: str) -> Finding | None:
     if have == n and digest == recorded:
         return None
     resumes = [s for s in getattr(m, "resumes", []) if s >= events] if have == n else list(getattr(m, "resumes", []))
-    how = (f"it is now {have} bytes, shorter than the {n} recorded" if have < n
-           else f"its first {n} bytes changed")
-    message = (f"this log no longer begins with the {events} events a previous check recorded in the ledger {ledger_file} ({how}): "
-               "the log was rewritten, not appended to")
+    how = f"it is now {have} bytes, shorter than the {n} recorded" if have < n else f"its first {n} bytes changed"
+    message = (
+        f"this log no longer begins with the {events} events a previous check recorded in the ledger {ledger_file} ({how}): "
+        "the log was rewritten, not appended to"
+    )
     if resumes:
         message += f"; the resume at seq {resumes[0]} continues a history that is not the previous instance's log"
-    return make_finding("RSM001", message, file=m.file, session=m.id, line=1,
-                        detail={"ledger": ledger_file, "recorded_events": events, "recorded_bytes": n,
-                                "recorded_sha256": recorded, "bytes_now": have, "resume_seqs": resumes[:20]})
+    return make_finding(
+        "RSM001",
+        message,
+        file=m.file,
+        session=m.id,
+        line=1,
+        detail={
+            "ledger": ledger_file,
+            "recorded_events": events,
+            "recorded_bytes": n,
+            "recorded_sha256": recorded,
+            "bytes_now": have,
+            "resume_seqs": resumes[:20],
+        },
+    )
 
 
 def apply_ledger(ledger_file: str | os.PathLike, sessions: Iterable[Any], update: bool = True) -> list[Finding]:
@@ -144,6 +157,9 @@ def apply_ledger(ledger_file: str | os.PathLike, sessions: Iterable[Any], update
     if update and changed:
         target = Path(ledger_file)
         tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(json.dumps({"version": LEDGER_VERSION, "sessions": dict(sorted(entries.items()))}, indent=1) + "\n", encoding="utf-8")
+        tmp.write_text(
+            json.dumps({"version": LEDGER_VERSION, "sessions": dict(sorted(entries.items()))}, indent=1) + "\n",
+            encoding="utf-8",
+        )
         os.replace(tmp, target)
     return findings

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from invariants.gate.pipeline import CheckOptions, CheckResult, check_sessions, ordered_findings
-from invariants.read.discover import LogSource, discover
-from invariants.model.findings import Finding
 from invariants.gate.result_cache import ResultCache, revision
+from invariants.model.findings import Finding
+from invariants.read.discover import discover
+from invariants.read.source import LogSource
 
 
 @dataclass
@@ -63,8 +64,12 @@ class SessionSummary:
             return None
         from types import SimpleNamespace
 
-        return SimpleNamespace(id=self.session, parent_session=self.parent_session, seed_length=self.seed_length,
-                               created_at=self.created_at)
+        return SimpleNamespace(
+            id=self.session,
+            parent_session=self.parent_session,
+            seed_length=self.seed_length,
+            created_at=self.created_at,
+        )
 
     @property
     def source(self) -> LogSource:
@@ -73,8 +78,17 @@ class SessionSummary:
         return LogSource(Path(self.path), Path(self.root), self.member)  # type: ignore[call-arg]
 
     def row(self) -> dict[str, Any]:
-        return {"session": self.session, "file": self.file, "era": self.era, "profile": self.profile, "events": self.events,
-                "turns": self.turns, "steps": self.steps, "instances": self.instances, "requests": self.requests}
+        return {
+            "session": self.session,
+            "file": self.file,
+            "era": self.era,
+            "profile": self.profile,
+            "events": self.events,
+            "turns": self.turns,
+            "steps": self.steps,
+            "instances": self.instances,
+            "requests": self.requests,
+        }
 
     def to_json(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "findings"}
@@ -91,11 +105,22 @@ class SessionSummary:
     def from_model(cls, m) -> "SessionSummary":
         hdr = m.header
         return cls(
-            session=m.id, file=m.file, era=m.profile.era, profile=m.profile.name, events=m.events, turns=m.turns,
-            steps=len(m.steps), instances=len(m.instances), requests=len(m.requests),
-            path=str(m.source.path), root=str(m.source.root),
-            parent_session=hdr.parent_session if hdr else None, seed_length=(hdr.seed_length or 0) if hdr else 0,
-            has_header=hdr is not None, torn=bool(m.torn), bytes=m.bytes,
+            session=m.id,
+            file=m.file,
+            era=m.profile.era,
+            profile=m.profile.name,
+            events=m.events,
+            turns=m.turns,
+            steps=len(m.steps),
+            instances=len(m.instances),
+            requests=len(m.requests),
+            path=str(m.source.path),
+            root=str(m.source.root),
+            parent_session=hdr.parent_session if hdr else None,
+            seed_length=(hdr.seed_length or 0) if hdr else 0,
+            has_header=hdr is not None,
+            torn=bool(m.torn),
+            bytes=m.bytes,
             resumes=[i.seq for i in m.instances if i.reason == "resume"],
             member=getattr(m.source, "member", None),
             created_at=hdr.created_at if hdr else None,
@@ -172,9 +197,9 @@ def _unit_key(unit: Unit, options: CheckOptions) -> list | None:
 
 def run_unit(unit: Unit, options: CheckOptions, models: list | None = None) -> dict[str, Any]:
     """Replay a unit's logs, read its captures, compare: the unit's JSON-able result."""
+    from invariants.model.registry import make_finding
     from invariants.read.capture import find_capture, read_capture
     from invariants.replay.session import replay
-    from invariants.model.registry import make_finding
 
     problems: list[list] = []
     kept: list = []
@@ -222,13 +247,15 @@ def run_unit(unit: Unit, options: CheckOptions, models: list | None = None) -> d
             emitted.append(make_finding(code, message, **where))
 
         requests = check_sessions(kept, {cp: records}, unit.captures is not None, emit)
-        captures.append({
-            "path": str(cp) if cp is not None else None,
-            "first": first,
-            "read": [f.to_json() for f in read_findings],
-            "check": [f.to_json() for f in emitted],
-            "requests": [[r.status, r.session, r.step, list(r.codes)] for r in requests],
-        })
+        captures.append(
+            {
+                "path": str(cp) if cp is not None else None,
+                "first": first,
+                "read": [f.to_json() for f in read_findings],
+                "check": [f.to_json() for f in emitted],
+                "requests": [[r.status, r.session, r.step, list(r.codes)] for r in requests],
+            }
+        )
     return {
         "sessions": [[kept_index[k], SessionSummary.from_model(m).to_json()] for k, m in enumerate(kept)],
         "problems": problems,
@@ -273,8 +300,14 @@ def plan_units(sources: list[LogSource], captures: list[Path] | None) -> list[Un
     return list(by_folder.values())
 
 
-def check_paths(paths: list[str | Path], options: CheckOptions | None = None, *, jobs: int = 1,
-                cache: ResultCache | None = None, stats: RunStats | None = None) -> CheckResult:
+def check_paths(
+    paths: list[str | Path],
+    options: CheckOptions | None = None,
+    *,
+    jobs: int = 1,
+    cache: ResultCache | None = None,
+    stats: RunStats | None = None,
+) -> CheckResult:
     """Like :func:`invariants.gate.pipeline.run_check`, with workers and a cache.
 
     Sessions in the result are :class:`SessionSummary` objects (reports
@@ -289,8 +322,9 @@ def check_paths(paths: list[str | Path], options: CheckOptions | None = None, *,
         return _check_paths(paths, options or CheckOptions(), jobs, cache, stats)
 
 
-def _check_paths(paths: list[str | Path], options: CheckOptions, jobs: int, cache: ResultCache | None,
-                 stats: RunStats | None) -> CheckResult:
+def _check_paths(
+    paths: list[str | Path], options: CheckOptions, jobs: int, cache: ResultCache | None, stats: RunStats | None
+) -> CheckResult:
     stats = stats if stats is not None else RunStats()
     jobs = jobs if jobs and jobs > 0 else (os.cpu_count() or 1)
     sources, problems = discover(paths)
@@ -319,13 +353,22 @@ def _check_paths(paths: list[str | Path], options: CheckOptions, jobs: int, cach
         if jobs > 1 and explicit:
             unit = units[todo[0]]
             with ProcessPoolExecutor(max_workers=jobs) as pool:
-                models = list(pool.map(_replay_one, [(s, options.profile, options.max_line) for s in unit.sources],
-                                       chunksize=max(1, len(unit.sources) // (jobs * 4))))
+                models = list(
+                    pool.map(
+                        _replay_one,
+                        [(s, options.profile, options.max_line) for s in unit.sources],
+                        chunksize=max(1, len(unit.sources) // (jobs * 4)),
+                    )
+                )
             results[todo[0]] = run_unit(unit, options, models)
         elif jobs > 1 and len(todo) > 1:
             with ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
-                for n, res in zip(todo, pool.map(_run_unit_job, [(units[n], options) for n in todo],
-                                                 chunksize=max(1, len(todo) // (jobs * 8)))):
+                for n, res in zip(
+                    todo,
+                    pool.map(
+                        _run_unit_job, [(units[n], options) for n in todo], chunksize=max(1, len(todo) // (jobs * 8))
+                    ),
+                ):
                     results[n] = res
         else:
             for n in todo:
@@ -348,8 +391,14 @@ def _scope_path(p: str | Path) -> str:
         return str(p)
 
 
-def _assemble(units: list[Unit], results: list, problems: list[str], options: CheckOptions,
-              cache: ResultCache | None, stats: RunStats) -> CheckResult:
+def _assemble(
+    units: list[Unit],
+    results: list,
+    problems: list[str],
+    options: CheckOptions,
+    cache: ResultCache | None,
+    stats: RunStats,
+) -> CheckResult:
     from invariants.analysis.forks import ForkSide, check_fork_sides, find_parent_log
     from invariants.model.registry import make_finding
 
@@ -394,7 +443,9 @@ def _assemble(units: list[Unit], results: list, problems: list[str], options: Ch
             if not m.has_header or not m.parent_session:
                 continue
             parents = pick(m, by_ids) if pick is not None else last_by_id  # the same choice as run_check
-            extra.extend(_fork_findings(m, parents, cache, stats, ForkSide, check_fork_sides, find_parent_log, make_finding))
+            extra.extend(
+                _fork_findings(m, parents, cache, stats, ForkSide, check_fork_sides, find_parent_log, make_finding)
+            )
 
     return CheckResult(models, ordered_findings(models, extra, options), requests, problems)  # type: ignore[arg-type]
 
@@ -405,8 +456,16 @@ def _side(m: SessionSummary) -> Any:
     return ForkSide(m.source, m.id, m.events, m.era, m.parent_session, m.seed_length)
 
 
-def _fork_findings(m: SessionSummary, by_id: dict, cache: ResultCache | None, stats: RunStats,
-                   ForkSide, check_fork_sides, find_parent_log, make_finding) -> list[Finding]:
+def _fork_findings(
+    m: SessionSummary,
+    by_id: dict,
+    cache: ResultCache | None,
+    stats: RunStats,
+    ForkSide,
+    check_fork_sides,
+    find_parent_log,
+    make_finding,
+) -> list[Finding]:
     from invariants.analysis.forks import parent_candidates
 
     parent = by_id.get(m.parent_session)

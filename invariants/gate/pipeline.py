@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from invariants.read.capture import Recorded, find_capture, read_capture
-from invariants.replay.compare import compare
-from invariants.read.discover import discover, strip_log_suffix
-from invariants.model.findings import SEVERITY_RANK, Finding
 from invariants.analysis.forks import check_fork
-from invariants.replay.session import SessionModel, StepState, replay
+from invariants.model.findings import Finding
 from invariants.model.registry import RULES, make_finding
+from invariants.read.capture import Recorded, find_capture, read_capture
+from invariants.read.discover import discover
+from invariants.replay.compare import compare
+from invariants.replay.session import SessionModel, StepState, replay
 
 
 @dataclass
@@ -75,7 +75,11 @@ def rule_matches(rule_code: str, patterns: Iterable[str]) -> bool:
     """A pattern names a rule code, a code prefix (``DIV``) or a category."""
     rule = RULES.get(rule_code)
     for p in patterns:
-        if rule_code == p or (p and rule_code.startswith(p) and p.isalpha() and p.isupper()) or (rule and rule.category == p):
+        if (
+            rule_code == p
+            or (p and rule_code.startswith(p) and p.isalpha() and p.isupper())
+            or (rule and rule.category == p)
+        ):
             return True
     return False
 
@@ -93,8 +97,9 @@ def filter_findings(findings: list[Finding], options: CheckOptions) -> list[Find
     return out
 
 
-def check_sessions(models: list[SessionModel], captures: dict[Path | None, list[Recorded]], explicit: bool,
-                   emit: Callable[..., None]) -> list[RequestCheck]:
+def check_sessions(
+    models: list[SessionModel], captures: dict[Path | None, list[Recorded]], explicit: bool, emit: Callable[..., None]
+) -> list[RequestCheck]:
     """Match recorded requests to steps and compare them."""
     by_id: dict[str, list[SessionModel]] = {}
     for m in models:
@@ -111,15 +116,25 @@ def check_sessions(models: list[SessionModel], captures: dict[Path | None, list[
             if model is None:
                 if not explicit and rec.session_id and _has_log_beside(capture_path, rec):
                     continue  # a session in that folder the user did not ask to check
-                emit("REQ004", f"recorded request (capture line {rec.line}) names session {rec.session_id!r}, which no checked log explains",
-                     file=rec.file, line=rec.line, session=rec.session_id)
+                emit(
+                    "REQ004",
+                    f"recorded request (capture line {rec.line}) names session {rec.session_id!r}, which no checked log explains",
+                    file=rec.file,
+                    line=rec.line,
+                    session=rec.session_id,
+                )
                 results.append(RequestCheck(rec, rec.session_id, status="unexplained", codes=["REQ004"]))
                 continue
             results.append(_check_one(model, rec, emit))
     return results
 
 
-def _route(rec: Recorded, local_ids: dict[str, SessionModel], local: list[SessionModel], global_ids: dict[str, list[SessionModel]]) -> SessionModel | None:
+def _route(
+    rec: Recorded,
+    local_ids: dict[str, SessionModel],
+    local: list[SessionModel],
+    global_ids: dict[str, list[SessionModel]],
+) -> SessionModel | None:
     if rec.session_id is not None:
         if rec.session_id in local_ids:
             return local_ids[rec.session_id]
@@ -156,19 +171,32 @@ def _check_one(model: SessionModel, rec: Recorded, emit: Callable[..., None]) ->
     step: StepState | None
     if rec.log_length is not None:
         if rec.log_length > model.events:
-            return fail("REQ005", f"recorded request (capture {cap}) was sent at logLength {rec.log_length}, but the log has {model.events} events", turn=rec.turn, step=rec.step)
+            return fail(
+                "REQ005",
+                f"recorded request (capture {cap}) was sent at logLength {rec.log_length}, but the log has {model.events} events",
+                turn=rec.turn,
+                step=rec.step,
+            )
         step = model.step_for_log_length(rec.log_length)
     else:
         step = model.step_for(rec.turn, rec.step)
     if step is None:
-        return fail("REQ002", f"recorded loop-built request (capture {cap}) has no step/start before it in the log", turn=rec.turn, step=rec.step)
+        return fail(
+            "REQ002",
+            f"recorded loop-built request (capture {cap}) has no step/start before it in the log",
+            turn=rec.turn,
+            step=rec.step,
+        )
     rc.step = step.index
     step.requests.append(len(model.requests) - 1)
-    expected = model.expected(step, rec.log_length)
+    expected = model.rebuild_request(step, rec.log_length)
     where.update(turn=step.turn, step=step.step, seq=step.seq, line=step.line)
     if expected is None:
         step.status = "unexplained"
-        return fail("REQ003", f"recorded loop-built request (capture {cap}) has no request header in force: its model, system and tools are unexplained")
+        return fail(
+            "REQ003",
+            f"recorded loop-built request (capture {cap}) has no request header in force: its model, system and tools are unexplained",
+        )
     diffs = compare(expected, rec.request)
     for d in diffs:
         extra = dict(where)
@@ -204,14 +232,18 @@ def cyclic_gc_paused():
             gc.enable()
 
 
-def run_check(paths: list[str | Path], options: CheckOptions | None = None,
-              on_session: Callable[[SessionModel], None] | None = None) -> CheckResult:
+def run_check(
+    paths: list[str | Path],
+    options: CheckOptions | None = None,
+    on_session: Callable[[SessionModel], None] | None = None,
+) -> CheckResult:
     with cyclic_gc_paused():
         return _run_check(paths, options or CheckOptions(), on_session)
 
 
-def _run_check(paths: list[str | Path], options: CheckOptions,
-               on_session: Callable[[SessionModel], None] | None) -> CheckResult:
+def _run_check(
+    paths: list[str | Path], options: CheckOptions, on_session: Callable[[SessionModel], None] | None
+) -> CheckResult:
     sources, problems = discover(paths)
     models: list[SessionModel] = []
     for src in sources:
@@ -226,16 +258,22 @@ def _run_check(paths: list[str | Path], options: CheckOptions,
     return check_models(models, options, problems)
 
 
-def check_models(models: list[SessionModel], options: CheckOptions, problems: list[str],
-                 read: Callable[[Path], tuple[list[Recorded], list[Finding]]] | None = None) -> CheckResult:
+def check_models(
+    models: list[SessionModel],
+    options: CheckOptions,
+    problems: list[str],
+    read: Callable[[Path], tuple[list[Recorded], list[Finding]]] | None = None,
+) -> CheckResult:
     """Everything after the replays: captures, request verdicts, fork seeds, ordering.
 
     ``read`` reads one capture file (default :func:`read_capture`); a caller
     that follows a growing log passes a caching reader.
     """
     if read is None:
+
         def read(cp: Path) -> tuple[list[Recorded], list[Finding]]:
             return read_capture(cp, options.max_line)
+
     extra: list[Finding] = []
 
     def emit(code: str, message: str, **where: Any) -> None:
@@ -281,7 +319,15 @@ def ordered_findings(sessions: list, extra: list[Finding], options: CheckOptions
     """
     findings = filter_findings([f for m in sessions for f in m.findings] + extra, options)
     order = {m.file: i for i, m in enumerate(sessions)}
-    findings.sort(key=lambda f: (order.get(f.file or "", len(order)), f.file or "", f.seq if f.seq is not None else -1, f.line or 0, f.rule))
+    findings.sort(
+        key=lambda f: (
+            order.get(f.file or "", len(order)),
+            f.file or "",
+            f.seq if f.seq is not None else -1,
+            f.line or 0,
+            f.rule,
+        )
+    )
     return findings
 
 
@@ -290,7 +336,11 @@ def _near(a: SessionModel, b: SessionModel) -> bool:
     pa, pb = a.source.path, b.source.path
     if pa.parent == pb.parent or (a.source.member is not None and pa == pb):
         return True
-    return pa.name.startswith("session.jsonl") and pb.name.startswith("session.jsonl") and pa.parent.parent == pb.parent.parent
+    return (
+        pa.name.startswith("session.jsonl")
+        and pb.name.startswith("session.jsonl")
+        and pa.parent.parent == pb.parent.parent
+    )
 
 
 def parent_candidates_for(child: SessionModel, by_id: dict[str, list[SessionModel]]) -> dict[str, SessionModel]:
@@ -307,22 +357,13 @@ def parent_candidates_for(child: SessionModel, by_id: dict[str, list[SessionMode
     candidates = [c for c in by_id.get(pid, []) if c is not child] if pid else []
     pick = [c for c in candidates if _near(child, c)]
     if not pick and candidates:
-        from invariants.analysis.forks import parent_candidates
-
-        from invariants.analysis.forks import could_be_parent
+        from invariants.analysis.forks import could_be_parent, parent_candidates
 
         places = set(parent_candidates(child.source, pid))
         created = getattr(child.header, "created_at", None)
-        pick = [c for c in candidates if c.source.path in places
-                and could_be_parent(created, getattr(c.header, "created_at", None))]
+        pick = [
+            c
+            for c in candidates
+            if c.source.path in places and could_be_parent(created, getattr(c.header, "created_at", None))
+        ]
     return {pid: pick[0]} if pid and len(pick) == 1 else {}
-
-
-def worst_severity(findings: list[Finding]) -> str | None:
-    if not findings:
-        return None
-    return max((f.severity for f in findings), key=lambda s: SEVERITY_RANK.get(s, 0))
-
-
-def log_stem(path: Path) -> str:
-    return strip_log_suffix(path.name)

@@ -87,7 +87,9 @@ def report_text(result: CheckResult, verbose: bool = False) -> str:
         head = inert(file)
         if m is not None:
             row = session_row(m)
-            head += f"  (session {inert(row['session'])}, {row['profile']}, {row['events']} events, {row['steps']} steps)"
+            head += (
+                f"  (session {inert(row['session'])}, {row['profile']}, {row['events']} events, {row['steps']} steps)"
+            )
         lines.append(head)
         for f in findings:
             loc = _loc(f)

@@ -52,7 +52,7 @@ def tool_key() -> str:
     """The tool's version plus a fingerprint of the library's source files."""
     global _TOOL_KEY
     if _TOOL_KEY is None:
-        from invariants import __version__
+        from invariants.model.version import __version__
 
         root = Path(__file__).resolve().parent
         parts: list[Any] = [__version__, _FORMAT]

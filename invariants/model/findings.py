@@ -53,4 +53,10 @@ class Finding:
         }
 
     def sort_key(self) -> tuple:
-        return (self.file or "", self.session or "", self.line if self.line is not None else -1, self.seq if self.seq is not None else -1, self.rule)
+        return (
+            self.file or "",
+            self.session or "",
+            self.line if self.line is not None else -1,
+            self.seq if self.seq is not None else -1,
+            self.rule,
+        )

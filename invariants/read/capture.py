@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from invariants.read.discover import strip_log_suffix
 from invariants.model.findings import Finding
 from invariants.model.jsonvalue import is_safe_int, shorten
-from invariants.read.lines import DEFAULT_MAX_LINE, FrameProblem, iter_lines
-from invariants.read.load import parse_json
 from invariants.model.registry import make_finding
+from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem
+from invariants.read.lines import iter_lines
+from invariants.read.load import parse_json
+from invariants.read.source import strip_log_suffix
 
 CAPTURE_SUFFIXES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
 
@@ -41,7 +42,9 @@ class Recorded:
 def find_capture(log_path: Path) -> Path | None:
     """``requests.jsonl`` beside the log, else ``<log name>.requests.jsonl`` (plain or zstd)."""
     folder = log_path.parent
-    for name in [f"requests{s}" for s in CAPTURE_SUFFIXES] + [f"{strip_log_suffix(log_path.name)}.requests{s}" for s in CAPTURE_SUFFIXES]:
+    for name in [f"requests{s}" for s in CAPTURE_SUFFIXES] + [
+        f"{strip_log_suffix(log_path.name)}.requests{s}" for s in CAPTURE_SUFFIXES
+    ]:
         candidate = folder / name
         if candidate.is_file() and not candidate.is_symlink():
             return candidate
@@ -54,7 +57,14 @@ def read_capture(path: Path, max_line: int | None = None) -> tuple[list[Recorded
     file = str(path)
     for raw in _lines(path, findings, max_line or DEFAULT_MAX_LINE):
         if raw.oversized:
-            findings.append(make_finding("LOG013", f"capture line {raw.number} is {raw.oversized} bytes, over the line limit; not read", file=file, line=raw.number))
+            findings.append(
+                make_finding(
+                    "LOG013",
+                    f"capture line {raw.number} is {raw.oversized} bytes, over the line limit; not read",
+                    file=file,
+                    line=raw.number,
+                )
+            )
             continue
         if not raw.data or raw.data.isspace():
             continue
@@ -63,16 +73,25 @@ def read_capture(path: Path, max_line: int | None = None) -> tuple[list[Recorded
         if problem:
             findings.append(make_finding("LOG013", f"capture line {raw.number}: {problem}", file=file, line=raw.number))
             continue
-        records.append(Recorded(
-            file=file, line=raw.number, request=obj["request"],
-            session_id=obj.get("sessionId") if isinstance(obj.get("sessionId"), str) else None,
-            session_file=obj.get("sessionFile") if isinstance(obj.get("sessionFile"), str) else None,
-            log_length=obj.get("logLength") if is_safe_int(obj.get("logLength")) and obj["logLength"] >= 0 else None,
-            turn=obj.get("turn"), step=obj.get("step"),
-            loop_built=obj.get("loopBuilt", True) is not False,
-            time=obj.get("time"),
-            extra={k: v for k, v in obj.items() if k in ("verdict", "shadowVerdict", "origin", "test", "dispatchError")},
-        ))
+        records.append(
+            Recorded(
+                file=file,
+                line=raw.number,
+                request=obj["request"],
+                session_id=obj.get("sessionId") if isinstance(obj.get("sessionId"), str) else None,
+                session_file=obj.get("sessionFile") if isinstance(obj.get("sessionFile"), str) else None,
+                log_length=obj.get("logLength")
+                if is_safe_int(obj.get("logLength")) and obj["logLength"] >= 0
+                else None,
+                turn=obj.get("turn"),
+                step=obj.get("step"),
+                loop_built=obj.get("loopBuilt", True) is not False,
+                time=obj.get("time"),
+                extra={
+                    k: v for k, v in obj.items() if k in ("verdict", "shadowVerdict", "origin", "test", "dispatchError")
+                },
+            )
+        )
     return records, findings
 
 
@@ -92,6 +111,8 @@ def _lines(path: Path, findings: list[Finding], max_line: int = DEFAULT_MAX_LINE
     for raw in iter_lines(path, max_line):
         if isinstance(raw, FrameProblem):
             code = "LOG010" if raw.kind == "torn" else "LOG009"
-            findings.append(make_finding(code, f"capture {raw.kind} zstd frame {raw.frame_index}: {raw.message}", file=str(path)))
+            findings.append(
+                make_finding(code, f"capture {raw.kind} zstd frame {raw.frame_index}: {raw.message}", file=str(path))
+            )
             return
         yield raw

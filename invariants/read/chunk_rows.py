@@ -143,12 +143,14 @@ def expand_row(row: Any) -> list[dict]:
             chunk = {"type": kind, "index": index, "id": data["id"], "argumentsDelta": member}
         else:
             chunk = {"type": kind, "index": index, "text": member}
-        events.append({
-            "type": "assistant/chunk",
-            "seq": seq0 + j,
-            "time": times[j],
-            "data": {"turn": turn, "step": step, "chunk": chunk},
-        })
+        events.append(
+            {
+                "type": "assistant/chunk",
+                "seq": seq0 + j,
+                "time": times[j],
+                "data": {"turn": turn, "step": step, "chunk": chunk},
+            }
+        )
     return events
 
 

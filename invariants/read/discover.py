@@ -11,53 +11,9 @@ Symlinks to folders are not followed, so a link loop in a root cannot hang us.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
-LOG_SUFFIXES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
-SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
-
-
-def is_capture_name(name: str) -> bool:
-    base = strip_log_suffix(name)
-    return base == "requests" or base.endswith(".requests") or base.startswith("requests-")
-
-
-def strip_log_suffix(name: str) -> str:
-    for suffix in (".jsonl.zstd", ".jsonl.zst", ".jsonl"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
-def is_log_name(name: str) -> bool:
-    return name.endswith(LOG_SUFFIXES) and not is_capture_name(name)
-
-
-@dataclass(frozen=True, slots=True)
-class LogSource:
-    """One log to read; ``root`` is the folder the user named (for confinement).
-
-    ``member`` is set for a session stored in a SQLite database: ``path`` is
-    then the database file and ``member`` the session id inside it.
-    """
-
-    path: Path
-    root: Path
-    member: str | None = None
-
-    @property
-    def display(self) -> str:
-        return str(self.path) if self.member is None else f"{self.path}#{self.member}"
-
-    @property
-    def compressed(self) -> bool:
-        return self.path.name.endswith((".zstd", ".zst"))
-
-    @property
-    def resumable(self) -> bool:
-        """Whether a later read may continue at a byte offset (plain files only)."""
-        return self.member is None and not self.compressed
+from invariants.read.source import SQLITE_SUFFIXES, LogSource, is_capture_name, is_log_name
 
 
 def discover(paths: list[str | os.PathLike]) -> tuple[list[LogSource], list[str]]:
@@ -101,7 +57,9 @@ def _add(found: list[LogSource], seen: set, src: LogSource) -> None:
         found.append(src)
 
 
-def _add_database(found: list[LogSource], seen: set, problems: list[str], path: Path, root: Path, explicit: bool) -> None:
+def _add_database(
+    found: list[LogSource], seen: set, problems: list[str], path: Path, root: Path, explicit: bool
+) -> None:
     """Every session of a harness SQLite database (read-only); a foreign .db in a folder is skipped quietly."""
     from invariants.read.sqlite_backend import NotASessionDatabase, list_sessions
 

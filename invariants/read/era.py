@@ -33,11 +33,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, Iterable
+from typing import Any
 
-from invariants.read.discover import LogSource
-from invariants.read.lines import DEFAULT_MAX_LINE, RawLine, iter_source_lines
+from invariants.read.line_records import DEFAULT_MAX_LINE, RawLine
+from invariants.read.lines import iter_source_lines
 from invariants.read.load import parse_json
+from invariants.read.source import LogSource
 
 SNIFF_LINES = 400
 
@@ -144,13 +145,6 @@ def profile_for(seen: dict[str, str]) -> EraGuess:
     if late and eras & {"seed", "seed-suffix"}:
         conflicts = [k for k, v in seen.items() if v in ("seed", "seed-suffix")]
     return EraGuess(profile, evidence, conflicts)
-
-
-def sniff_objects(objects: Iterable[dict], seen: dict[str, str] | None = None) -> EraGuess:
-    seen = {} if seen is None else seen
-    for obj in objects:
-        classify_object(obj, seen)
-    return profile_for(seen)
 
 
 def sniff(source: LogSource, max_lines: int = SNIFF_LINES, max_line: int = DEFAULT_MAX_LINE) -> EraGuess:

@@ -9,66 +9,12 @@ lines that could still be recovered, so the caller reports them in order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
-DEFAULT_MAX_LINE = 64 * 1024 * 1024
+from invariants.read.line_records import CHUNK_PREFIX, DEFAULT_MAX_LINE, FrameProblem, LineRun, RawLine
+
 _BLOCK = 1 << 20
-
-
-@dataclass(slots=True)
-class RawLine:
-    number: int
-    offset: int
-    data: bytes  # without the newline; empty when oversized
-    complete: bool  # ended with a newline
-    oversized: int = 0  # byte length when the line exceeded max_line
-
-
-@dataclass(slots=True)
-class LineRun:
-    """Consecutive complete lines that look like plain assistant/chunk events.
-
-    The common case of a log is long runs of streamed chunks; grouping them lets
-    the loader parse and validate a run with a few C-level operations.  A run
-    is only a hint: the loader falls back to line-by-line reading whenever the
-    run does not validate as a whole.
-    """
-
-    number: int  # line number of the first line
-    offset: int  # byte offset of the first line
-    lines: list[bytes]  # each without its newline
-    nbytes: int = 0  # bytes the run spans, newlines included
-
-    def raw_lines(self) -> list[RawLine]:
-        out, offset = [], self.offset
-        for i, data in enumerate(self.lines):
-            out.append(RawLine(self.number + i, offset, data, True))
-            offset += len(data) + 1
-        return out
-
-
-CHUNK_PREFIX = b'{"type":"assistant/chunk","seq":'
-
-
-@dataclass(slots=True)
-class RowProblem:
-    """A stored row that cannot be turned into a line (SQLite backend): reported at its place."""
-
-    number: int
-    seq: int | None
-    code: str
-    message: str
-    final: bool = False  # the store cannot be read past this point (corrupt, not a torn tail)
-
-
-@dataclass(slots=True)
-class FrameProblem:
-    kind: str  # "corrupt" | "torn" | "no-header-frame"
-    message: str
-    frame_index: int
-    offset: int
 
 
 def open_readonly(path: Path) -> BinaryIO:
@@ -94,8 +40,10 @@ def _chunks(path: Path) -> Iterator[bytes | FrameProblem]:
                 yield block
 
 
-def iter_source_lines(source, max_line: int = DEFAULT_MAX_LINE, start: tuple[int, int] = (0, 0), runs: bool = False) -> Iterator:
-    """Lines of a :class:`~invariants.read.discover.LogSource`: a file, or one session of a
+def iter_source_lines(
+    source, max_line: int = DEFAULT_MAX_LINE, start: tuple[int, int] = (0, 0), runs: bool = False
+) -> Iterator:
+    """Lines of a :class:`~invariants.read.source.LogSource`: a file, or one session of a
     SQLite database (then :class:`RowProblem` items mark rows that do not decode)."""
     if getattr(source, "member", None) is not None:
         from invariants.read.sqlite_backend import iter_member_lines
@@ -106,8 +54,9 @@ def iter_source_lines(source, max_line: int = DEFAULT_MAX_LINE, start: tuple[int
     return iter_lines(source.path, max_line, start, runs=True) if runs else iter_lines(source.path, max_line, start)
 
 
-def iter_lines(path: Path, max_line: int = DEFAULT_MAX_LINE, start: tuple[int, int] = (0, 0),
-               runs: bool = False) -> Iterator[RawLine | LineRun | FrameProblem]:
+def iter_lines(
+    path: Path, max_line: int = DEFAULT_MAX_LINE, start: tuple[int, int] = (0, 0), runs: bool = False
+) -> Iterator[RawLine | LineRun | FrameProblem]:
     """Lines of ``path``; ``start`` = (byte offset, lines before it) resumes a plain file.
 
     With ``runs``, consecutive chunk lines of a plain file come as one :class:`LineRun`.
@@ -149,7 +98,7 @@ def _block_runs(path: Path, max_line: int) -> Iterator[RawLine | LineRun | Frame
             else:
                 carry += block
             continue
-        head, rest = block[:cut], block[cut + 1:]
+        head, rest = block[:cut], block[cut + 1 :]
         lines = head.split(b"\n")
         if skipping:  # the oversized line ends in this frame
             skipping += len(lines[0])
@@ -211,7 +160,9 @@ def _plain_lines(path: Path, max_line: int, start: tuple[int, int] = (0, 0)) -> 
             number, offset = raw.number, offset + (raw.oversized or len(raw.data)) + 1
 
 
-def _plain_runs(path: Path, max_line: int, start: tuple[int, int], block_size: int = _BLOCK) -> Iterator[RawLine | LineRun]:
+def _plain_runs(
+    path: Path, max_line: int, start: tuple[int, int], block_size: int = _BLOCK
+) -> Iterator[RawLine | LineRun]:
     """Like :func:`_plain_lines`, grouping runs of complete chunk lines.
 
     Reads 1 MiB blocks and splits them in C; only the lines that are *not*

@@ -19,13 +19,14 @@ from typing import Any, Iterator
 
 import orjson
 
-from invariants.read.discover import LogSource, strip_log_suffix
 from invariants.model.findings import Finding
 from invariants.model.jsonvalue import MAX_DEPTH, is_safe_int, shorten, too_deep
-from invariants.read.lines import DEFAULT_MAX_LINE, FrameProblem, LineRun, RawLine, RowProblem, iter_source_lines
 from invariants.model.records import ENVELOPE_KEYS, Event, SessionHeader
-from invariants.read.rows_fast import expand_row_fast
 from invariants.model.registry import make_finding
+from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem, LineRun, RawLine, RowProblem
+from invariants.read.lines import iter_source_lines
+from invariants.read.rows_fast import expand_row_fast
+from invariants.read.source import LogSource, strip_log_suffix
 
 _MAX_SAFE = 2**53 - 1
 _ROW_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
@@ -90,7 +91,7 @@ def header_problem(obj: Any) -> str | None:
     if not isinstance(obj, dict):
         return "first line is not a JSON object"
     if obj.get("type") != "session":
-        return f"first line has type {shorten(obj.get('type'), 40)}, not \"session\""
+        return f'first line has type {shorten(obj.get("type"), 40)}, not "session"'
     if obj.get("version") != 0 or isinstance(obj.get("version"), bool):
         return f"unsupported format version {shorten(obj.get('version'), 40)} (only 0 is known)"
     if not isinstance(obj.get("id"), str) or not obj["id"]:
@@ -234,9 +235,17 @@ class LogReader:
             if kind is FrameProblem:
                 self.frame_problem = raw
                 if raw.kind == "torn":
-                    self._emit("LOG010", f"file ends inside zstd frame {raw.frame_index} (byte {raw.offset}): {raw.message}", line=self.lines or None)
+                    self._emit(
+                        "LOG010",
+                        f"file ends inside zstd frame {raw.frame_index} (byte {raw.offset}): {raw.message}",
+                        line=self.lines or None,
+                    )
                 else:
-                    self._emit("LOG009", f"zstd frame {raw.frame_index} at byte {raw.offset}: {raw.message}", line=self.lines or None)
+                    self._emit(
+                        "LOG009",
+                        f"zstd frame {raw.frame_index} at byte {raw.offset}: {raw.message}",
+                        line=self.lines or None,
+                    )
                 last_complete = False
                 break
             last_complete = raw.complete
@@ -285,7 +294,14 @@ class LogReader:
         number = raw.number
         defects = st.defects
         if raw.oversized:
-            defects.append(_Defect("LOG008", number, st.expected_seq + st.bad_since_good, f"line {number} is {raw.oversized} bytes, over the {self.max_line}-byte limit; not parsed"))
+            defects.append(
+                _Defect(
+                    "LOG008",
+                    number,
+                    st.expected_seq + st.bad_since_good,
+                    f"line {number} is {raw.oversized} bytes, over the {self.max_line}-byte limit; not parsed",
+                )
+            )
             st.bad_since_good += 1
             return
         try:
@@ -297,7 +313,9 @@ class LogReader:
             if err is not None:
                 due = st.expected_seq + st.bad_since_good
                 what = "fragment without newline" if not raw.complete else "unparsable line"
-                defects.append(_Defect("LOG001", number, due, f"line {number}: {what} ({err}), where seq {due} was due"))
+                defects.append(
+                    _Defect("LOG001", number, due, f"line {number}: {what} ({err}), where seq {due} was due")
+                )
                 st.bad_since_good += 1
                 return
         if (
@@ -320,12 +338,21 @@ class LogReader:
                 return
         else:
             problem = envelope_problem(obj) or "malformed event envelope"
-            seq = obj.get("seq") if isinstance(obj, dict) and is_safe_int(obj.get("seq")) else st.expected_seq + st.bad_since_good
+            seq = (
+                obj.get("seq")
+                if isinstance(obj, dict) and is_safe_int(obj.get("seq"))
+                else st.expected_seq + st.bad_since_good
+            )
             defects.append(_Defect("LOG002", number, seq, f"line {number}: {problem}"))
             st.bad_since_good += 1
             return
         if not raw.complete:
-            self._emit("LOG004", f"line {number} has no trailing newline: the harness treats the final fragment as torn and drops it", line=number, seq=objs[-1]["seq"])
+            self._emit(
+                "LOG004",
+                f"line {number} has no trailing newline: the harness treats the final fragment as torn and drops it",
+                line=number,
+                seq=objs[-1]["seq"],
+            )
             self.ended_torn = True
         elif len(objs) > 1 and not defects and objs[0]["seq"] == st.expected_seq:
             # A packed row: plain delta chunks of one (turn, step), contiguous from the
@@ -339,11 +366,23 @@ class LogReader:
             seq = ev["seq"]
             if seq != st.expected_seq:
                 if seq < st.expected_seq:
-                    self._emit("LOG003", f"seq {seq} does not increase (expected {st.expected_seq}); event skipped", line=number, seq=seq)
+                    self._emit(
+                        "LOG003",
+                        f"seq {seq} does not increase (expected {st.expected_seq}); event skipped",
+                        line=number,
+                        seq=seq,
+                    )
                     continue
                 missing = seq - st.expected_seq
                 if missing != st.bad_since_good:
-                    defects.append(_Defect("LOG003", number, seq, f"seq {seq} follows seq {st.expected_seq - 1}: {missing} event(s) missing"))
+                    defects.append(
+                        _Defect(
+                            "LOG003",
+                            number,
+                            seq,
+                            f"seq {seq} follows seq {st.expected_seq - 1}: {missing} event(s) missing",
+                        )
+                    )
             st.bad_since_good = 0
             st.expected_seq = seq + 1
             if defects and ev["type"] == "turn/end":
@@ -364,8 +403,14 @@ class LogReader:
         problem = err and f"first line is not JSON ({err})" or header_problem(obj)
         if problem is None:
             self.header = SessionHeader(
-                id=obj["id"], version=obj["version"], created_at=obj.get("createdAt"), cwd=obj.get("cwd"),
-                parent_session=obj.get("parentSession"), seed_length=obj.get("seedLength") or 0, raw=obj, line=1,
+                id=obj["id"],
+                version=obj["version"],
+                created_at=obj.get("createdAt"),
+                cwd=obj.get("cwd"),
+                parent_session=obj.get("parentSession"),
+                seed_length=obj.get("seedLength") or 0,
+                raw=obj,
+                line=1,
             )
             return True
         looks_like_event = isinstance(obj, dict) and isinstance(obj.get("type"), str) and "/" in obj.get("type", "")
@@ -386,7 +431,9 @@ class LogReader:
             expanded = expand_row(obj)
         except ChunkRowError as exc:
             seq = obj.get("seq0") if is_safe_int(obj.get("seq0")) else None
-            defects.append(_Defect("LOG012", raw.number, seq, f"line {raw.number}: malformed {obj.get('type')} row: {exc}"))
+            defects.append(
+                _Defect("LOG012", raw.number, seq, f"line {raw.number}: malformed {obj.get('type')} row: {exc}")
+            )
             return None
         self.chunk_rows += 1
         return expanded
@@ -395,11 +442,15 @@ class LogReader:
 def event_from(obj: dict, line: int, offset: int = -1) -> Event:
     """An :class:`Event` for a validated envelope object."""
     return Event(
-        obj["type"], obj["seq"], obj["time"], obj["data"], obj.get("surfaceOp"), obj.get("sourceEventSeqs"),
-        obj.get("ignorable", False) is True, line, "surfaceOp" in obj, "sourceEventSeqs" in obj, offset,
+        obj["type"],
+        obj["seq"],
+        obj["time"],
+        obj["data"],
+        obj.get("surfaceOp"),
+        obj.get("sourceEventSeqs"),
+        obj.get("ignorable", False) is True,
+        line,
+        "surfaceOp" in obj,
+        "sourceEventSeqs" in obj,
+        offset,
     )
-
-
-def session_id_from_path(path: Path) -> str:
-    name = strip_log_suffix(path.name)
-    return path.parent.name if name == "session" else name

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from invariants.replay.derive import PROJECTIONS, Projector
-
 SEED_SURFACE = frozenset({"user/message", "assistant/message", "tool/result", "context/message", "steering/message"})
 HEAD_SURFACE = frozenset({"user/message", "assistant/message", "tool/result"})
 # HEAD still reads a stored steering/message: its loader migrates it to a user/message.
@@ -25,7 +23,7 @@ class Profile:
     era: str  # "seed" | "late"
     description: str
     surface_types: frozenset[str]
-    projection: dict[str, Projector]
+    projection: str  # a key of invariants.replay.derive.PROJECTIONS
     reasons: frozenset[str]
     deltas_allowed: bool
     request_rule: str  # "boundary": derive(events < step/start); "dispatch": derive(events < logLength)
@@ -48,29 +46,71 @@ PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
         Profile(
-            "seed", "seed", "seed era (a7b569850b..d060c0dd4f): deltas, tagged context/steering, prefix ++ derive(<step/start)",
-            SEED_SURFACE, PROJECTIONS["seed"], frozenset({"initial", "resume", "fallback"}), True, "boundary", True, False,
+            "seed",
+            "seed",
+            "seed era (a7b569850b..d060c0dd4f): deltas, tagged context/steering, prefix ++ derive(<step/start)",
+            SEED_SURFACE,
+            "seed",
+            frozenset({"initial", "resume", "fallback"}),
+            True,
+            "boundary",
+            True,
+            False,
             ("model", "temperature", "maxTokens"),
         ),
         Profile(
-            "seed-suffix", "seed", "seed era, 17bd71e530 shape: per-step messagePrefix/messageSuffix via agent/request-messages",
-            SEED_SURFACE, PROJECTIONS["seed"], frozenset({"initial", "resume", "fallback"}), True, "boundary", True, False,
-            ("model", "temperature", "maxTokens"), prefix_per_step=True,
+            "seed-suffix",
+            "seed",
+            "seed era, 17bd71e530 shape: per-step messagePrefix/messageSuffix via agent/request-messages",
+            SEED_SURFACE,
+            "seed",
+            frozenset({"initial", "resume", "fallback"}),
+            True,
+            "boundary",
+            True,
+            False,
+            ("model", "temperature", "maxTokens"),
+            prefix_per_step=True,
         ),
         Profile(
-            "late-early", "late", "late era 1123e946c0..f593ef5ab5: snapshots only, reason change, context/steering still wrapped in tags",
-            SEED_SURFACE, PROJECTIONS["late-early"], frozenset({"initial", "resume", "change"}), False, "boundary", True, False,
+            "late-early",
+            "late",
+            "late era 1123e946c0..f593ef5ab5: snapshots only, reason change, context/steering still wrapped in tags",
+            SEED_SURFACE,
+            "late-early",
+            frozenset({"initial", "resume", "change"}),
+            False,
+            "boundary",
+            True,
+            False,
             ("model", "temperature", "maxTokens", "provider", "reasoningEffort"),
         ),
         Profile(
-            "late-unwrapped", "late", "late era f593ef5ab5..6816e8a3d5: context and steering projected without tags, plain message payloads, derive(<step/start)",
-            SEED_SURFACE, PROJECTIONS["late-unwrapped"], frozenset({"initial", "resume", "change"}), False, "boundary", True, False,
+            "late-unwrapped",
+            "late",
+            "late era f593ef5ab5..6816e8a3d5: context and steering projected without tags, plain message payloads, derive(<step/start)",
+            SEED_SURFACE,
+            "late-unwrapped",
+            frozenset({"initial", "resume", "change"}),
+            False,
+            "boundary",
+            True,
+            False,
             ("model", "temperature", "maxTokens", "provider", "reasoningEffort"),
         ),
         Profile(
-            "head", "late", "late era 6816e8a3d5..HEAD 611615650f: identified message objects (older late shapes read as HEAD migrates them), no prefix, derive(log at dispatch), HEAD invariant.ts contract, unknown types need ignorable",
-            HEAD_READ_SURFACE, PROJECTIONS["head"], frozenset({"initial", "resume", "change"}), False, "dispatch", False, True,
-            ("model", "temperature", "maxTokens", "provider", "reasoningEffort"), head_contract=True,
+            "head",
+            "late",
+            "late era 6816e8a3d5..HEAD 611615650f: identified message objects (older late shapes read as HEAD migrates them), no prefix, derive(log at dispatch), HEAD invariant.ts contract, unknown types need ignorable",
+            HEAD_READ_SURFACE,
+            "head",
+            frozenset({"initial", "resume", "change"}),
+            False,
+            "dispatch",
+            False,
+            True,
+            ("model", "temperature", "maxTokens", "provider", "reasoningEffort"),
+            head_contract=True,
         ),
     )
 }

@@ -62,14 +62,46 @@ def expand_row_fast(row: dict) -> list[dict] | None:
         return None
     seqs = range(seq0, seq0 + n)
     if kind is not None:
-        return [{"type": "assistant/chunk", "seq": s, "time": t, "data": {"turn": turn, "step": step,
-                 "chunk": {"type": kind, "index": index, "text": m}}}
-                for s, t, m in zip(seqs, times, members)]
+        return [
+            {
+                "type": "assistant/chunk",
+                "seq": s,
+                "time": t,
+                "data": {"turn": turn, "step": step, "chunk": {"type": kind, "index": index, "text": m}},
+            }
+            for s, t, m in zip(seqs, times, members)
+        ]
     if named:
         name = data["name"]
-        return [{"type": "assistant/chunk", "seq": s, "time": t, "data": {"turn": turn, "step": step,
-                 "chunk": {"type": "tool-call-delta", "index": index, "id": call_id, "name": name, "argumentsDelta": m}}}
-                for s, t, m in zip(seqs, times, members)]
-    return [{"type": "assistant/chunk", "seq": s, "time": t, "data": {"turn": turn, "step": step,
-             "chunk": {"type": "tool-call-delta", "index": index, "id": call_id, "argumentsDelta": m}}}
-            for s, t, m in zip(seqs, times, members)]
+        return [
+            {
+                "type": "assistant/chunk",
+                "seq": s,
+                "time": t,
+                "data": {
+                    "turn": turn,
+                    "step": step,
+                    "chunk": {
+                        "type": "tool-call-delta",
+                        "index": index,
+                        "id": call_id,
+                        "name": name,
+                        "argumentsDelta": m,
+                    },
+                },
+            }
+            for s, t, m in zip(seqs, times, members)
+        ]
+    return [
+        {
+            "type": "assistant/chunk",
+            "seq": s,
+            "time": t,
+            "data": {
+                "turn": turn,
+                "step": step,
+                "chunk": {"type": "tool-call-delta", "index": index, "id": call_id, "argumentsDelta": m},
+            },
+        }
+        for s, t, m in zip(seqs, times, members)
+    ]

@@ -40,8 +40,8 @@ from typing import Callable, Iterator
 import orjson
 import zstandard
 
-from invariants.read.discover import LogSource
-from invariants.read.lines import DEFAULT_MAX_LINE, RawLine, RowProblem
+from invariants.read.line_records import DEFAULT_MAX_LINE, RawLine, RowProblem
+from invariants.read.source import LogSource
 
 SEED_SCHEMA = 4
 HEAD_SCHEMA = 17
@@ -248,6 +248,7 @@ def schema_era_evidence(source: LogSource, seen: dict[str, str]) -> None:
 
 # -- row decoding ----------------------------------------------------------------
 
+
 class RowError(ValueError):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -337,14 +338,25 @@ def _dumps(value: object) -> bytes:
     try:
         return orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):  # a BLOB where a type, seq or time should be
-        raise RowError("LOG016", f"a {type(value).__name__} column value where JSON text or a number was expected") from None
+        raise RowError(
+            "LOG016", f"a {type(value).__name__} column value where JSON text or a number was expected"
+        ) from None
 
 
 def _seed_row(row: tuple) -> bytes:
     seq, type_, time, data, sources, surface = row
     if not isinstance(data, str):
         raise RowError("LOG016", f"data column holds a {type(data).__name__}, not JSON text")
-    parts = [b'{"type":', _dumps(type_), b',"seq":', _dumps(seq), b',"time":', _dumps(time), b',"data":', data.encode("utf-8", "surrogatepass")]
+    parts = [
+        b'{"type":',
+        _dumps(type_),
+        b',"seq":',
+        _dumps(seq),
+        b',"time":',
+        _dumps(time),
+        b',"data":',
+        data.encode("utf-8", "surrogatepass"),
+    ]
     if sources is not None:
         parts += [b',"sourceEventSeqs":', str(sources).encode()]
     if surface is not None:
@@ -370,11 +382,25 @@ def _head_row(row: tuple) -> bytes:
         key = "args" if type_ == "tool-call-chunks" else "texts"
         payload = members.get(key) if isinstance(members, dict) else None
         if isinstance(payload, list) and not MIN_ROW_MEMBERS <= len(payload) <= MAX_ROW_MEMBERS:
-            raise RowError("LOG012", f"packed {type_} row holds {len(payload)} members (the SQLite codec allows {MIN_ROW_MEMBERS}..{MAX_ROW_MEMBERS})")
-        return b"".join([b'{"type":', _dumps(type_), b',"seq0":', _dumps(seq), b',"time0":', _dumps(time), b',"data":', text, b"}"])
+            raise RowError(
+                "LOG012",
+                f"packed {type_} row holds {len(payload)} members (the SQLite codec allows {MIN_ROW_MEMBERS}..{MAX_ROW_MEMBERS})",
+            )
+        return b"".join(
+            [b'{"type":', _dumps(type_), b',"seq0":', _dumps(seq), b',"time0":', _dumps(time), b',"data":', text, b"}"]
+        )
     if ignorable not in (None, 1):
         raise RowError("LOG016", f"ignorable column is {ignorable!r} (must be NULL, 0 or 1)")
-    parts = [b'{"type":', _dumps(type_), b',"seq":', _dumps(seq), b',"time":', _dumps(time), b',"data":', _data_text(data, None)]
+    parts = [
+        b'{"type":',
+        _dumps(type_),
+        b',"seq":',
+        _dumps(seq),
+        b',"time":',
+        _dumps(time),
+        b',"data":',
+        _data_text(data, None),
+    ]
     if sources is not None:
         if not isinstance(sources, bytes):
             raise RowError("LOG016", f"source_event_seqs holds a {type(sources).__name__}, not a varint BLOB")
@@ -391,8 +417,14 @@ def header_line(row: sqlite3.Row | tuple, columns: tuple[str, ...]) -> dict:
     """The JSONL header line (``toHeaderLine`` order) for a sessions row."""
     r = dict(zip(columns, row))
     out: dict = {"type": "session", "version": r.get("version"), "id": r.get("id"), "createdAt": r.get("created_at")}
-    for col, key in (("cwd", "cwd"), ("parent_session", "parentSession"), ("seed_length", "seedLength"), ("origin", "origin"),
-                     ("delegation_depth", "delegationDepth"), ("agent_preset", "agentPreset")):
+    for col, key in (
+        ("cwd", "cwd"),
+        ("parent_session", "parentSession"),
+        ("seed_length", "seedLength"),
+        ("origin", "origin"),
+        ("delegation_depth", "delegationDepth"),
+        ("agent_preset", "agentPreset"),
+    ):
         if r.get(col) is not None:
             out[key] = r[col]
     return out
@@ -438,7 +470,9 @@ def _member_lines(source: LogSource, max_line: int, position: list[int]) -> Iter
             try:
                 line = decode(row)
             except RowError as exc:
-                yield RowProblem(number, row[0] if isinstance(row[0], int) else None, exc.code, f"row seq {row[0]}: {exc}")
+                yield RowProblem(
+                    number, row[0] if isinstance(row[0], int) else None, exc.code, f"row seq {row[0]}: {exc}"
+                )
                 continue
             if len(line) > max_line:
                 yield RawLine(number, offset, b"", True, oversized=len(line))
@@ -451,8 +485,14 @@ def _member_lines(source: LogSource, max_line: int, position: list[int]) -> Iter
 
 # -- writing (tests and sample logs only) --------------------------------------------
 
-def write_database(path: Path, sessions: list[tuple[dict, list[dict]]], schema: str = "head", pack: bool = True,
-                   uuids: Callable[[], str] | None = None) -> None:
+
+def write_database(
+    path: Path,
+    sessions: list[tuple[dict, list[dict]]],
+    schema: str = "head",
+    pack: bool = True,
+    uuids: Callable[[], str] | None = None,
+) -> None:
     """Build a database the way the harness's backend lays it out.
 
     ``sessions`` holds (header line, events) pairs.  HEAD schema: chunk runs
@@ -476,6 +516,7 @@ def write_database(path: Path, sessions: list[tuple[dict, list[dict]]], schema: 
         else:
             con.execute(f"PRAGMA user_version = {SEED_SCHEMA}")
         for header, events in sessions:
+
             def js(v: object) -> str:
                 return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
 
@@ -483,31 +524,73 @@ def write_database(path: Path, sessions: list[tuple[dict, list[dict]]], schema: 
                 con.execute(
                     "INSERT INTO sessions (id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset, incarnation, revision)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
-                    (header["id"], header["version"], header["createdAt"], header.get("cwd"), header.get("parentSession"),
-                     header.get("seedLength"), header.get("origin"), header.get("delegationDepth"), header.get("agentPreset"), new_uuid()),
+                    (
+                        header["id"],
+                        header["version"],
+                        header["createdAt"],
+                        header.get("cwd"),
+                        header.get("parentSession"),
+                        header.get("seedLength"),
+                        header.get("origin"),
+                        header.get("delegationDepth"),
+                        header.get("agentPreset"),
+                        new_uuid(),
+                    ),
                 )
                 records = pack_events(events) if pack else events
                 for rec in records:
                     if "seq0" in rec:
                         members = rec["data"].get("args") or rec["data"].get("texts")
                         for part in _split_row(rec, len(members)):
-                            con.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, NULL, NULL, 0)",
-                                        (header["id"], part["seq0"], part["type"], part["time0"], encode_data(js(part["data"]))))
+                            con.execute(
+                                "INSERT INTO events VALUES (?, ?, ?, ?, ?, NULL, NULL, 0)",
+                                (
+                                    header["id"],
+                                    part["seq0"],
+                                    part["type"],
+                                    part["time0"],
+                                    encode_data(js(part["data"])),
+                                ),
+                            )
                         continue
                     con.execute(
                         "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        (header["id"], rec["seq"], rec["type"], rec["time"], encode_data(js(rec["data"])),
-                         encode_source_seqs(rec["sourceEventSeqs"]) if "sourceEventSeqs" in rec else None,
-                         js(rec["surfaceOp"]) if "surfaceOp" in rec else None, 1 if rec.get("ignorable") is True else None),
+                        (
+                            header["id"],
+                            rec["seq"],
+                            rec["type"],
+                            rec["time"],
+                            encode_data(js(rec["data"])),
+                            encode_source_seqs(rec["sourceEventSeqs"]) if "sourceEventSeqs" in rec else None,
+                            js(rec["surfaceOp"]) if "surfaceOp" in rec else None,
+                            1 if rec.get("ignorable") is True else None,
+                        ),
                     )
             else:
-                con.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
-                            (header["id"], header["version"], header["createdAt"], header.get("cwd"), header.get("parentSession"), header.get("seedLength")))
+                con.execute(
+                    "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        header["id"],
+                        header["version"],
+                        header["createdAt"],
+                        header.get("cwd"),
+                        header.get("parentSession"),
+                        header.get("seedLength"),
+                    ),
+                )
                 for ev in events:
-                    con.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                (header["id"], ev["seq"], ev["type"], ev["time"], js(ev["data"]),
-                                 js(ev["sourceEventSeqs"]) if "sourceEventSeqs" in ev else None,
-                                 js(ev["surfaceOp"]) if "surfaceOp" in ev else None))
+                    con.execute(
+                        "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            header["id"],
+                            ev["seq"],
+                            ev["type"],
+                            ev["time"],
+                            js(ev["data"]),
+                            js(ev["sourceEventSeqs"]) if "sourceEventSeqs" in ev else None,
+                            js(ev["surfaceOp"]) if "surfaceOp" in ev else None,
+                        ),
+                    )
         con.commit()
     finally:
         con.close()
@@ -526,8 +609,14 @@ def _split_row(row: dict, members: int) -> list[dict]:
         end = min(start + MAX_ROW_MEMBERS, members)
         if members - end and members - end < MIN_ROW_MEMBERS:
             end = members - MIN_ROW_MEMBERS
-        part = {"turn": data["turn"], "step": data["step"], "index": data["index"], "dt": data["dt"][start:end - 1],
-                **{k: data[k] for k in ("id", "name") if k in data}, key: data[key][start:end]}
+        part = {
+            "turn": data["turn"],
+            "step": data["step"],
+            "index": data["index"],
+            "dt": data["dt"][start : end - 1],
+            **{k: data[k] for k in ("id", "name") if k in data},
+            key: data[key][start:end],
+        }
         out.append({"type": row["type"], "seq0": row["seq0"] + start, "time0": time, "data": part})
         time += sum(data["dt"][start:end])
         start = end

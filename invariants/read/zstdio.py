@@ -68,13 +68,13 @@ class _Source:
             if not data:
                 self._eof = True
             else:
-                self._buf = self._buf[self._at:] + bytes(data)
+                self._buf = self._buf[self._at :] + bytes(data)
                 self._at = 0
 
     def take(self, n: int) -> bytes:
         """Up to ``n`` bytes; fewer only at end of file."""
         self._fill(n)
-        out = self._buf[self._at:self._at + n]
+        out = self._buf[self._at : self._at + n]
         self._at += len(out)
         self.offset += len(out)
         return out
@@ -167,8 +167,13 @@ def iter_frames(fh: BinaryIO) -> Iterator[bytes]:
 def _check_expansion(expanded: int, read: int, index: int, start: int) -> None:
     allowed = EXPANSION_FLOOR + MAX_EXPANSION * read
     if expanded > allowed:
-        raise FrameError("bomb", index, start, f"the frames up to this one may expand to {expanded} bytes, more than "
-                         f"{MAX_EXPANSION}x the {read} compressed bytes read (plus {EXPANSION_FLOOR}); not decompressed")
+        raise FrameError(
+            "bomb",
+            index,
+            start,
+            f"the frames up to this one may expand to {expanded} bytes, more than "
+            f"{MAX_EXPANSION}x the {read} compressed bytes read (plus {EXPANSION_FLOOR}); not decompressed",
+        )
 
 
 def write_frames(path_or_fh: str | os.PathLike | BinaryIO, batches: list[bytes], level: int = 3) -> None:

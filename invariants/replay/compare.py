@@ -12,8 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from invariants.model.jsonvalue import MISSING, exact_bytes, first_difference, get_path, join_path, key_order_difference, shorten
-from invariants.replay.session import Expected
+from invariants.model.jsonvalue import (
+    MISSING,
+    exact_bytes,
+    first_difference,
+    get_path,
+    join_path,
+    key_order_difference,
+    shorten,
+)
+from invariants.replay.session import RebuiltRequest
 
 HEADER_FIELDS = ("model", "system", "tools", "temperature", "maxTokens", "stop")
 SOFT_FIELDS = ("provider", "reasoningEffort")  # spread from config; upstream does not compare them
@@ -63,14 +71,23 @@ def deep_summary(expected: Any, recorded: Any, limit: int = 8, start: int = 0) -
         window = [start, start + DEEP_WINDOW]
         expected, recorded = expected[start : start + DEEP_WINDOW], recorded[start : start + DEEP_WINDOW]
     try:
-        diff = DeepDiff(expected, recorded, verbose_level=1, ignore_order=False, cutoff_intersection_for_pairs=1,
-                        max_diffs=DEEP_MAX_DIFFS)
+        diff = DeepDiff(
+            expected,
+            recorded,
+            verbose_level=1,
+            ignore_order=False,
+            cutoff_intersection_for_pairs=1,
+            max_diffs=DEEP_MAX_DIFFS,
+        )
     except Exception as exc:  # deepdiff on hostile data must not take the report down
         return {"error": f"deepdiff failed: {type(exc).__name__}"}
     out: dict = {}
     for kind, entries in diff.items():
         items = list(entries.items()) if isinstance(entries, dict) else [(e, None) for e in entries]
-        out[kind] = {"count": len(items), "paths": [_rebase(str(k).replace("root", "", 1), window) for k, _ in items[:limit]]}
+        out[kind] = {
+            "count": len(items),
+            "paths": [_rebase(str(k).replace("root", "", 1), window) for k, _ in items[:limit]],
+        }
     if window is not None:
         out["window"] = window
     del diff
@@ -95,10 +112,10 @@ def _rebase(path: str, window: list[int] | None) -> str:
         return path
     end = path.find("]")
     head = path[1:end]
-    return f"[{int(head) + window[0]}]{path[end + 1:]}" if head.isdigit() else path
+    return f"[{int(head) + window[0]}]{path[end + 1 :]}" if head.isdigit() else path
 
 
-def compare(expected: Expected, recorded: dict) -> list[Difference]:
+def compare(expected: RebuiltRequest, recorded: dict) -> list[Difference]:
     out: list[Difference] = []
     exp_msgs = expected.request["messages"]
     rec_msgs = recorded.get("messages", MISSING)
@@ -113,17 +130,32 @@ def compare(expected: Expected, recorded: dict) -> list[Difference]:
         if region == "derived" and index is not None and index - expected.prefix_len < len(expected.origins):
             origin = expected.origins[index - expected.prefix_len]
         e_val, r_val = get_path({"messages": exp_msgs}, path), get_path({"messages": rec_msgs}, path)
-        where = {"prefix": "the session prefix", "derived": "the derived history", "suffix": "the message suffix",
-                 "beyond": "messages the log does not have"}.get(region, "the message list")
+        where = {
+            "prefix": "the session prefix",
+            "derived": "the derived history",
+            "suffix": "the message suffix",
+            "beyond": "messages the log does not have",
+        }.get(region, "the message list")
         msg = f"messages diverge from the log's reconstruction at {path} (in {where}"
         msg += f", from event seq {origin})" if origin is not None else ")"
         msg += f": expected {shorten(e_val, 80)}, recorded {shorten(r_val, 80)}"
-        out.append(Difference("DIV001", path, msg, {
-            "region": region, "message_index": index, "source_seq": origin,
-            "expected": shorten(e_val, 400), "recorded": shorten(r_val, 400),
-            "expected_count": len(exp_msgs), "recorded_count": len(rec_msgs) if isinstance(rec_msgs, list) else None,
-            "deepdiff": deep_summary(exp_msgs, rec_msgs, start=index or 0),
-        }))
+        out.append(
+            Difference(
+                "DIV001",
+                path,
+                msg,
+                {
+                    "region": region,
+                    "message_index": index,
+                    "source_seq": origin,
+                    "expected": shorten(e_val, 400),
+                    "recorded": shorten(r_val, 400),
+                    "expected_count": len(exp_msgs),
+                    "recorded_count": len(rec_msgs) if isinstance(rec_msgs, list) else None,
+                    "deepdiff": deep_summary(exp_msgs, rec_msgs, start=index or 0),
+                },
+            )
+        )
     else:
         order = key_order_difference(exp_msgs, rec_msgs, "messages")
         if order is not None:
@@ -135,8 +167,14 @@ def compare(expected: Expected, recorded: dict) -> list[Difference]:
         p = _field_difference(name, e, r)
         if p is not None:
             e_val, r_val = get_path({name: e}, p), get_path({name: r}, p)
-            out.append(Difference("DIV010", p, f"{name} diverges from the folded header at {p}: header {shorten(e_val, 80)}, recorded {shorten(r_val, 80)}",
-                                  {"field": name, "expected": shorten(e_val, 400), "recorded": shorten(r_val, 400)}))
+            out.append(
+                Difference(
+                    "DIV010",
+                    p,
+                    f"{name} diverges from the folded header at {p}: header {shorten(e_val, 80)}, recorded {shorten(r_val, 80)}",
+                    {"field": name, "expected": shorten(e_val, 400), "recorded": shorten(r_val, 400)},
+                )
+            )
         elif name == "tools" and e is not MISSING and r is not MISSING:
             order = key_order_difference(e, r, "tools")
             if order is not None:
@@ -144,12 +182,24 @@ def compare(expected: Expected, recorded: dict) -> list[Difference]:
     for name in SOFT_FIELDS:
         e, r = expected.request.get(name, MISSING), recorded.get(name, MISSING)
         if e is not MISSING and first_difference(e, r) is not None:
-            out.append(Difference("DIV011", name, f"{name} {shorten(r, 60)} differs from the header config's {shorten(e, 60)}",
-                                  {"field": name, "expected": shorten(e, 200), "recorded": shorten(r, 200)}))
+            out.append(
+                Difference(
+                    "DIV011",
+                    name,
+                    f"{name} {shorten(r, 60)} differs from the header config's {shorten(e, 60)}",
+                    {"field": name, "expected": shorten(e, 200), "recorded": shorten(r, 200)},
+                )
+            )
     for name in recorded:
         if name not in KNOWN_FIELDS:
-            out.append(Difference("DIV011", join_path("", name), f"recorded request carries {name}={shorten(recorded[name], 60)}, which the log has no account of",
-                                  {"field": name}))
+            out.append(
+                Difference(
+                    "DIV011",
+                    join_path("", name),
+                    f"recorded request carries {name}={shorten(recorded[name], 60)}, which the log has no account of",
+                    {"field": name},
+                )
+            )
     return out
 
 
@@ -167,8 +217,12 @@ def _order_difference(path: str, expected: Any, recorded: Any, root: str) -> Dif
     e, r = get_path({root: expected}, path), get_path({root: recorded}, path)
     ek = list(e) if isinstance(e, dict) else []
     rk = list(r) if isinstance(r, dict) else []
-    return Difference("DIV002", path, f"same content, different key order at {path}: expected keys {ek}, recorded {rk} (bytes differ; provider prefix caches miss)",
-                      {"expected_keys": ek, "recorded_keys": rk})
+    return Difference(
+        "DIV002",
+        path,
+        f"same content, different key order at {path}: expected keys {ek}, recorded {rk} (bytes differ; provider prefix caches miss)",
+        {"expected_keys": ek, "recorded_keys": rk},
+    )
 
 
 def _message_index(path: str) -> int | None:

@@ -24,7 +24,10 @@ def _tagged(tag: str, data: Any) -> dict | None:
     opening = f"<{tag} source={json.dumps(kind, ensure_ascii=False) if kind is not None else 'undefined'}>"
     content = data.get("content")
     inner = list(content) if isinstance(content, list) else []
-    return {"role": "user", "content": [{"type": "text", "text": opening}, *inner, {"type": "text", "text": f"</{tag}>"}]}
+    return {
+        "role": "user",
+        "content": [{"type": "text", "text": opening}, *inner, {"type": "text", "text": f"</{tag}>"}],
+    }
 
 
 def _defined(**fields: Any) -> dict:
@@ -108,7 +111,9 @@ def _replacement_start(surface_op: Any) -> int | None:
     return None
 
 
-def _head_user(data: Any, seq: int | None = None, legacy: LegacyIds | None = None, surface_op: Any = None) -> dict | None:
+def _head_user(
+    data: Any, seq: int | None = None, legacy: LegacyIds | None = None, surface_op: Any = None
+) -> dict | None:
     if "id" in data or "role" in data or "message" in data or "content" not in data or "source" not in data:
         return _message_object(data)
     if legacy is None or seq is None:
@@ -116,7 +121,9 @@ def _head_user(data: Any, seq: int | None = None, legacy: LegacyIds | None = Non
     return {**data, "id": legacy.mint(seq), "role": "user"}
 
 
-def _head_steering(data: Any, seq: int | None = None, legacy: LegacyIds | None = None, surface_op: Any = None) -> dict | None:
+def _head_steering(
+    data: Any, seq: int | None = None, legacy: LegacyIds | None = None, surface_op: Any = None
+) -> dict | None:
     """HEAD reads a removed steering/message as the user/message it migrates to."""
     wrapped = data.get("message")
     if isinstance(wrapped, dict) and set(data) == {"turn", "message"}:
@@ -127,7 +134,9 @@ def _head_steering(data: Any, seq: int | None = None, legacy: LegacyIds | None =
     return {**rest, "id": legacy.mint(seq), "role": "user"}
 
 
-def _head_assistant(data: Any, seq: int | None = None, legacy: LegacyIds | None = None, surface_op: Any = None) -> dict | None:
+def _head_assistant(
+    data: Any, seq: int | None = None, legacy: LegacyIds | None = None, surface_op: Any = None
+) -> dict | None:
     if "message" in data:
         return _wrapped_message(data)
     if legacy is None or seq is None or "content" not in data or "provenance" not in data:
@@ -139,15 +148,27 @@ def _head_assistant(data: Any, seq: int | None = None, legacy: LegacyIds | None 
     return {"id": legacy.mint(seq), "role": "assistant", "content": content, "source": {**provenance, "kind": "model"}}
 
 
-def _head_tool_result(data: Any, seq: int | None = None, legacy: LegacyIds | None = None, surface_op: Any = None) -> dict | None:
+def _head_tool_result(
+    data: Any, seq: int | None = None, legacy: LegacyIds | None = None, surface_op: Any = None
+) -> dict | None:
     if "message" in data:
         return _wrapped_message(data)
     if legacy is None or seq is None or not all(k in data for k in ("callId", "content", "isError")):
         return _tool_result_plain(data)
     start = _replacement_start(surface_op)
     msg_id = legacy.mint(seq) if start is None else legacy.ids.get(start)
-    block = {"type": "tool-result", "toolCallId": data["callId"], "content": data["content"], "isError": data["isError"]}
-    return _defined(id=msg_id if msg_id is not None else MISSING, role="user", content=[block], source={"kind": "tool", "callId": data["callId"]})
+    block = {
+        "type": "tool-result",
+        "toolCallId": data["callId"],
+        "content": data["content"],
+        "isError": data["isError"],
+    }
+    return _defined(
+        id=msg_id if msg_id is not None else MISSING,
+        role="user",
+        content=[block],
+        source={"kind": "tool", "callId": data["callId"]},
+    )
 
 
 SEED: dict[str, Projector] = {
@@ -185,8 +206,14 @@ PROJECTIONS: dict[str, dict[str, Projector]] = {
 }
 
 
-def project(projection: dict[str, Projector], event_type: str, data: Any, seq: int | None = None,
-            legacy: LegacyIds | None = None, surface_op: Any = None) -> dict | None:
+def project(
+    projection: dict[str, Projector],
+    event_type: str,
+    data: Any,
+    seq: int | None = None,
+    legacy: LegacyIds | None = None,
+    surface_op: Any = None,
+) -> dict | None:
     """The message for one surface event; None for events that carry none or bad data.
 
     ``seq``, ``legacy`` and ``surface_op`` matter only to the HEAD projection

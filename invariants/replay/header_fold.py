@@ -12,6 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from invariants.model.jsonvalue import MISSING, first_difference, get_path, shorten
+from invariants.model.records import Event
+from invariants.read.profiles import Profile
 from invariants.replay.header_codec import (
     DELTA_ARMS,
     HeaderShapeError,
@@ -23,9 +26,6 @@ from invariants.replay.header_codec import (
     non_canonical_fields,
     unknown_delta_keys,
 )
-from invariants.model.jsonvalue import MISSING, first_difference, get_path, shorten
-from invariants.read.profiles import Profile
-from invariants.model.records import Event
 
 ANCHORS = ("initial", "resume")
 # HEAD canonicalHeader keeps only these (request-header.ts @ 611615650f).
@@ -128,7 +128,13 @@ class HeaderFold:
             return
         dropped = non_canonical_fields(d["header"])
         if dropped:
-            self._err("HDR005", ev, f"snapshot carries empty field(s) {', '.join(dropped)} that canonical form drops", where, detail={"fields": dropped})
+            self._err(
+                "HDR005",
+                ev,
+                f"snapshot carries empty field(s) {', '.join(dropped)} that canonical form drops",
+                where,
+                detail={"fields": dropped},
+            )
         if self.profile.head_contract:
             problem = head_header_problem(d["header"])
             if problem:
@@ -136,13 +142,28 @@ class HeaderFold:
             # HEAD's canonicalHeader keeps config, adapterDefaults, system and tools only.
             header = {k: v for k, v in header.items() if k in HEAD_HEADER_KEYS}
         if not isinstance(reason, str) or reason not in self.profile.reasons:
-            self._err("HDR011", ev, f"request/header reason {shorten(reason, 40)} is not one the {self.profile.name} profile knows ({', '.join(sorted(self.profile.reasons))})", where)
+            self._err(
+                "HDR011",
+                ev,
+                f"request/header reason {shorten(reason, 40)} is not one the {self.profile.name} profile knows ({', '.join(sorted(self.profile.reasons))})",
+                where,
+            )
         prev = self.state
         late = self.profile.era == "late"
         if reason == "initial" and prev is not None:
-            self._err("HDR015" if late else "HDR007", ev, "reason \"initial\" on a log that already had a request header (a new instance must anchor with resume)", where)
+            self._err(
+                "HDR015" if late else "HDR007",
+                ev,
+                'reason "initial" on a log that already had a request header (a new instance must anchor with resume)',
+                where,
+            )
         if reason == "resume" and prev is None:
-            self._err("HDR015" if late else "HDR008", ev, "reason \"resume\" on a log with no earlier request header (the first anchor must be initial)", where)
+            self._err(
+                "HDR015" if late else "HDR008",
+                ev,
+                'reason "resume" on a log with no earlier request header (the first anchor must be initial)',
+                where,
+            )
         changed = changed_fields(prev, header)
         if reason in ANCHORS:
             self.expect_anchor = False
@@ -154,13 +175,23 @@ class HeaderFold:
             self.instances.append(inst)
         else:
             if self.expect_anchor:
-                self._err("HDR009", ev, f"the loop instance's first header event is a {shorten(reason, 30)} snapshot, not initial/resume", where)
+                self._err(
+                    "HDR009",
+                    ev,
+                    f"the loop instance's first header event is a {shorten(reason, 30)} snapshot, not initial/resume",
+                    where,
+                )
                 self.expect_anchor = False
             if prev is not None and "messagePrefix" in changed:
                 self._prefix_changed(ev, where, prev, header, f"{reason} snapshot")
             if reason == "fallback" and prev is not None:
-                self._err("HDR014", ev, f"fallback snapshot: the delta encoding could not express this change to {', '.join(changed) or 'nothing'}", where,
-                          detail={"changed": changed})
+                self._err(
+                    "HDR014",
+                    ev,
+                    f"fallback snapshot: the delta encoding could not express this change to {', '.join(changed) or 'nothing'}",
+                    where,
+                    detail={"changed": changed},
+                )
                 delta = diff_header(prev, header)
                 if delta is not None:
                     try:
@@ -168,7 +199,13 @@ class HeaderFold:
                     except HeaderShapeError:
                         ok = False
                     if ok:
-                        self._err("HDR013", ev, "fallback snapshot whose change a round-tripping delta could express", where, detail={"delta_arms": sorted(delta)})
+                        self._err(
+                            "HDR013",
+                            ev,
+                            "fallback snapshot whose change a round-tripping delta could express",
+                            where,
+                            detail={"delta_arms": sorted(delta)},
+                        )
         self._push(ev, header, reason if isinstance(reason, str) else "snapshot", changed)
 
     def _drift(self, ev: Event, where: dict, prev: dict, header: dict, inst: Instance) -> None:
@@ -176,11 +213,18 @@ class HeaderFold:
             old, new = prefix_of(prev), prefix_of(header)
             path = first_difference(old, new, "messagePrefix")
             self._err(
-                "PFX002", ev,
+                "PFX002",
+                ev,
                 f"messagePrefix drifted at this resume (first difference at {path}): requests before seq {ev.seq} start with the old prefix, later ones with the new",
-                where, path=path,
-                detail={"previous_instance": len(self.instances) - 1, "old": shorten(get_path({"messagePrefix": old}, path), 200),
-                        "new": shorten(get_path({"messagePrefix": new}, path), 200), "old_length": len(old), "new_length": len(new)},
+                where,
+                path=path,
+                detail={
+                    "previous_instance": len(self.instances) - 1,
+                    "old": shorten(get_path({"messagePrefix": old}, path), 200),
+                    "new": shorten(get_path({"messagePrefix": new}, path), 200),
+                    "old_length": len(old),
+                    "new_length": len(new),
+                },
             )
         other = [f for f in inst.drift if f != "messagePrefix"]
         if other:
@@ -192,22 +236,37 @@ class HeaderFold:
         path = first_difference(prefix_of(prev), prefix_of(header), "messagePrefix")
         anchor = self.instances[-1].seq if self.instances else None
         self._err(
-            "PFX001", ev,
+            "PFX001",
+            ev,
             f"messagePrefix changed inside the loop instance anchored at seq {anchor} (by a {how}); the prefix is composed once per instance",
-            where, path=path, detail={"instance_anchor_seq": anchor},
+            where,
+            path=path,
+            detail={"instance_anchor_seq": anchor},
         )
 
     # -- deltas ----------------------------------------------------------------
     def _delta(self, ev: Event, where: dict) -> None:
         d = ev.data
         if not self.profile.deltas_allowed:
-            self._err("HDR012", ev, "request/header-delta in a late-era log (the harness rejects it as the unsupported legacy format)", where)
+            self._err(
+                "HDR012",
+                ev,
+                "request/header-delta in a late-era log (the harness rejects it as the unsupported legacy format)",
+                where,
+            )
         prev = self.state
         if prev is None:
-            self._err("HDR001", ev, "request/header-delta before any request/header snapshot: the fold is undefined here", where)
+            self._err(
+                "HDR001",
+                ev,
+                "request/header-delta before any request/header snapshot: the fold is undefined here",
+                where,
+            )
             return
         if self.expect_anchor:
-            self._err("HDR009", ev, "the loop instance's first header event is a delta, not an initial/resume snapshot", where)
+            self._err(
+                "HDR009", ev, "the loop instance's first header event is a delta, not an initial/resume snapshot", where
+            )
             self.expect_anchor = False
         unknown = unknown_delta_keys(d)
         if unknown:
@@ -231,8 +290,17 @@ class HeaderFold:
                 given = {k: d[k] for k in DELTA_ARMS if k in d}
                 path = first_difference(redo, given, "delta")
                 if path is not None:
-                    self._err("HDR003", ev, f"delta is not what the harness's diff would write (first difference at {path})", where, path=path,
-                              detail={"expected": shorten(get_path({"delta": redo}, path), 200), "logged": shorten(get_path({"delta": given}, path), 200)})
+                    self._err(
+                        "HDR003",
+                        ev,
+                        f"delta is not what the harness's diff would write (first difference at {path})",
+                        where,
+                        path=path,
+                        detail={
+                            "expected": shorten(get_path({"delta": redo}, path), 200),
+                            "logged": shorten(get_path({"delta": given}, path), 200),
+                        },
+                    )
         changed = changed_fields(prev, new)
         if "messagePrefix" in changed:
             self._prefix_changed(ev, where, prev, new, "delta")

@@ -3,7 +3,7 @@
 For each event, in order: the event contract, the header fold, the surface
 and, at every ``step/start``, a small :class:`StepState` (turn, step, seq,
 surface position, instance, header in force at dispatch).  Requests are not
-built here; :meth:`SessionModel.expected` materialises one on demand from a
+built here; :meth:`SessionModel.rebuild_request` materialises one on demand from a
 step state or a dispatch position, in time proportional to its size, so a
 whole session costs one pass plus the requests someone asks for.
 """
@@ -13,17 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from invariants.read.discover import LogSource
 from invariants.model.findings import Finding
-from invariants.replay.derive import LegacyIds, project
-from invariants.rules.head_header import header_findings, relax_fixture
+from invariants.model.records import Event, SessionHeader
+from invariants.model.registry import make_finding
 from invariants.read.load import ChunkRun, LogReader, event_from
 from invariants.read.profiles import PROFILES, Profile
-from invariants.model.records import Event, SessionHeader
+from invariants.read.source import LogSource
+from invariants.replay.derive import PROJECTIONS, LegacyIds, project
 from invariants.replay.header_fold import HeaderFold, HeaderVersion, Instance, prefix_of
-from invariants.rules.contract import ContractTracer, surface_op_problem
-from invariants.model.registry import make_finding
 from invariants.replay.surface import Surface
+from invariants.rules.contract import ContractTracer, surface_op_problem
+from invariants.rules.head_header import header_findings, relax_fixture
 
 RETRY_TYPES = frozenset({"llm/retry", "llm/retry-started"})
 COMPACTION_SUMMARY = frozenset({"compact/summary", "compaction/summary"})
@@ -56,7 +56,7 @@ class StepState:
 
 
 @dataclass
-class Expected:
+class RebuiltRequest:
     """A rebuilt request, with where each message came from."""
 
     request: dict
@@ -147,7 +147,7 @@ class SessionModel:
             index = self.__dict__["_step_index"] = (len(self.steps), table)
         return index[1].get(key)
 
-    def expected(self, step: StepState, log_length: int | None = None) -> Expected | None:
+    def rebuild_request(self, step: StepState, log_length: int | None = None) -> RebuiltRequest | None:
         """The request the loop must have sent for ``step`` (dispatched at ``log_length`` when known)."""
         if log_length is not None:
             version = self.fold.version_before(log_length)
@@ -156,7 +156,9 @@ class SessionModel:
         if version is None:
             return None
         if self.profile.request_rule == "dispatch":
-            position = self.surface.position_before(log_length if log_length is not None else (step.first_chunk_seq or step.last_seq + 1))
+            position = self.surface.position_before(
+                log_length if log_length is not None else (step.first_chunk_seq or step.last_seq + 1)
+            )
         else:
             position = step.surface
         header = version.header
@@ -176,7 +178,7 @@ class SessionModel:
             if key in config:
                 request[key] = config[key]
         request["messages"] = [*prefix, *derived, *suffix]
-        return Expected(request, len(prefix), len(derived), len(suffix), origins, version, step.seq)
+        return RebuiltRequest(request, len(prefix), len(derived), len(suffix), origins, version, step.seq)
 
 
 class _Replay:
@@ -191,7 +193,9 @@ class _Replay:
         self.current: StepState | None = None
         self.chunks_since_attempt = 0
         self.compaction_pending = False
-        self.model = SessionModel(reader.source, None, profile, evidence, self.steps, self.fold, self.surface, self.findings)
+        self.model = SessionModel(
+            reader.source, None, profile, evidence, self.steps, self.fold, self.surface, self.findings
+        )
         self.last_event: Event | None = None
         self.last: tuple | None = None
         self.seed_length: int | None = None
@@ -208,7 +212,9 @@ class _Replay:
 
     def _emit(self, code: str, message: str, **where: Any) -> None:
         hdr = self.reader.header
-        self.findings.append(make_finding(code, message, file=self.reader.file, session=hdr.id if hdr else None, **where))
+        self.findings.append(
+            make_finding(code, message, file=self.reader.file, session=hdr.id if hdr else None, **where)
+        )
 
     def _where(self) -> dict:
         t = self.tracer
@@ -345,7 +351,6 @@ class _Replay:
         finally:
             self.model = model
 
-
     def _event(self, ev: Event) -> None:  # noqa: C901 - one dispatch point by design
         if not isinstance(ev.data, dict):
             self._emit("EVT011", f"{ev.type} data is not an object", seq=ev.seq, line=ev.line, **self._where())
@@ -366,8 +371,13 @@ class _Replay:
         elif t == "turn/end":
             reason = ev.data.get("reason")
             if isinstance(reason, dict) and reason.get("kind") == "interrupted":
-                self._emit("LOG014", f"turn {ev.data.get('turn')} was closed by crash repair (reason interrupted)",
-                           seq=ev.seq, line=ev.line, turn=ev.data.get("turn"))
+                self._emit(
+                    "LOG014",
+                    f"turn {ev.data.get('turn')} was closed by crash repair (reason interrupted)",
+                    seq=ev.seq,
+                    line=ev.line,
+                    turn=ev.data.get("turn"),
+                )
         elif t == "session/end-seed":
             self.model.end_seed_seqs.append(ev.seq)
             self.fold.expect_anchor = True
@@ -388,7 +398,9 @@ class _Replay:
     def _step_start(self, ev: Event) -> None:
         if self.current is not None:
             self._settle_header(self.current)
-        st = StepState(len(self.steps), ev.data.get("turn"), ev.data.get("step"), ev.seq, ev.line, self.surface.position())
+        st = StepState(
+            len(self.steps), ev.data.get("turn"), ev.data.get("step"), ev.seq, ev.line, self.surface.position()
+        )
         st.compaction_before = self.compaction_pending
         self.compaction_pending = False
         st.last_seq, st.last_line = ev.seq, ev.line
@@ -401,9 +413,21 @@ class _Replay:
         cur = self.current
         if cur is None:
             if not self.profile.head_contract:  # HEAD only asks for an open turn (the tracer's rule)
-                self._emit("HDR010", f"{ev.type} outside any step: it cannot govern a request", seq=ev.seq, line=ev.line, **where)
+                self._emit(
+                    "HDR010",
+                    f"{ev.type} outside any step: it cannot govern a request",
+                    seq=ev.seq,
+                    line=ev.line,
+                    **where,
+                )
         elif self.chunks_since_attempt:
-            self._emit("HDR010", f"{ev.type} after the step's first assistant/chunk: the request was already dispatched", seq=ev.seq, line=ev.line, **where)
+            self._emit(
+                "HDR010",
+                f"{ev.type} after the step's first assistant/chunk: the request was already dispatched",
+                seq=ev.seq,
+                line=ev.line,
+                **where,
+            )
         before = len(self.fold.versions)
         self.fold.observe(ev, where)
         if cur is not None and len(self.fold.versions) > before:
@@ -423,8 +447,14 @@ class _Replay:
             cur.first_chunk_seq = ev.seq
             self._settle_header(cur)
             if cur.header_version is None:
-                self._emit("REQ001", "this step streamed a response but no request header was in force: the log cannot explain its request",
-                           seq=ev.seq, line=ev.line, turn=cur.turn, step=cur.step)
+                self._emit(
+                    "REQ001",
+                    "this step streamed a response but no request header was in force: the log cannot explain its request",
+                    seq=ev.seq,
+                    line=ev.line,
+                    turn=cur.turn,
+                    step=cur.step,
+                )
         chunk = ev.data.get("chunk")
         if isinstance(chunk, dict) and chunk.get("type") == "usage" and isinstance(chunk.get("usage"), dict):
             cur.usage = chunk["usage"]
@@ -450,7 +480,7 @@ class _Replay:
         op = ev.surface_op
         if surface_op_problem(op) is not None:
             return
-        message = project(self.profile.projection, ev.type, ev.data, ev.seq, self._legacy_ids(), op)
+        message = project(PROJECTIONS[self.profile.projection], ev.type, ev.data, ev.seq, self._legacy_ids(), op)
         if op == "append":
             self.surface.append(ev.seq, message, ev.line)
             return
@@ -459,11 +489,21 @@ class _Replay:
         if not outcome.ok:
             self._emit("EVT004", f"surface replace: {outcome.problem}", seq=ev.seq, line=ev.line, **where)
             return
-        recorded = set(ev.source_seqs) if isinstance(ev.source_seqs, list) and all(isinstance(x, int) for x in ev.source_seqs) else set()
+        recorded = (
+            set(ev.source_seqs)
+            if isinstance(ev.source_seqs, list) and all(isinstance(x, int) for x in ev.source_seqs)
+            else set()
+        )
         missing = [s for s in outcome.shadowed if s not in recorded]
         if missing:
-            self._emit("EVT005", f"surface replace: sourceEventSeqs must include every shadowed surface node; missing {', '.join(map(str, missing[:10]))}",
-                       seq=ev.seq, line=ev.line, **where, detail={"missing": missing[:50]})
+            self._emit(
+                "EVT005",
+                f"surface replace: sourceEventSeqs must include every shadowed surface node; missing {', '.join(map(str, missing[:10]))}",
+                seq=ev.seq,
+                line=ev.line,
+                **where,
+                detail={"missing": missing[:50]},
+            )
         self.surface.replace(ev.seq, op["start"], op["end"], message, ev.line)
         self.model.compactions.append(ev.seq)
 
@@ -476,20 +516,38 @@ class _Replay:
             self._settle_header(self.current)
         if self.tracer.open_turn is not None and self.last_event is not None:
             m.open_turn_at_end = True
-            self._emit("LOG006", f"log ends inside turn {self.tracer.open_turn}" + (f", step {self.tracer.open_step}" if self.tracer.open_step is not None else "")
-                       + ": the harness would append interrupted closers on the next load",
-                       seq=self.last_event.seq, line=self.last_event.line, turn=self.tracer.open_turn, step=self.tracer.open_step)
+            self._emit(
+                "LOG006",
+                f"log ends inside turn {self.tracer.open_turn}"
+                + (f", step {self.tracer.open_step}" if self.tracer.open_step is not None else "")
+                + ": the harness would append interrupted closers on the next load",
+                seq=self.last_event.seq,
+                line=self.last_event.line,
+                turn=self.tracer.open_turn,
+                step=self.tracer.open_step,
+            )
         self.findings[:0] = r.findings
-        self.findings[:0] = header_findings(m.header.raw if m.header else None, self.profile.era, self.reader.source.member is not None, r.file, m.id)
+        self.findings[:0] = header_findings(
+            m.header.raw if m.header else None, self.profile.era, self.reader.source.member is not None, r.file, m.id
+        )
         self.findings[:] = relax_fixture(self.findings, m.header.raw if m.header else None)
 
 
 # What a checkpoint may name.  A checkpoint comes back from an index file, which
 # may not be ours: pickle calls whatever a stream names, so only the fold's own
 # classes are allowed, and ``getattr`` only fetches a ContractTracer's handlers.
-_CHECKPOINT_MODULES = ("invariants.replay.session", "invariants.model.records", "invariants.model.findings", "invariants.replay.surface",
-                       "invariants.replay.derive", "invariants.read.load", "invariants.read.discover", "invariants.replay.header_fold",
-                       "invariants.rules.contract", "invariants.read.lines")
+_CHECKPOINT_MODULES = (
+    "invariants.replay.session",
+    "invariants.model.records",
+    "invariants.model.findings",
+    "invariants.replay.surface",
+    "invariants.replay.derive",
+    "invariants.read.load",
+    "invariants.read.source",
+    "invariants.replay.header_fold",
+    "invariants.rules.contract",
+    "invariants.read.line_records",
+)
 
 
 def _handler(obj: Any, name: str) -> Any:
@@ -514,7 +572,11 @@ def _load_checkpoint(checkpoint: bytes) -> Any:
         def find_class(self, module: str, name: str) -> Any:
             if (module, name) == ("builtins", "getattr"):
                 return _handler
-            if (module, name) in (("pathlib", "PosixPath"), ("pathlib", "WindowsPath"), ("invariants.read.profiles", "_profile_named")):
+            if (module, name) in (
+                ("pathlib", "PosixPath"),
+                ("pathlib", "WindowsPath"),
+                ("invariants.read.profiles", "_profile_named"),
+            ):
                 return super().find_class(module, name)
             if module in _CHECKPOINT_MODULES:
                 obj = getattr(importlib.import_module(module), name, None)
@@ -551,15 +613,26 @@ def resume(source: LogSource, checkpoint: bytes) -> SessionModel | None:
         return None
     reader.source = source
     reader.file = source.display
-    state.model = SessionModel(source, reader.header, state.profile, state.evidence, state.steps, state.fold, state.surface, state.findings)
+    state.model = SessionModel(
+        source, reader.header, state.profile, state.evidence, state.steps, state.fold, state.surface, state.findings
+    )
     counts = getattr(state, "model_counts", None)
     if counts is not None:
-        state.model.turns, state.model.compactions, state.model.end_seed_seqs = counts[0], list(counts[1]), list(counts[2])
+        state.model.turns, state.model.compactions, state.model.end_seed_seqs = (
+            counts[0],
+            list(counts[1]),
+            list(counts[2]),
+        )
     return state.run()
 
 
-def replay(source: LogSource, profile: Profile | str | None = None, evidence: Iterable[str] = (), max_line: int | None = None,
-           checkpoint: bool = False) -> SessionModel:
+def replay(
+    source: LogSource,
+    profile: Profile | str | None = None,
+    evidence: Iterable[str] = (),
+    max_line: int | None = None,
+    checkpoint: bool = False,
+) -> SessionModel:
     """Read and fold one log. ``profile`` None means: sniff the era from the log's shapes.
 
     ``checkpoint`` asks for ``model.checkpoint``, the state :func:`resume` continues from.
@@ -577,6 +650,13 @@ def replay(source: LogSource, profile: Profile | str | None = None, evidence: It
     state.want_checkpoint = checkpoint
     model = state.run()
     if conflicts:
-        model.findings.append(make_finding("LOG011", f"log mixes format eras; judged as {profile.name}, but it also shows {', '.join(conflicts)}",
-                                           file=model.file, session=model.id, detail={"evidence": list(evidence)}))
+        model.findings.append(
+            make_finding(
+                "LOG011",
+                f"log mixes format eras; judged as {profile.name}, but it also shows {', '.join(conflicts)}",
+                file=model.file,
+                session=model.id,
+                detail={"evidence": list(evidence)},
+            )
+        )
     return model

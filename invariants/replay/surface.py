@@ -44,7 +44,9 @@ class Surface:
         self._keys: list[int] = []
         self._key: dict[int, int] = {}  # live seq -> its key
         self._next_key = 0
-        self.splices: list[tuple[int, int, int] | None] = [None]  # per generation: (i, j, seq) applied to the previous final list
+        self.splices: list[tuple[int, int, int] | None] = [
+            None
+        ]  # per generation: (i, j, seq) applied to the previous final list
         self.appended: list[list[int]] = [[]]  # per generation: seqs appended during it, in order
         self.snapshots: dict[int, list[int]] = {}  # generation -> its final list (generations before the current)
         self._snapshot_size = 0
@@ -92,7 +94,9 @@ class Surface:
         if j is None:
             return ReplaceOutcome(False, f"end seq {end} is not on the surface")
         if i > j:
-            return ReplaceOutcome(False, f"start seq {start} (position {i}) is after end seq {end} (position {j}) on the surface")
+            return ReplaceOutcome(
+                False, f"start seq {start} (position {i}) is after end seq {end} (position {j}) on the surface"
+            )
         return ReplaceOutcome(True, shadowed=nodes[i : j + 1])
 
     def replace(self, seq: int, start: int, end: int, message: Any, line: int = 0) -> None:
@@ -193,19 +197,43 @@ class Surface:
         return entry
 
     def __getstate__(self) -> dict:
-        state = {k: getattr(self, k) for k in ("current", "_keys", "_key", "_next_key", "splices", "appended", "snapshots",
-                                              "_snapshot_size", "_events", "_keep_next", "messages", "lines", "_points_seq",
-                                              "_points")}
+        state = {
+            k: getattr(self, k)
+            for k in (
+                "current",
+                "_keys",
+                "_key",
+                "_next_key",
+                "splices",
+                "appended",
+                "snapshots",
+                "_snapshot_size",
+                "_events",
+                "_keep_next",
+                "messages",
+                "lines",
+                "_points_seq",
+                "_points",
+            )
+        }
         state["_cache"] = None
         return state  # the derived-message cache is rebuilt on demand
 
     def __setstate__(self, state: dict) -> None:
         if "generations" in state:  # a checkpoint written before generations were stored as splices
             gens = state.pop("generations")
-            state.update(current=gens[-1], splices=[None] * len(gens), appended=[[] for _ in gens],
-                         snapshots=dict(enumerate(gens[:-1])), _snapshot_size=sum(map(len, gens[:-1])),
-                         _events=len(state.get("messages", {})), _keep_next=True,  # its appends were not recorded
-                         _keys=list(range(len(gens[-1]))), _key={s: k for k, s in enumerate(gens[-1])}, _next_key=len(gens[-1]))
+            state.update(
+                current=gens[-1],
+                splices=[None] * len(gens),
+                appended=[[] for _ in gens],
+                snapshots=dict(enumerate(gens[:-1])),
+                _snapshot_size=sum(map(len, gens[:-1])),
+                _events=len(state.get("messages", {})),
+                _keep_next=True,  # its appends were not recorded
+                _keys=list(range(len(gens[-1]))),
+                _key={s: k for k, s in enumerate(gens[-1])},
+                _next_key=len(gens[-1]),
+            )
         state.setdefault("_cache", None)
         state.setdefault("_keep_next", False)
         for k, v in state.items():

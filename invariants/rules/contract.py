@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from invariants.model.jsonvalue import is_safe_int, map_key, shorten
-from invariants.read.profiles import Profile
 from invariants.model.records import Event
+from invariants.read.profiles import Profile
 
 STEP_SCOPED = frozenset({"assistant/chunk", "assistant/message", "tool/call", "tool/result", "step/end"})
 # HEAD (invariant.ts): these must be inside a turn; everything else unknown is the owning plugin's business.
@@ -25,17 +25,58 @@ HEAD_FREE = frozenset({"user/message", "session/end-seed"})
 
 # packages/core/session/src/known-event-types.ts @ 611615650f: the vocabulary HEAD's
 # persistence read path interprets; any other type needs ``ignorable: true``.
-KNOWN_SESSION_EVENT_TYPES = frozenset({
-    "agent-preset/selected", "agent/inbox/spliced", "approval/asked", "approval/decided", "approval/policy",
-    "assistant/chunk", "assistant/message", "command/done", "command/run", "compaction/end", "compaction/prune",
-    "compaction/start", "compaction/summary", "feedback/record", "goal/change", "hook/invoked", "hook/result",
-    "llm/retry", "llm/retry-started", "permission/preset", "plan/mode", "request/context", "request/header",
-    "sandbox/mode", "schedule/change", "session/end-seed", "session/title", "session/title-llm-request",
-    "step/end", "step/start", "subagent/descriptor", "team/member", "team/message/delivered", "team/message/queued",
-    "team/task", "todo/write", "tool-workflow/agent-end", "tool-workflow/agent-start", "tool-workflow/run-end",
-    "tool-workflow/run-start", "tool/call", "tool/code-dispatch", "tool/code-dispatch-start", "tool/result",
-    "turn/end", "turn/start", "user/message", "web/deepseek-search-llm-request",
-})
+KNOWN_SESSION_EVENT_TYPES = frozenset(
+    {
+        "agent-preset/selected",
+        "agent/inbox/spliced",
+        "approval/asked",
+        "approval/decided",
+        "approval/policy",
+        "assistant/chunk",
+        "assistant/message",
+        "command/done",
+        "command/run",
+        "compaction/end",
+        "compaction/prune",
+        "compaction/start",
+        "compaction/summary",
+        "feedback/record",
+        "goal/change",
+        "hook/invoked",
+        "hook/result",
+        "llm/retry",
+        "llm/retry-started",
+        "permission/preset",
+        "plan/mode",
+        "request/context",
+        "request/header",
+        "sandbox/mode",
+        "schedule/change",
+        "session/end-seed",
+        "session/title",
+        "session/title-llm-request",
+        "step/end",
+        "step/start",
+        "subagent/descriptor",
+        "team/member",
+        "team/message/delivered",
+        "team/message/queued",
+        "team/task",
+        "todo/write",
+        "tool-workflow/agent-end",
+        "tool-workflow/agent-start",
+        "tool-workflow/run-end",
+        "tool-workflow/run-start",
+        "tool/call",
+        "tool/code-dispatch",
+        "tool/code-dispatch-start",
+        "tool/result",
+        "turn/end",
+        "turn/start",
+        "user/message",
+        "web/deepseek-search-llm-request",
+    }
+)
 # Removed types HEAD's loader still migrates before the vocabulary check (coordinator.ts).
 HEAD_MIGRATED_TYPES = frozenset({"steering/message"})
 # Removed types HEAD refuses with their own legacy diagnostics (reported by other rules).
@@ -57,7 +98,7 @@ def surface_op_problem(op: Any) -> str | None:
     if isinstance(op, dict) and set(op) == {"op", "start", "end"} and op.get("op") == "replace":
         if _int(op["start"]) and _int(op["end"]) and op["start"] >= 0 and op["end"] >= 0:
             return None
-    return f"surfaceOp must be \"append\" or {{op:\"replace\", start, end}}; got {shorten(op, 80)}"
+    return f'surfaceOp must be "append" or {{op:"replace", start, end}}; got {shorten(op, 80)}'
 
 
 def call_key(call_id: Any) -> Any:
@@ -99,7 +140,12 @@ def is_crash_repair_result(ev: Event) -> bool:
         if not isinstance(msg, dict):
             return d.get("isError") is True
         content = msg.get("content")
-        return isinstance(content, list) and bool(content) and isinstance(content[0], dict) and content[0].get("isError") is True
+        return (
+            isinstance(content, list)
+            and bool(content)
+            and isinstance(content[0], dict)
+            and content[0].get("isError") is True
+        )
     return False
 
 
@@ -126,12 +172,14 @@ class ContractTracer:
             "tool/result": self._tool_result,
         }
         if self.head:
-            self.handlers.update({
-                "turn/start": self._head_turn_start,
-                "turn/end": self._head_turn_end,
-                "step/end": self._head_step_end,
-                "tool/result": self._head_tool_result,
-            })
+            self.handlers.update(
+                {
+                    "turn/start": self._head_turn_start,
+                    "turn/end": self._head_turn_end,
+                    "step/end": self._head_step_end,
+                    "tool/result": self._head_tool_result,
+                }
+            )
 
     # -- helpers -------------------------------------------------------------
     def _err(self, code: str, ev: Event, message: str) -> None:
@@ -153,7 +201,11 @@ class ContractTracer:
     def _in_open_step(self, ev: Event) -> bool:
         d = ev.data
         if d.get("turn") != self.open_turn or d.get("step") != self.open_step:
-            self._err("EVT008", ev, f"{ev.type} names turn {d.get('turn')}/step {d.get('step')} but the open one is turn {self.open_turn}/step {self.open_step}")
+            self._err(
+                "EVT008",
+                ev,
+                f"{ev.type} names turn {d.get('turn')}/step {d.get('step')} but the open one is turn {self.open_turn}/step {self.open_step}",
+            )
             return False
         return True
 
@@ -175,17 +227,25 @@ class ContractTracer:
             return True
         if ev.ignorable:
             return False  # an ignorable event is skipped by its reader: no contract applies
-        self._err("LOG007", ev, f"event type {shorten(t, 60)} is not in HEAD's KNOWN_SESSION_EVENT_TYPES and is not marked ignorable: the harness refuses to interpret this log")
+        self._err(
+            "LOG007",
+            ev,
+            f"event type {shorten(t, 60)} is not in HEAD's KNOWN_SESSION_EVENT_TYPES and is not marked ignorable: the harness refuses to interpret this log",
+        )
         return False
 
     def _metadata(self, ev: Event, surface_type: bool) -> None:
         if not surface_type:
-            present = [k for k, has in (("surfaceOp", ev.has_surface_op), ("sourceEventSeqs", ev.has_source_seqs)) if has]
+            present = [
+                k for k, has in (("surfaceOp", ev.has_surface_op), ("sourceEventSeqs", ev.has_source_seqs)) if has
+            ]
             if present:
                 self._err("EVT001", ev, f"{ev.type} is not a surface event but carries {' and '.join(present)}")
             return
         if not ev.has_surface_op:
-            self._err("EVT002", ev, f"{ev.type} is a surface event but has no surfaceOp, so it never reaches the surface")
+            self._err(
+                "EVT002", ev, f"{ev.type} is a surface event but has no surfaceOp, so it never reaches the surface"
+            )
         else:
             problem = surface_op_problem(ev.surface_op)
             if problem:
@@ -207,7 +267,9 @@ class ContractTracer:
         else:
             bad = [r for r in refs if not _int(r) or r < 0 or r >= ev.seq]
         if bad:
-            self._err("EVT003", ev, f"sourceEventSeqs must reference earlier events; {shorten(bad[:5], 60)} on seq {ev.seq}")
+            self._err(
+                "EVT003", ev, f"sourceEventSeqs must reference earlier events; {shorten(bad[:5], 60)} on seq {ev.seq}"
+            )
         if not bad and len(set(refs)) != len(refs):
             self._err("EVT003", ev, "sourceEventSeqs must not contain duplicates")
 

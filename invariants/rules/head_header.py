@@ -41,8 +41,18 @@ def relax_fixture(findings: list[Finding], raw_header: Any) -> list[Finding]:
     out: list[Finding] = []
     for f in findings:
         if f.rule in RELAXED_IN_FIXTURES and f.severity == "error":
-            g = make_finding("LOG015", f"snapshot fixture ({f.rule} relaxed): {f.message}", file=f.file, session=f.session,
-                             line=f.line, seq=f.seq, turn=f.turn, step=f.step, path=f.path, detail={**(f.detail or {}), "relaxed": f.rule})
+            g = make_finding(
+                "LOG015",
+                f"snapshot fixture ({f.rule} relaxed): {f.message}",
+                file=f.file,
+                session=f.session,
+                line=f.line,
+                seq=f.seq,
+                turn=f.turn,
+                step=f.step,
+                path=f.path,
+                detail={**(f.detail or {}), "relaxed": f.rule},
+            )
             out.append(g)
         else:
             out.append(f)
@@ -56,11 +66,15 @@ def header_problems(raw: Any, profile_era: str, from_database: bool) -> Iterable
     out = []
     depth = raw.get("delegationDepth", None)
     if "delegationDepth" not in raw:
-        out.append("session header has no delegationDepth (required on disk since 0d00106fa8; HEAD's reader refuses the file)")
+        out.append(
+            "session header has no delegationDepth (required on disk since 0d00106fa8; HEAD's reader refuses the file)"
+        )
     elif not is_safe_int(depth) or depth < 0:
         out.append(f"session header delegationDepth {shorten(depth, 30)} is not a safe integer >= 0")
     if "origin" in raw and raw["origin"] != "subagent":
-        out.append(f"session header origin {shorten(raw['origin'], 30)} is not \"subagent\" (the only value HEAD accepts)")
+        out.append(
+            f'session header origin {shorten(raw["origin"], 30)} is not "subagent" (the only value HEAD accepts)'
+        )
     if "agentPreset" in raw and not isinstance(raw["agentPreset"], str):
         out.append("session header agentPreset is not a string")
     created = raw.get("createdAt")
@@ -73,5 +87,7 @@ def header_problems(raw: Any, profile_era: str, from_database: bool) -> Iterable
 
 
 def header_findings(raw: Any, profile_era: str, from_database: bool, file: str, session: str | None) -> list[Finding]:
-    return [make_finding("LOG017", msg, file=file, session=session, line=1)
-            for msg in header_problems(raw, profile_era, from_database)]
+    return [
+        make_finding("LOG017", msg, file=file, session=session, line=1)
+        for msg in header_problems(raw, profile_era, from_database)
+    ]

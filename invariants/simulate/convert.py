@@ -22,9 +22,10 @@ from typing import Iterable
 
 import orjson
 
-from invariants.read.chunk_rows import CHUNK_ROW_TYPES, ChunkRowError, expand_row, pack_events
-from invariants.read.discover import discover, strip_log_suffix
 from invariants.analysis.forks import encode_id
+from invariants.read.chunk_rows import CHUNK_ROW_TYPES, ChunkRowError, expand_row, pack_events
+from invariants.read.discover import discover
+from invariants.read.source import strip_log_suffix
 from invariants.read.zstdio import write_frames
 
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
@@ -141,8 +142,14 @@ def convert_log(src: Path, dst: Path, pack: bool = True, compress: bool = True, 
     return dst
 
 
-def convert_tree(sources: Iterable[Path], dest: Path, pack: bool = True, compress: bool = True,
-                 project_layout: bool = False, base: Path | None = None) -> list[Path]:
+def convert_tree(
+    sources: Iterable[Path],
+    dest: Path,
+    pack: bool = True,
+    compress: bool = True,
+    project_layout: bool = False,
+    base: Path | None = None,
+) -> list[Path]:
     """Convert several logs into ``dest``: flat (same relative names) or as a project/session root."""
     out = []
     for src in sources:

@@ -25,10 +25,11 @@ from typing import Any
 
 import orjson
 
-from invariants.read.chunk_rows import pack_events
-from invariants.simulate.convert import project_key
 from invariants.analysis.forks import encode_id
+from invariants.read.chunk_rows import pack_events
 from invariants.read.zstdio import write_frames
+from invariants.simulate.convert import project_key
+from invariants.simulate.sample import Sample
 
 PROVIDER = "deepseek-official"
 MODEL = "deepseek-v4-flash"
@@ -39,9 +40,20 @@ EPOCH_MS = 1_786_000_000_000  # 2026-08-06, between af3a9bbf74 and HEAD
 class LateRecorder:
     """One HEAD-era session: ``events`` (dicts), frame batch boundaries, capture lines."""
 
-    def __init__(self, rng: random.Random, session_id: str, *, cwd: str | None, system: str, tools: list,
-                 seed: list[dict] | None = None, parent: str | None = None, depth: int = 0,
-                 session_file: str = "session.jsonl.zstd", start_ms: int = EPOCH_MS) -> None:
+    def __init__(
+        self,
+        rng: random.Random,
+        session_id: str,
+        *,
+        cwd: str | None,
+        system: str,
+        tools: list,
+        seed: list[dict] | None = None,
+        parent: str | None = None,
+        depth: int = 0,
+        session_file: str = "session.jsonl.zstd",
+        start_ms: int = EPOCH_MS,
+    ) -> None:
         self.rng = rng
         self.id = session_id
         self.header: dict = {"type": "session", "version": 0, "id": session_id, "createdAt": start_ms}
@@ -125,9 +137,21 @@ class LateRecorder:
                 chunk_seqs = self._stream(turn, index, spec, failed, model)
                 if failed:
                     retry_id = self.uid()
-                    self.append("llm/retry", {"retryId": retry_id, "turn": turn, "step": index, "provider": PROVIDER, "mode": "normal",
-                                              "policyKey": '["normal",1,["RATE_LIMIT","SERVER"],1,1,0]', "retry": 1, "maxRetries": 1,
-                                              "delayMs": 1, "failure": {"message": "temporary outage", "code": "SERVER"}})
+                    self.append(
+                        "llm/retry",
+                        {
+                            "retryId": retry_id,
+                            "turn": turn,
+                            "step": index,
+                            "provider": PROVIDER,
+                            "mode": "normal",
+                            "policyKey": '["normal",1,["RATE_LIMIT","SERVER"],1,1,0]',
+                            "retry": 1,
+                            "maxRetries": 1,
+                            "delayMs": 1,
+                            "failure": {"message": "temporary outage", "code": "SERVER"},
+                        },
+                    )
                     self.append("llm/retry-started", {"retryId": retry_id, "turn": turn, "step": index, "retry": 1})
                     continue
                 self._finish_step(turn, index, spec, chunk_seqs, model)
@@ -153,8 +177,18 @@ class LateRecorder:
             self.append("request/context", context)
             self.context = context
         request = {**config, "messages": list(self.messages), "system": self.system, "tools": self.tools}
-        self.capture.append({"sessionId": self.id, "sessionFile": self.session_file, "logLength": len(self.events),
-                             "turn": turn, "step": step, "loopBuilt": True, "time": self.now, "request": request})
+        self.capture.append(
+            {
+                "sessionId": self.id,
+                "sessionFile": self.session_file,
+                "logLength": len(self.events),
+                "turn": turn,
+                "step": step,
+                "loopBuilt": True,
+                "time": self.now,
+                "request": request,
+            }
+        )
 
     def _stream(self, turn: int, step: int, spec: dict, failed: bool, model: str) -> list[int]:
         seqs: list[int] = []
@@ -179,29 +213,67 @@ class LateRecorder:
                 break
             chunk({"type": "block-end", "index": i, "block": block})
         if failed:
-            chunk({"type": "finish", "reason": {"kind": "error", "failure": {"message": "temporary outage", "code": "SERVER"}}})
+            chunk(
+                {
+                    "type": "finish",
+                    "reason": {"kind": "error", "failure": {"message": "temporary outage", "code": "SERVER"}},
+                }
+            )
             return seqs
-        chunk({"type": "usage", "usage": {"inputTokens": 100 + 40 * len(self.messages), "outputTokens": 7 * len(blocks)}})
+        chunk(
+            {"type": "usage", "usage": {"inputTokens": 100 + 40 * len(self.messages), "outputTokens": 7 * len(blocks)}}
+        )
         calls = any(b["type"] == "tool-call" for b in blocks)
         chunk({"type": "finish", "reason": {"kind": "tool-calls" if calls else "stop"}})
         return seqs
 
     def _finish_step(self, turn: int, step: int, spec: dict, chunk_seqs: list[int], model: str) -> None:
         blocks = spec["reply"]
-        message = {"role": "assistant", "content": blocks, "source": {"kind": "model", "provider": PROVIDER, "model": model}, "id": self.uid()}
-        self.append("assistant/message", {"turn": turn, "step": step, "message": message,
-                                          "usage": {"inputTokens": 100 + 40 * len(self.messages), "outputTokens": 7 * len(blocks)}},
-                    "append", chunk_seqs)
+        message = {
+            "role": "assistant",
+            "content": blocks,
+            "source": {"kind": "model", "provider": PROVIDER, "model": model},
+            "id": self.uid(),
+        }
+        self.append(
+            "assistant/message",
+            {
+                "turn": turn,
+                "step": step,
+                "message": message,
+                "usage": {"inputTokens": 100 + 40 * len(self.messages), "outputTokens": 7 * len(blocks)},
+            },
+            "append",
+            chunk_seqs,
+        )
         self.messages.append(message)
         outputs = dict((name_args[0], name_args[1]) for name_args in spec.get("outputs", []))
         for block in blocks:
             if block["type"] != "tool-call":
                 continue
-            call_seq = self.append("tool/call", {"turn": turn, "step": step, "callId": block["id"], "name": block["name"], "arguments": block["arguments"]})
-            result = {"source": {"kind": "tool", "callId": block["id"]},
-                      "content": [{"type": "tool-result", "toolCallId": block["id"],
-                                   "content": [{"type": "text", "text": outputs.get(block["id"], "ok")}], "isError": False}],
-                      "role": "user", "id": self.uid()}
+            call_seq = self.append(
+                "tool/call",
+                {
+                    "turn": turn,
+                    "step": step,
+                    "callId": block["id"],
+                    "name": block["name"],
+                    "arguments": block["arguments"],
+                },
+            )
+            result = {
+                "source": {"kind": "tool", "callId": block["id"]},
+                "content": [
+                    {
+                        "type": "tool-result",
+                        "toolCallId": block["id"],
+                        "content": [{"type": "text", "text": outputs.get(block["id"], "ok")}],
+                        "isError": False,
+                    }
+                ],
+                "role": "user",
+                "id": self.uid(),
+            }
             self.append("tool/result", {"turn": turn, "step": step, "message": result}, "append", [call_seq])
             self.messages.append(result)
 
@@ -210,7 +282,9 @@ class LateRecorder:
         """Frame payloads: the header line, then one batch per flush."""
         frames = [orjson.dumps(self.header) + b"\n"]
         start = 0
-        for end in self.batch_ends + ([len(self.events)] if not self.batch_ends or self.batch_ends[-1] != len(self.events) else []):
+        for end in self.batch_ends + (
+            [len(self.events)] if not self.batch_ends or self.batch_ends[-1] != len(self.events) else []
+        ):
             batch = self.events[start:end]
             if batch:
                 records = pack_events(batch) if pack else batch
@@ -231,21 +305,31 @@ def _pieces(text: str, rng: random.Random) -> list[str]:
     out, i = [], 0
     while i < len(text):
         n = rng.randint(2, 9)
-        out.append(text[i:i + n])
+        out.append(text[i : i + n])
         i += n
     return out or [""]
 
 
 def _call(rng: random.Random, name: str, args: dict) -> dict:
-    return {"type": "tool-call", "id": f"call_{rng.getrandbits(40):010x}", "name": name,
-            "arguments": orjson.dumps(args).decode()}
+    return {
+        "type": "tool-call",
+        "id": f"call_{rng.getrandbits(40):010x}",
+        "name": name,
+        "arguments": orjson.dumps(args).decode(),
+    }
 
 
 TOOLS = [
-    {"name": "read", "description": "Read a UTF-8 text file; lines come back numbered.",
-     "parameters": {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}},
-    {"name": "bash", "description": "Run a command with bash -c and return its output.",
-     "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}},
+    {
+        "name": "read",
+        "description": "Read a UTF-8 text file; lines come back numbered.",
+        "parameters": {"type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]},
+    },
+    {
+        "name": "bash",
+        "description": "Run a command with bash -c and return its output.",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+    },
 ]
 SYSTEM = "You are a coding agent working in the user's repository.\nPrefer small, verified changes."
 CWD = "/home/dev/project"
@@ -255,21 +339,41 @@ def _clean_session(rng: random.Random, session_id: str) -> LateRecorder:
     rec = LateRecorder(rng, session_id, cwd=CWD, system=SYSTEM, tools=TOOLS)
     first = rec.inbox("Read README.md and tell me what the project does.")
     read = _call(rng, "read", {"file_path": "README.md"})
-    rec.run_turn(first, [
-        {"reply": [{"type": "reasoning", "text": "The user wants a summary of README.md, so I will read it first."}, read],
-         "outputs": [(read["id"], "1: # slugify\n2: Turn titles into URL slugs.\n")], "flush_inside": True},
-        {"reply": [{"type": "text", "text": "The project is a small library that turns titles into URL slugs."}], "retry": True},
-    ])
+    rec.run_turn(
+        first,
+        [
+            {
+                "reply": [
+                    {"type": "reasoning", "text": "The user wants a summary of README.md, so I will read it first."},
+                    read,
+                ],
+                "outputs": [(read["id"], "1: # slugify\n2: Turn titles into URL slugs.\n")],
+                "flush_inside": True,
+            },
+            {
+                "reply": [{"type": "text", "text": "The project is a small library that turns titles into URL slugs."}],
+                "retry": True,
+            },
+        ],
+    )
     second = rec.inbox("Count the Python files with bash, using the pro model.")
     count = _call(rng, "bash", {"command": "ls src/*.py | wc -l"})
-    rec.run_turn(second, [
-        {"reply": [{"type": "reasoning", "text": "A quick count with ls and wc will do."}, count], "outputs": [(count["id"], "3\n")]},
-        {"reply": [{"type": "text", "text": "There are 3 Python files under src/."}]},
-    ], model=PRO, effort="high")
+    rec.run_turn(
+        second,
+        [
+            {
+                "reply": [{"type": "reasoning", "text": "A quick count with ls and wc will do."}, count],
+                "outputs": [(count["id"], "3\n")],
+            },
+            {"reply": [{"type": "text", "text": "There are 3 Python files under src/."}]},
+        ],
+        model=PRO,
+        effort="high",
+    )
     return rec
 
 
-def sample_late_zstd() -> "Sample":
+def sample_late_zstd() -> Sample:
     """A clean HEAD session as session.jsonl.zstd (packed rows, one frame per batch) with its capture."""
     rng = random.Random(611615650)
     rec = _clean_session(rng, "8d0c3b1e-5f27-4a61-9c2e-2b7f0d4e6a11")
@@ -282,12 +386,12 @@ def sample_late_zstd() -> "Sample":
     return _sample("late/--home-dev-project--/", {rel: buf.getvalue(), cap: rec.capture_bytes()}, {rel: []})
 
 
-def sample_late_torn() -> "Sample":
+def sample_late_torn() -> Sample:
     """The same kind of session, cut by a crash inside its last zstd frame (mid-turn)."""
     rng = random.Random(611615651)
     rec = _clean_session(rng, "3f4e9a2c-71b8-4d05-8e6a-c90b1d2f3a44")
     rec.batch_ends = [n for n in rec.batch_ends]  # last batch = the second turn's tail
-    cut = rec.events[rec.batch_ends[-2]:]
+    cut = rec.events[rec.batch_ends[-2] :]
     step2 = next(i for i, e in enumerate(cut) if e["type"] == "step/start" and e["data"]["step"] == 2)
     rec.batch_ends.insert(-1, rec.batch_ends[-2] + step2)  # a flush window closed just before step 2
     import io
@@ -301,13 +405,28 @@ def sample_late_torn() -> "Sample":
     torn = data[: len(data) - len(last.getvalue()) + len(last.getvalue()) // 2]
     rel = f"late/torn/{rec.relpath()}"
     last_step = rec.turn
-    return _sample("late/torn/", {rel: torn}, {rel: [
-        {"kind": "torn-zstd-frame", "severity": "warning", "note": "EOF inside the last frame; its batch (turn 2, step 2 onward) is lost"},
-        {"kind": "open-turn-at-end", "severity": "info", "turn": last_step, "note": "the kept events end inside turn 2; the harness appends closers on load"},
-    ]})
+    return _sample(
+        "late/torn/",
+        {rel: torn},
+        {
+            rel: [
+                {
+                    "kind": "torn-zstd-frame",
+                    "severity": "warning",
+                    "note": "EOF inside the last frame; its batch (turn 2, step 2 onward) is lost",
+                },
+                {
+                    "kind": "open-turn-at-end",
+                    "severity": "info",
+                    "turn": last_step,
+                    "note": "the kept events end inside turn 2; the harness appends closers on load",
+                },
+            ]
+        },
+    )
 
 
-def sample_late_sqlite() -> "Sample":
+def sample_late_sqlite() -> Sample:
     """A schema-17 SQLite database with a parent and its forked subagent child, and one capture."""
     import tempfile
 
@@ -315,37 +434,61 @@ def sample_late_sqlite() -> "Sample":
 
     rng = random.Random(611615652)
     parent = LateRecorder(rng, "parent-2c9a", cwd=CWD, system=SYSTEM, tools=TOOLS, session_file="sessions.sqlite")
-    prompt = parent.inbox("Summarise the last commit. " + "Context: " + "the diff touches slugify and its tests; " * 120)
-    parent.run_turn(prompt, [{"reply": [{"type": "text", "text": "The last commit adds a unicode test for slugify. " * 30}]}])
-    child = LateRecorder(rng, "child-7e41", cwd=CWD, system=SYSTEM, tools=TOOLS, seed=parent.events, parent=parent.id, depth=1,
-                         session_file="sessions.sqlite", start_ms=parent.now + 5)
+    prompt = parent.inbox(
+        "Summarise the last commit. " + "Context: " + "the diff touches slugify and its tests; " * 120
+    )
+    parent.run_turn(
+        prompt, [{"reply": [{"type": "text", "text": "The last commit adds a unicode test for slugify. " * 30}]}]
+    )
+    child = LateRecorder(
+        rng,
+        "child-7e41",
+        cwd=CWD,
+        system=SYSTEM,
+        tools=TOOLS,
+        seed=parent.events,
+        parent=parent.id,
+        depth=1,
+        session_file="sessions.sqlite",
+        start_ms=parent.now + 5,
+    )
     ask = child.inbox("Now list the test files.")
     ls = _call(rng, "bash", {"command": "ls tests"})
-    child.run_turn(ask, [
-        {"reply": [{"type": "reasoning", "text": "List the tests directory."}, ls], "outputs": [(ls["id"], "test_slugify.py\n")]},
-        {"reply": [{"type": "text", "text": "There is one test file, tests/test_slugify.py."}]},
-    ])
+    child.run_turn(
+        ask,
+        [
+            {
+                "reply": [{"type": "reasoning", "text": "List the tests directory."}, ls],
+                "outputs": [(ls["id"], "test_slugify.py\n")],
+            },
+            {"reply": [{"type": "text", "text": "There is one test file, tests/test_slugify.py."}]},
+        ],
+    )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "sessions.sqlite"
-        write_database(path, [(parent.header, parent.events), (child.header, child.events)], uuids=lambda: str(uuid.UUID(int=rng.getrandbits(128), version=4)))
+        write_database(
+            path,
+            [(parent.header, parent.events), (child.header, child.events)],
+            uuids=lambda: str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+        )
         data = path.read_bytes()
     rel = "late/db/sessions.sqlite"
     cap = b"".join(orjson.dumps(c) + b"\n" for c in parent.capture + child.capture)
-    return _sample("late/db/", {rel: data, "late/db/requests.jsonl": cap}, {f"{rel}#{parent.id}": [], f"{rel}#{child.id}": []})
+    return _sample(
+        "late/db/", {rel: data, "late/db/requests.jsonl": cap}, {f"{rel}#{parent.id}": [], f"{rel}#{child.id}": []}
+    )
 
 
-def _sample(name: str, files: dict[str, bytes], expected: dict[str, list]) -> "Sample":
-    from invariants.simulate.seed_era import Sample
-
+def _sample(name: str, files: dict[str, bytes], expected: dict[str, list]) -> Sample:
     return Sample(name, LATE_DESCRIPTIONS[name], files, expected)
 
 
 LATE_SAMPLES = [sample_late_zstd, sample_late_torn, sample_late_sqlite]
 LATE_DESCRIPTIONS = {
     "late/--home-dev-project--/": "HEAD-era session stored as `session.jsonl.zstd` in its project/session directory: chunk runs packed "
-                                  "into rows, one zstd frame per append batch, inbox splices outside turns, a retried step "
-                                  "(two requests), a model change (`change` snapshot, `request/context`); `requests.jsonl` beside it",
+    "into rows, one zstd frame per append batch, inbox splices outside turns, a retried step "
+    "(two requests), a model change (`change` snapshot, `request/context`); `requests.jsonl` beside it",
     "late/torn/": "the same kind of session cut by a crash inside its last zstd frame",
     "late/db/": "a schema-17 SQLite session database (packed rows, zstd data from 4 KiB, varint sourceEventSeqs) with a "
-                "parent and its forked subagent child, and one `requests.jsonl` for both",
+    "parent and its forked subagent child, and one `requests.jsonl` for both",
 }

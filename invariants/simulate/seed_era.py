@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import random
 import re
-import sys
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any, Callable
 import orjson
 
 from invariants.replay.header_codec import apply_delta, canonical, diff_header, header_equals
+from invariants.simulate.sample import Sample
 
 EPOCH_MS = 1_783_900_800_000  # 2026-07-13T00:00:00Z, the last day of the seed era
 USER: dict = {"kind": "user"}
@@ -280,8 +280,16 @@ class SessionRecorder:
         self.last_time = event["time"]
         return event["seq"]
 
-    def _append(self, type_: str, data: dict, *, source_seqs: list | None = None, surface_op: Any = None,
-                lo: int = 0, hi: int = 1) -> int:
+    def _append(
+        self,
+        type_: str,
+        data: dict,
+        *,
+        source_seqs: list | None = None,
+        surface_op: Any = None,
+        lo: int = 0,
+        hi: int = 1,
+    ) -> int:
         """``Session.append``: envelope keys type, seq, time, data, sourceEventSeqs, surfaceOp."""
         event: dict = {"type": type_, "seq": self.seq, "time": self.clock.tick(lo, hi), "data": data}
         if source_seqs is not None:
@@ -462,16 +470,18 @@ class SessionRecorder:
 
     def _capture(self, request: dict, *, loop_built: bool, turn: Any, step: Any) -> None:
         self.requests += 1
-        self.capture.write({
-            "sessionId": self.session_id,
-            "sessionFile": self.session_file,
-            "logLength": self.seq,
-            "turn": turn,
-            "step": step,
-            "loopBuilt": loop_built,
-            "time": self.clock.now,
-            "request": request,
-        })
+        self.capture.write(
+            {
+                "sessionId": self.session_id,
+                "sessionFile": self.session_file,
+                "logLength": self.seq,
+                "turn": turn,
+                "step": step,
+                "loopBuilt": loop_built,
+                "time": self.clock.now,
+                "request": request,
+            }
+        )
 
     # ----- streaming
 
@@ -484,7 +494,10 @@ class SessionRecorder:
             chunks.append({"type": "usage", "usage": usage})
         chunks.append({"type": "finish", "reason": {"kind": reply.finish_kind()}})
         turn, step = self.open_turn, self.step_no
-        seqs = [self._append("assistant/chunk", {"turn": turn, "step": step, "chunk": chunk}, lo=0, hi=1) for chunk in chunks]
+        seqs = [
+            self._append("assistant/chunk", {"turn": turn, "step": step, "chunk": chunk}, lo=0, hi=1)
+            for chunk in chunks
+        ]
         content = blocks if reply.finish_kind() != "max-tokens" else [b for b in blocks if b["type"] != "tool-call"]
         return seqs, content, usage
 
@@ -497,7 +510,9 @@ class SessionRecorder:
         for index, call in enumerate(reply.calls):
             if call.call_id is None:
                 call.call_id = self.world.call_id(index)
-            blocks.append({"type": "tool-call", "id": call.call_id, "name": call.name, "arguments": call.arguments_text()})
+            blocks.append(
+                {"type": "tool-call", "id": call.call_id, "name": call.name, "arguments": call.arguments_text()}
+            )
         return blocks
 
     def _assistant_message(self, reply: Reply, chunk_seqs: list, content: list, usage: dict | None) -> None:
@@ -513,8 +528,13 @@ class SessionRecorder:
                 self._pending[block["id"]] = [self.step_no, None]
 
     def _run_tool(self, call: ToolCall) -> None:
-        data = {"turn": self.open_turn, "step": self.step_no, "callId": call.call_id, "name": call.name,
-                "arguments": call.arguments_text()}
+        data = {
+            "turn": self.open_turn,
+            "step": self.step_no,
+            "callId": call.call_id,
+            "name": call.name,
+            "arguments": call.arguments_text(),
+        }
         call_seq = self._append("tool/call", data)
         self._pending[call.call_id][1] = call_seq
         if call.result is CRASH:
@@ -523,8 +543,13 @@ class SessionRecorder:
         if callable(call.result):
             call.result = call.result()
         content = call.result_content()
-        result: dict = {"turn": self.open_turn, "step": self.step_no, "callId": call.call_id, "content": content,
-                        "isError": call.is_error}
+        result: dict = {
+            "turn": self.open_turn,
+            "step": self.step_no,
+            "callId": call.call_id,
+            "content": content,
+            "isError": call.is_error,
+        }
         if call.error is not None:
             result["error"] = call.error
         seq = self._append("tool/result", result, source_seqs=[call_seq], surface_op="append", lo=2, hi=40)
@@ -556,8 +581,12 @@ class SessionRecorder:
         summary_seq = self._append("compact/summary", data, lo=3, hi=30)
         content = [{"type": "text", "text": COMPACT_FRAME}, *summary, {"type": "text", "text": "</compacted-summary>"}]
         op = {"op": "replace", "start": shadowed[0], "end": shadowed[-1]}
-        seq = self._append("user/message", {"content": content, "source": plugin("compact")},
-                           source_seqs=[start_seq, summary_seq, *shadowed], surface_op=op)
+        seq = self._append(
+            "user/message",
+            {"content": content, "source": plugin("compact")},
+            source_seqs=[start_seq, summary_seq, *shadowed],
+            surface_op=op,
+        )
         self._surface_replace(first, last, seq, {"role": "user", "content": content})
         self._append("compact/end", {"turn": turn})
 
@@ -574,19 +603,41 @@ class SessionRecorder:
         time, turn, seqs = self.last_time, self.open_turn, []
         for call_id, (step, call_seq) in list(self._pending.items()):
             content = text_content(INTERRUPTED_TEXT)
-            event: dict = {"type": "tool/result", "seq": self.seq, "time": time, "data": {
-                "turn": turn, "step": step, "callId": call_id, "content": content, "isError": True,
-                "error": {"name": "InterruptedError", "code": "interrupted"}}, "surfaceOp": "append"}
+            event: dict = {
+                "type": "tool/result",
+                "seq": self.seq,
+                "time": time,
+                "data": {
+                    "turn": turn,
+                    "step": step,
+                    "callId": call_id,
+                    "content": content,
+                    "isError": True,
+                    "error": {"name": "InterruptedError", "code": "interrupted"},
+                },
+                "surfaceOp": "append",
+            }
             if call_seq is not None:
                 event["sourceEventSeqs"] = [call_seq]
             seqs.append(self._write_event(event))
             self._surface_append(event["seq"], _tool_result_message(call_id, content, True))
         if self.step_open:
-            seqs.append(self._write_event({"type": "step/end", "seq": self.seq, "time": time,
-                                           "data": {"turn": turn, "step": self.step_no}}))
+            seqs.append(
+                self._write_event(
+                    {"type": "step/end", "seq": self.seq, "time": time, "data": {"turn": turn, "step": self.step_no}}
+                )
+            )
             self.step_open = False
-        seqs.append(self._write_event({"type": "turn/end", "seq": self.seq, "time": time,
-                                       "data": {"turn": turn, "reason": {"kind": "interrupted"}}}))
+        seqs.append(
+            self._write_event(
+                {
+                    "type": "turn/end",
+                    "seq": self.seq,
+                    "time": time,
+                    "data": {"turn": turn, "reason": {"kind": "interrupted"}},
+                }
+            )
+        )
         self.open_turn = None
         self._pending.clear()
         return seqs
@@ -594,8 +645,9 @@ class SessionRecorder:
     def last_turn_end(self) -> int:
         return max(self._turn_end_state)
 
-    def fork(self, *, session_id: str, session_file: str | None = None, boundary: int | None = None,
-             capture: Any = None) -> "SessionRecorder":
+    def fork(
+        self, *, session_id: str, session_file: str | None = None, boundary: int | None = None, capture: Any = None
+    ) -> "SessionRecorder":
         """``SessionStore.fork``: a child seeded with ``events[0..boundary]``, which must end on ``turn/end``."""
         assert self.log.keeps_history, "fork needs an in-memory log"
         boundary = self.last_turn_end() if boundary is None else boundary
@@ -603,9 +655,17 @@ class SessionRecorder:
             raise ValueError(f"fork boundary {boundary} is not a turn/end (OPEN_TURN)")
         nodes, fold, last_turn = self._turn_end_state[boundary]
         child = SessionRecorder(
-            self.world, MemoryLines(), self.capture if capture is None else capture,
-            session_id=session_id, session_file=session_file, cwd=self.cwd, model=self.config["model"],
-            system=self.system, tools=self.tools, chunk_style=self.chunk_style, framing=self.framing,
+            self.world,
+            MemoryLines(),
+            self.capture if capture is None else capture,
+            session_id=session_id,
+            session_file=session_file,
+            cwd=self.cwd,
+            model=self.config["model"],
+            system=self.system,
+            tools=self.tools,
+            chunk_style=self.chunk_style,
+            framing=self.framing,
             parent=(self.session_id, boundary + 1),
         )
         child.config = _clone(self.config)
@@ -628,8 +688,10 @@ def _tagged(tag: str, content: list, source: dict) -> list:
 
 
 def _tool_result_message(call_id: str, content: list, is_error: bool) -> dict:
-    return {"role": "user", "content": [{"type": "tool-result", "toolCallId": call_id, "content": content,
-                                         "isError": is_error}]}
+    return {
+        "role": "user",
+        "content": [{"type": "tool-result", "toolCallId": call_id, "content": content, "isError": is_error}],
+    }
 
 
 def _steer_args(item: Any) -> tuple:
@@ -664,12 +726,27 @@ def _deltas(index: int, block: dict, rng: random.Random, style: str) -> list:
     if block["type"] == "tool-call":
         args = _arg_pieces(block["arguments"], rng)
         if style == "deepseek":
-            return [{"type": "tool-call-delta", "index": index, "id": block["id"], "name": block["name"],
-                     "argumentsDelta": piece} for piece in ["", *args]]
-        out = [{"type": "tool-call-delta", "index": index, "id": block["id"], "argumentsDelta": piece} for piece in args]
+            return [
+                {
+                    "type": "tool-call-delta",
+                    "index": index,
+                    "id": block["id"],
+                    "name": block["name"],
+                    "argumentsDelta": piece,
+                }
+                for piece in ["", *args]
+            ]
+        out = [
+            {"type": "tool-call-delta", "index": index, "id": block["id"], "argumentsDelta": piece} for piece in args
+        ]
         if out:
-            out[0] = {"type": "tool-call-delta", "index": index, "id": block["id"], "name": block["name"],
-                      "argumentsDelta": out[0]["argumentsDelta"]}
+            out[0] = {
+                "type": "tool-call-delta",
+                "index": index,
+                "id": block["id"],
+                "name": block["name"],
+                "argumentsDelta": out[0]["argumentsDelta"],
+            }
         return out
     kind = "reasoning-delta" if block["type"] == "reasoning" else "text-delta"
     return [{"type": kind, "index": index, "text": piece} for piece in _pieces(block["text"], rng)]
@@ -695,13 +772,19 @@ def _chunk_script(blocks: list, rng: random.Random, style: str) -> list:
 
 
 def _usage(reply: Reply, request: dict, style: str) -> dict:
-    out_tokens = max(1, (len(reply.text) + len(reply.reasoning) + sum(len(c.arguments_text()) for c in reply.calls)) // 4)
+    out_tokens = max(
+        1, (len(reply.text) + len(reply.reasoning) + sum(len(c.arguments_text()) for c in reply.calls)) // 4
+    )
     in_tokens = max(1, len(_dump(request["messages"])) // 4 + len(request.get("system", "")) // 4)
     if style == "mock":
         return {"inputTokens": in_tokens, "outputTokens": out_tokens}
     cached = (in_tokens // 128) * 64
-    return {"inputTokens": in_tokens - cached, "outputTokens": out_tokens, "cacheReadTokens": cached,
-            "reasoningTokens": max(0, len(reply.reasoning) // 4)}
+    return {
+        "inputTokens": in_tokens - cached,
+        "outputTokens": out_tokens,
+        "cacheReadTokens": cached,
+        "reasoningTokens": max(0, len(reply.reasoning) // 4),
+    }
 
 
 def _compaction_range(nodes: list, keep_last: int) -> tuple[int, int]:
@@ -737,8 +820,11 @@ def _render_transcript(messages: list) -> str:
 
 
 def _summarize_request(plan: Compaction, messages: list) -> dict:
-    request: dict = {"model": plan.model, "system": COMPACT_SYSTEM,
-                     "messages": [{"role": "user", "content": text_content(_render_transcript(messages))}]}
+    request: dict = {
+        "model": plan.model,
+        "system": COMPACT_SYSTEM,
+        "messages": [{"role": "user", "content": text_content(_render_transcript(messages))}],
+    }
     if plan.max_tokens is not None:
         request["maxTokens"] = plan.max_tokens
     return request
@@ -756,37 +842,45 @@ def _edit_line(lines: list[bytes], index: int, edit: Callable[[dict], Any]) -> A
 
 def diverge_message_text(capture_lines: list[bytes], index: int, message: int, suffix: str = " (edited)") -> str:
     """Change the first text block of ``messages[message]`` in one capture line; return its path."""
+
     def edit(obj: dict) -> str:
         content = obj["request"]["messages"][message]["content"]
         block = next(i for i, b in enumerate(content) if b.get("type") == "text")
         content[block]["text"] += suffix
         return f"messages[{message}].content[{block}].text"
+
     return _edit_line(capture_lines, index, edit)
 
 
 def diverge_request_field(capture_lines: list[bytes], index: int, key: str, value: Any) -> str:
     """Set a header-derived request field (model, temperature, ...) in one capture line."""
+
     def edit(obj: dict) -> None:
         obj["request"][key] = value
+
     _edit_line(capture_lines, index, edit)
     return f"request.{key}"
 
 
 def reorder_message_keys(capture_lines: list[bytes], index: int, message: int) -> str:
     """Reverse the key order of one message object: same JSON value, different bytes."""
+
     def edit(obj: dict) -> None:
         messages = obj["request"]["messages"]
         messages[message] = dict(reversed(list(messages[message].items())))
+
     _edit_line(capture_lines, index, edit)
     return f"messages[{message}]"
 
 
 def corrupt_delta_remove_unknown_tool(log_lines: list[bytes], seq: int, tool: str) -> None:
     """Make the tools arm of the delta at ``seq`` remove a tool that is not in force."""
+
     def edit(obj: dict) -> None:
         assert obj["type"] == "request/header-delta", obj["type"]
         arm = obj["data"].setdefault("tools", {"added": [], "removed": [], "changed": []})
         arm["removed"].append(tool)
+
     _edit_line(log_lines, seq + 1, edit)
 
 
@@ -801,75 +895,112 @@ def tear_last_line(data: bytes) -> bytes:
 
 
 def _tool(name: str, description: str, props: dict, required: list) -> dict:
-    return {"name": name, "description": description,
-            "parameters": {"type": "object", "properties": props, "required": required}}
+    return {
+        "name": name,
+        "description": description,
+        "parameters": {"type": "object", "properties": props, "required": required},
+    }
 
 
 def _string(description: str) -> dict:
     return {"type": "string", "description": description}
 
 
-BASH = _tool("bash", "Run a command with `bash -c` and return its output. A non-zero exit is shown as "
-             "`[exit code: N]`.", {"command": _string("The command line to run."),
-                                   "description": _string("Five to ten words on what the command does.")},
-             ["command", "description"])
-READ = _tool("read", "Read a UTF-8 text file; lines come back numbered.",
-             {"file_path": _string("Path of the file to read."),
-              "offset": {"type": "number", "description": "First line to return, 1-based."},
-              "limit": {"type": "number", "description": "How many lines to return."}}, ["file_path"])
-WRITE = _tool("write", "Create a file or replace all of its content.",
-              {"file_path": _string("Path of the file to write."), "content": _string("The full new content.")},
-              ["file_path", "content"])
-EDIT = _tool("edit", "Replace one literal piece of text in an existing file.",
-             {"file_path": _string("Path of the file to edit."), "old_string": _string("Exact text to replace."),
-              "new_string": _string("Text to put in its place.")}, ["file_path", "old_string", "new_string"])
-GREP = _tool("grep", "Search files for a regular expression and list the matching lines.",
-             {"pattern": _string("The regular expression."), "path": _string("Directory to search.")}, ["pattern"])
-SKILL = _tool("skill", "Load the full instructions of a skill listed in the session's skill catalog.",
-              {"name": _string("The skill's exact name.")}, ["name"])
-SUBAGENT_FORK = _tool("subagent_fork", "Hand a task to a child agent that starts from this conversation's "
-                      "finished turns; only its final answer comes back.",
-                      {"description": _string("Three to five words for display."),
-                       "prompt": _string("What the child should do.")}, ["description", "prompt"])
+BASH = _tool(
+    "bash",
+    "Run a command with `bash -c` and return its output. A non-zero exit is shown as `[exit code: N]`.",
+    {
+        "command": _string("The command line to run."),
+        "description": _string("Five to ten words on what the command does."),
+    },
+    ["command", "description"],
+)
+READ = _tool(
+    "read",
+    "Read a UTF-8 text file; lines come back numbered.",
+    {
+        "file_path": _string("Path of the file to read."),
+        "offset": {"type": "number", "description": "First line to return, 1-based."},
+        "limit": {"type": "number", "description": "How many lines to return."},
+    },
+    ["file_path"],
+)
+WRITE = _tool(
+    "write",
+    "Create a file or replace all of its content.",
+    {"file_path": _string("Path of the file to write."), "content": _string("The full new content.")},
+    ["file_path", "content"],
+)
+EDIT = _tool(
+    "edit",
+    "Replace one literal piece of text in an existing file.",
+    {
+        "file_path": _string("Path of the file to edit."),
+        "old_string": _string("Exact text to replace."),
+        "new_string": _string("Text to put in its place."),
+    },
+    ["file_path", "old_string", "new_string"],
+)
+GREP = _tool(
+    "grep",
+    "Search files for a regular expression and list the matching lines.",
+    {"pattern": _string("The regular expression."), "path": _string("Directory to search.")},
+    ["pattern"],
+)
+SKILL = _tool(
+    "skill",
+    "Load the full instructions of a skill listed in the session's skill catalog.",
+    {"name": _string("The skill's exact name.")},
+    ["name"],
+)
+SUBAGENT_FORK = _tool(
+    "subagent_fork",
+    "Hand a task to a child agent that starts from this conversation's "
+    "finished turns; only its final answer comes back.",
+    {"description": _string("Three to five words for display."), "prompt": _string("What the child should do.")},
+    ["description", "prompt"],
+)
 
 CWD = "/home/dev/project"
-SYSTEM = "\n".join([
-    "You are an AI agent powered by the DeepSeek Harness SDK.",
-    "",
-    f"You are a coding assistant. Your working directory is {CWD}.",
-    "",
-    "Check your changes by running the code or its tests. Answer briefly and stick to facts.",
-    "",
-    "Prefer the read tool over shell commands such as cat when you look at text files.",
-    "",
-    "Every bash result ends with an [exit code: N] marker; look into failures before moving on.",
-])
+SYSTEM = "\n".join(
+    [
+        "You are an AI agent powered by the DeepSeek Harness SDK.",
+        "",
+        f"You are a coding assistant. Your working directory is {CWD}.",
+        "",
+        "Check your changes by running the code or its tests. Answer briefly and stick to facts.",
+        "",
+        "Prefer the read tool over shell commands such as cat when you look at text files.",
+        "",
+        "Every bash result ends with an [exit code: N] marker; look into failures before moving on.",
+    ]
+)
 MOCK_SYSTEM = "You are an AI agent powered by the DeepSeek Harness SDK.\n\nsimulated persona"
 
 
 def skills_prefix(skills: list[tuple[str, str]]) -> list:
     """A session prefix like the skills catalog the harness composes."""
-    lines = ["<system-reminder>", "Skills are reusable task instructions. This session can load:", "",
-             "<available_skills>", *[f"- `{n}`: {d}" for n, d in skills], "</available_skills>", "",
-             "Call the `skill` tool with the exact name before acting on a task that matches a skill.",
-             "</system-reminder>"]
+    lines = [
+        "<system-reminder>",
+        "Skills are reusable task instructions. This session can load:",
+        "",
+        "<available_skills>",
+        *[f"- `{n}`: {d}" for n, d in skills],
+        "</available_skills>",
+        "",
+        "Call the `skill` tool with the exact name before acting on a task that matches a skill.",
+        "</system-reminder>",
+    ]
     return [{"role": "user", "content": text_content("\n".join(lines))}]
 
 
 def _bash(command: str, description: str, output: str, code: int = 0) -> ToolCall:
-    return ToolCall("bash", {"command": command, "description": description}, f"{output}[exit code: {code}]",
-                    is_error=code != 0)
+    return ToolCall(
+        "bash", {"command": command, "description": description}, f"{output}[exit code: {code}]", is_error=code != 0
+    )
 
 
 # --------------------------------------------------------------------------- samples
-
-
-@dataclass
-class Sample:
-    name: str
-    description: str
-    files: dict[str, bytes]
-    expected: dict[str, list]
 
 
 def _seed(name: str) -> int:
@@ -878,8 +1009,9 @@ def _seed(name: str) -> int:
 
 def _single(name: str, **kwargs: Any) -> tuple[World, SessionRecorder]:
     world = World(_seed(name))
-    rec = SessionRecorder(world, MemoryLines(), MemoryLines(), session_id=world.session_id(),
-                          session_file=f"{name}.jsonl", **kwargs)
+    rec = SessionRecorder(
+        world, MemoryLines(), MemoryLines(), session_id=world.session_id(), session_file=f"{name}.jsonl", **kwargs
+    )
     return world, rec
 
 
@@ -897,27 +1029,71 @@ def _script_clean(rec: SessionRecorder) -> None:
     """Three turns: a bash call, two parallel reads, an edit and a failing test run."""
     rec.start_instance(prefix=skills_prefix([("release-notes", "Draft release notes from the git log.")]))
     rec.user_turn("How many Python files are there under src/? Count them with bash.")
-    rec.step(Reply(reasoning="The user wants the number of Python files in src. I will list them and count lines.",
-                   calls=[_bash("ls src/*.py | wc -l", "Count Python files in src", "3\n")]))
+    rec.step(
+        Reply(
+            reasoning="The user wants the number of Python files in src. I will list them and count lines.",
+            calls=[_bash("ls src/*.py | wc -l", "Count Python files in src", "3\n")],
+        )
+    )
     rec.step(Reply(reasoning="The count came back as 3.", text="There are 3 Python files under src/."))
     rec.end_turn()
     rec.user_turn("Read src/app.py and src/util.py and tell me what util provides.")
-    rec.step(Reply(reasoning="Two independent reads; I can ask for both at once.", calls=[
-        ToolCall("read", {"file_path": "src/app.py"}, "1\tfrom util import slugify\n2\tprint(slugify('A B'))\n"),
-        ToolCall("read", {"file_path": "src/util.py"}, "1\tdef slugify(text):\n2\t    return text.lower().replace(' ', '-')\n"),
-    ]))
-    rec.step(Reply(text="util.py provides `slugify`, which lowercases text and turns spaces into dashes; "
-                        "app.py prints a slug."))
+    rec.step(
+        Reply(
+            reasoning="Two independent reads; I can ask for both at once.",
+            calls=[
+                ToolCall(
+                    "read", {"file_path": "src/app.py"}, "1\tfrom util import slugify\n2\tprint(slugify('A B'))\n"
+                ),
+                ToolCall(
+                    "read",
+                    {"file_path": "src/util.py"},
+                    "1\tdef slugify(text):\n2\t    return text.lower().replace(' ', '-')\n",
+                ),
+            ],
+        )
+    )
+    rec.step(
+        Reply(
+            text="util.py provides `slugify`, which lowercases text and turns spaces into dashes; app.py prints a slug."
+        )
+    )
     rec.end_turn()
     rec.user_turn("Give slugify a docstring and run the tests.")
-    rec.step(Reply(reasoning="Edit the function, then run pytest.", calls=[ToolCall("edit", {
-        "file_path": "src/util.py", "old_string": "def slugify(text):\n",
-        "new_string": "def slugify(text):\n    \"\"\"Lowercase text and join its words with dashes.\"\"\"\n"},
-        "Edited src/util.py (1 replacement).")]))
-    rec.step(Reply(calls=[_bash("python -m pytest -q", "Run the test suite",
-                                "F.\nFAILED tests/test_util.py::test_unicode - AssertionError\n", code=1)]))
-    rec.step(Reply(reasoning="One failure, unrelated to the docstring: it is about unicode input.",
-                   text="The docstring is in. One test fails (`test_unicode`), and it fails without my change too."))
+    rec.step(
+        Reply(
+            reasoning="Edit the function, then run pytest.",
+            calls=[
+                ToolCall(
+                    "edit",
+                    {
+                        "file_path": "src/util.py",
+                        "old_string": "def slugify(text):\n",
+                        "new_string": 'def slugify(text):\n    """Lowercase text and join its words with dashes."""\n',
+                    },
+                    "Edited src/util.py (1 replacement).",
+                )
+            ],
+        )
+    )
+    rec.step(
+        Reply(
+            calls=[
+                _bash(
+                    "python -m pytest -q",
+                    "Run the test suite",
+                    "F.\nFAILED tests/test_util.py::test_unicode - AssertionError\n",
+                    code=1,
+                )
+            ]
+        )
+    )
+    rec.step(
+        Reply(
+            reasoning="One failure, unrelated to the docstring: it is about unicode input.",
+            text="The docstring is in. One test fails (`test_unicode`), and it fails without my change too.",
+        )
+    )
     rec.end_turn()
 
 
@@ -925,8 +1101,13 @@ def sample_clean() -> Sample:
     name = "clean-multi-turn"
     _, rec = _single(name, cwd=CWD, system=SYSTEM, tools=[BASH, READ, EDIT, SKILL])
     _script_clean(rec)
-    return Sample(name, "clean three-turn session: reasoning, bash, two parallel reads, an edit, a failing "
-                  "test run; skills-catalog messagePrefix", _files(name, rec), {f"{name}.jsonl": []})
+    return Sample(
+        name,
+        "clean three-turn session: reasoning, bash, two parallel reads, an edit, a failing "
+        "test run; skills-catalog messagePrefix",
+        _files(name, rec),
+        {f"{name}.jsonl": []},
+    )
 
 
 def sample_steering() -> Sample:
@@ -934,25 +1115,40 @@ def sample_steering() -> Sample:
     _, rec = _single(name, cwd=CWD, system=SYSTEM, tools=[BASH, GREP], chunk_style="mock")
     rec.start_instance()
     rec.user_turn("Find every TODO in the repository.", context=("project uses tabs", plugin("hooks-claude")))
-    rec.step(Reply(text="Searching.", calls=[ToolCall("grep", {"pattern": "TODO", "path": "."},
-                                                      "src/app.py:3: # TODO: handle errors\n")]),
-             context_after=[("grep skipped 2 binary files", plugin("native-guard"))],
-             steer_after=["actually, only look in tests/"])
+    rec.step(
+        Reply(
+            text="Searching.",
+            calls=[ToolCall("grep", {"pattern": "TODO", "path": "."}, "src/app.py:3: # TODO: handle errors\n")],
+        ),
+        context_after=[("grep skipped 2 binary files", plugin("native-guard"))],
+        steer_after=["actually, only look in tests/"],
+    )
     rec.step(Reply(calls=[ToolCall("grep", {"pattern": "TODO", "path": "tests"}, "(no matches)\n")]))
     rec.step(Reply(text="There are no TODOs under tests/."))
     rec.end_turn()
     rec.inject_idle("file changed: src/app.py", plugin("watcher"))
     rec.user_turn("Write a long design note about the error handling.")
-    rec.step(Reply(calls=[ToolCall("bash", {"command": "cat docs/errors.md", "description": "Show the error doc"})],
-                   finish="max-tokens"))
+    rec.step(
+        Reply(
+            calls=[ToolCall("bash", {"command": "cat docs/errors.md", "description": "Show the error doc"})],
+            finish="max-tokens",
+        )
+    )
     rec.end_turn()
     rec.user_turn("Keep it short then: one sentence.")
-    rec.step(Reply(text="Errors are raised as typed exceptions and reported once, at the top level."),
-             steer_before=[("keep going: answer the question", plugin("hooks-codex"))])
+    rec.step(
+        Reply(text="Errors are raised as typed exceptions and reported once, at the top level."),
+        steer_before=[("keep going: answer the question", plugin("hooks-codex"))],
+    )
     rec.end_turn()
-    return Sample(name, "steering after tool results and before a step, prompt-submit and post-execute "
-                  "context/messages, an idle injection turn, a max-tokens step whose only block was a "
-                  "dropped tool call (empty-content assistant/message)", _files(name, rec), {f"{name}.jsonl": []})
+    return Sample(
+        name,
+        "steering after tool results and before a step, prompt-submit and post-execute "
+        "context/messages, an idle injection turn, a max-tokens step whose only block was a "
+        "dropped tool call (empty-content assistant/message)",
+        _files(name, rec),
+        {f"{name}.jsonl": []},
+    )
 
 
 def sample_delta_system() -> Sample:
@@ -970,8 +1166,12 @@ def sample_delta_system() -> Sample:
     _mock_turn(rec, "turn 5: no system prompt at all", "ok 5")
     rec.system = MOCK_SYSTEM
     _mock_turn(rec, "turn 6: the system prompt is back", "ok 6")
-    return Sample(name, "system-prompt deltas: append a section, change a middle line, remove the section, "
-                  "drop the prompt, restore it", _files(name, rec), {f"{name}.jsonl": []})
+    return Sample(
+        name,
+        "system-prompt deltas: append a section, change a middle line, remove the section, drop the prompt, restore it",
+        _files(name, rec),
+        {f"{name}.jsonl": []},
+    )
 
 
 def sample_delta_tools() -> Sample:
@@ -990,8 +1190,12 @@ def sample_delta_tools() -> Sample:
     _mock_turn(rec, "turn 4: bash is redescribed", "ok 4")
     rec.tools = [rec.tools[0], dict(GREP, description="Search file contents."), EDIT]
     _mock_turn(rec, "turn 5: read removed, grep changed, edit added", "ok 5")
-    return Sample(name, "tools deltas: added, removed, changed, and all three arms at once",
-                  _files(name, rec), {f"{name}.jsonl": []})
+    return Sample(
+        name,
+        "tools deltas: added, removed, changed, and all three arms at once",
+        _files(name, rec),
+        {f"{name}.jsonl": []},
+    )
 
 
 def sample_delta_config() -> Sample:
@@ -1007,8 +1211,12 @@ def sample_delta_config() -> Sample:
     _mock_turn(rec, "turn 4: stop becomes an empty list, which differs from absent", "ok 4")
     rec.config = {"model": "mock"}
     _mock_turn(rec, "turn 5: back to the bare config", "ok 5")
-    return Sample(name, "config deltas: temperature, model/maxTokens/stop, stop [] versus absent, back to bare",
-                  _files(name, rec), {f"{name}.jsonl": []})
+    return Sample(
+        name,
+        "config deltas: temperature, model/maxTokens/stop, stop [] versus absent, back to bare",
+        _files(name, rec),
+        {f"{name}.jsonl": []},
+    )
 
 
 def sample_delta_prefix() -> Sample:
@@ -1020,15 +1228,22 @@ def sample_delta_prefix() -> Sample:
     rec.request_suffix = [{"role": "user", "content": text_content("<state>clean worktree</state>")}]
     rec.request_prefix = [{"role": "user", "content": text_content("<reminder>catalog: alpha</reminder>")}]
     _mock_turn(rec, "turn 1", "ok 1")
-    rec.request_prefix = rec.request_prefix + [{"role": "user", "content": text_content("<reminder>catalog: beta</reminder>")}]
+    rec.request_prefix = rec.request_prefix + [
+        {"role": "user", "content": text_content("<reminder>catalog: beta</reminder>")}
+    ]
     _mock_turn(rec, "turn 2: the prefix grows", "ok 2")
     rec.request_prefix = []
     _mock_turn(rec, "turn 3: the prefix is cleared", "ok 3")
     rec.request_prefix = [{"role": "user", "content": text_content("<reminder>catalog: gamma</reminder>")}]
     _mock_turn(rec, "turn 4: a new prefix", "ok 4")
     # Legal here: in the 17bd71e530 shape the prefix came from a per-step waterfall.
-    return Sample(name, "messagePrefix deltas in the 17bd71e530 per-step shape, with a constant messageSuffix "
-                  "(prefix grows, is cleared with [], comes back)", _files(name, rec), {f"{name}.jsonl": []})
+    return Sample(
+        name,
+        "messagePrefix deltas in the 17bd71e530 per-step shape, with a constant messageSuffix "
+        "(prefix grows, is cleared with [], comes back)",
+        _files(name, rec),
+        {f"{name}.jsonl": []},
+    )
 
 
 def sample_prefix_unstable() -> Sample:
@@ -1040,10 +1255,16 @@ def sample_prefix_unstable() -> Sample:
     # is composed once per loop instance, so this is instability, not drift.
     rec.instance.prefix = [{"role": "user", "content": text_content("<reminder>skills: alpha, beta</reminder>")}]
     _mock_turn(rec, "turn 2: the prefix changed without a resume", "ok 2")
-    changes = [{"kind": "prefix-changed-in-instance", "seq": e["seq"], "turn": turn, "severity": "error"}
-               for turn, e in _prefix_deltas(rec)]
-    return Sample(name, "the session prefix changes inside one loop instance (a messagePrefix delta without a resume)",
-                  _files(name, rec), {f"{name}.jsonl": changes})
+    changes = [
+        {"kind": "prefix-changed-in-instance", "seq": e["seq"], "turn": turn, "severity": "error"}
+        for turn, e in _prefix_deltas(rec)
+    ]
+    return Sample(
+        name,
+        "the session prefix changes inside one loop instance (a messagePrefix delta without a resume)",
+        _files(name, rec),
+        {f"{name}.jsonl": changes},
+    )
 
 
 def _prefix_deltas(rec: SessionRecorder) -> list[tuple[int, dict]]:
@@ -1073,8 +1294,12 @@ def sample_fallback() -> Sample:
     fallbacks = [e["seq"] for e in log if e["type"] == "request/header" and e["data"]["reason"] == "fallback"]
     assert len(fallbacks) == 2 and fallbacks[1] > head
     notes = [{"kind": "fallback-snapshot", "seq": s, "severity": "info"} for s in fallbacks]
-    return Sample(name, "pure tool reorder and a mid-list insertion, both logged as fallback snapshots; then a "
-                  "removal delta", _files(name, rec), {f"{name}.jsonl": notes})
+    return Sample(
+        name,
+        "pure tool reorder and a mid-list insertion, both logged as fallback snapshots; then a removal delta",
+        _files(name, rec),
+        {f"{name}.jsonl": notes},
+    )
 
 
 def sample_resume_drift() -> Sample:
@@ -1086,21 +1311,45 @@ def sample_resume_drift() -> Sample:
     rec.step(Reply(text="The default target `all` runs the tests (`pytest -q`)."))
     rec.end_turn()
     _deepseek_turn(rec, "Thanks. Is there a lint target?", "No, the Makefile has only `all` and `test`.")
-    rec.start_instance(prefix=skills_prefix([("release-notes", "Draft release notes from the git log."),
-                                             ("changelog", "Keep CHANGELOG.md in the project's format.")]))
+    rec.start_instance(
+        prefix=skills_prefix(
+            [
+                ("release-notes", "Draft release notes from the git log."),
+                ("changelog", "Keep CHANGELOG.md in the project's format."),
+            ]
+        )
+    )
     rec.user_turn("I'm back. Add a lint target that runs ruff.")
     drift_seq = rec.seq + 1  # step/start, then the resume snapshot
-    rec.step(Reply(calls=[ToolCall("edit", {"file_path": "Makefile", "old_string": "test:\n",
-                                            "new_string": "lint:\n\truff check .\ntest:\n"}, "Edited Makefile.")]))
+    rec.step(
+        Reply(
+            calls=[
+                ToolCall(
+                    "edit",
+                    {"file_path": "Makefile", "old_string": "test:\n", "new_string": "lint:\n\truff check .\ntest:\n"},
+                    "Edited Makefile.",
+                )
+            ]
+        )
+    )
     rec.step(Reply(text="Added `lint`, which runs `ruff check .`."))
     rec.end_turn()
-    rec.start_instance(prefix=skills_prefix([("release-notes", "Draft release notes from the git log."),
-                                             ("changelog", "Keep CHANGELOG.md in the project's format.")]))
+    rec.start_instance(
+        prefix=skills_prefix(
+            [
+                ("release-notes", "Draft release notes from the git log."),
+                ("changelog", "Keep CHANGELOG.md in the project's format."),
+            ]
+        )
+    )
     _deepseek_turn(rec, "Restarted again; does `make lint` pass?", "I have not run it yet; say if you want me to.")
-    return Sample(name, "three loop instances: the second composes a bigger skills catalog (prefix drift in its "
-                  "resume snapshot), the third resumes with an unchanged header", _files(name, rec),
-                  {f"{name}.jsonl": [{"kind": "prefix-drift-at-resume", "seq": drift_seq, "turn": 3,
-                                      "severity": "warning"}]})
+    return Sample(
+        name,
+        "three loop instances: the second composes a bigger skills catalog (prefix drift in its "
+        "resume snapshot), the third resumes with an unchanged header",
+        _files(name, rec),
+        {f"{name}.jsonl": [{"kind": "prefix-drift-at-resume", "seq": drift_seq, "turn": 3, "severity": "warning"}]},
+    )
 
 
 def _deepseek_turn(rec: SessionRecorder, prompt: str, answer: str, reasoning: str = "") -> None:
@@ -1114,15 +1363,22 @@ def sample_fork() -> Sample:
     world = World(_seed(name))
     capture = MemoryLines()
     parent_id = world.session_id()
-    parent = SessionRecorder(world, MemoryLines(), capture, session_id=parent_id, cwd=CWD, system=SYSTEM,
-                             tools=[BASH, READ, SUBAGENT_FORK])
+    parent = SessionRecorder(
+        world, MemoryLines(), capture, session_id=parent_id, cwd=CWD, system=SYSTEM, tools=[BASH, READ, SUBAGENT_FORK]
+    )
     prefix = skills_prefix([("release-notes", "Draft release notes from the git log.")])
     parent.start_instance(prefix=prefix)
-    _deepseek_turn(parent, "Remember this: the release codename is MARMALADE. Reply OK.", "OK",
-                   reasoning="The user wants me to keep a codename in mind.")
+    _deepseek_turn(
+        parent,
+        "Remember this: the release codename is MARMALADE. Reply OK.",
+        "OK",
+        reasoning="The user wants me to keep a codename in mind.",
+    )
     parent.user_turn("Use subagent_fork to ask a child what the release codename is.")
-    call = ToolCall("subagent_fork", {"description": "Recall the codename",
-                                      "prompt": "What is the release codename? Answer with the word only."})
+    call = ToolCall(
+        "subagent_fork",
+        {"description": "Recall the codename", "prompt": "What is the release codename? Answer with the word only."},
+    )
     child_id = world.session_id()
     parent_step = Reply(reasoning="Delegate to a forked child, which sees the finished turns.", calls=[call])
     child: SessionRecorder | None = None
@@ -1141,15 +1397,26 @@ def sample_fork() -> Sample:
     parent.end_turn()
     _deepseek_turn(parent, "Great. Now forget it.", "Done.")
     assert child is not None
-    files = {f"fork/{parent_id}.jsonl": parent.log.getvalue(), f"fork/{child_id}.jsonl": child.log.getvalue(),
-             "fork/requests.jsonl": capture.getvalue()}
-    resume_seq = next(e["seq"] for e in map(orjson.loads, child.log.lines[1:]) if e["type"] == "request/header"
-                      and e["data"]["reason"] == "resume")
-    child_notes = [{"kind": "header-drift-at-resume", "seq": resume_seq, "turn": 2, "path": "tools",
-                    "severity": "info"}]
-    return Sample(name, "a parent whose tool call forks a child at its last turn/end; the child (no "
-                  "subagent_fork tool) logs a resume snapshot; one requests.jsonl for both",
-                  files, {f"fork/{parent_id}.jsonl": [], f"fork/{child_id}.jsonl": child_notes})
+    files = {
+        f"fork/{parent_id}.jsonl": parent.log.getvalue(),
+        f"fork/{child_id}.jsonl": child.log.getvalue(),
+        "fork/requests.jsonl": capture.getvalue(),
+    }
+    resume_seq = next(
+        e["seq"]
+        for e in map(orjson.loads, child.log.lines[1:])
+        if e["type"] == "request/header" and e["data"]["reason"] == "resume"
+    )
+    child_notes = [
+        {"kind": "header-drift-at-resume", "seq": resume_seq, "turn": 2, "path": "tools", "severity": "info"}
+    ]
+    return Sample(
+        name,
+        "a parent whose tool call forks a child at its last turn/end; the child (no "
+        "subagent_fork tool) logs a resume snapshot; one requests.jsonl for both",
+        files,
+        {f"fork/{parent_id}.jsonl": [], f"fork/{child_id}.jsonl": child_notes},
+    )
 
 
 def sample_compaction() -> Sample:
@@ -1158,19 +1425,32 @@ def sample_compaction() -> Sample:
     rec.start_instance()
     rec.user_turn("Run the five migration steps one at a time.")
     for i in range(3):
-        rec.step(Reply(text=f"Running step {i}.", calls=[_bash(f"./migrate.sh {i}", f"Run migration step {i}",
-                                                                f"step {i} applied\n")]))
-    rec.step(Reply(text="Running step 3.", calls=[_bash("./migrate.sh 3", "Run migration step 3", "step 3 applied\n")]),
-             compact=Compaction("Steps 0-2 of the migration ran cleanly via ./migrate.sh.", keep_last=2))
+        rec.step(
+            Reply(
+                text=f"Running step {i}.",
+                calls=[_bash(f"./migrate.sh {i}", f"Run migration step {i}", f"step {i} applied\n")],
+            )
+        )
+    rec.step(
+        Reply(text="Running step 3.", calls=[_bash("./migrate.sh 3", "Run migration step 3", "step 3 applied\n")]),
+        compact=Compaction("Steps 0-2 of the migration ran cleanly via ./migrate.sh.", keep_last=2),
+    )
     rec.step(Reply(text="Running step 4.", calls=[_bash("./migrate.sh 4", "Run migration step 4", "step 4 applied\n")]))
     rec.step(Reply(text="All five migration steps are applied."))
     rec.end_turn()
     rec.user_turn("Summarize what changed.")
-    rec.step(Reply(text="Five migration steps ran, 0 through 4, each reporting success."),
-             compact=Compaction("The migration (steps 0-4) ran cleanly; the user asked for a summary.", keep_last=1))
+    rec.step(
+        Reply(text="Five migration steps ran, 0 through 4, each reporting success."),
+        compact=Compaction("The migration (steps 0-4) ran cleanly; the user asked for a summary.", keep_last=1),
+    )
     rec.end_turn()
-    return Sample(name, "two compactions in agent/pre-step (the second shadows the first summary), with the "
-                  "summarize one-shots captured as loopBuilt:false", _files(name, rec), {f"{name}.jsonl": []})
+    return Sample(
+        name,
+        "two compactions in agent/pre-step (the second shadows the first summary), with the "
+        "summarize one-shots captured as loopBuilt:false",
+        _files(name, rec),
+        {f"{name}.jsonl": []},
+    )
 
 
 def sample_suffix() -> Sample:
@@ -1184,19 +1464,28 @@ def sample_suffix() -> Sample:
 
     rec.request_suffix = state(1)
     rec.user_turn("Open the README and check the install section.")
-    rec.step(Reply(calls=[ToolCall("read", {"file_path": "README.md"}, "1\t# Demo\n2\t## Install\n3\tpip install demo\n")]))
+    rec.step(
+        Reply(calls=[ToolCall("read", {"file_path": "README.md"}, "1\t# Demo\n2\t## Install\n3\tpip install demo\n")])
+    )
     rec.request_suffix = state(2)
     rec.step(Reply(text="The install section says `pip install demo`."))
     rec.end_turn()
     rec.user_turn("And the version?")
-    rec.step(Reply(calls=[_bash("python -c 'import demo; print(demo.__version__)'", "Print the package version", "1.4.0\n")]))
+    rec.step(
+        Reply(calls=[_bash("python -c 'import demo; print(demo.__version__)'", "Print the package version", "1.4.0\n")])
+    )
     rec.request_suffix = []
     rec.step(Reply(text="Version 1.4.0."))
     rec.end_turn()
     rec.request_suffix = state(3)
     _deepseek_turn(rec, "Thanks.", "You're welcome.")
-    return Sample(name, "17bd71e530 shape: header carries messagePrefix and messageSuffix; the suffix changes "
-                  "per step (deltas, one clearing it with [])", _files(name, rec), {f"{name}.jsonl": []})
+    return Sample(
+        name,
+        "17bd71e530 shape: header carries messagePrefix and messageSuffix; the suffix changes "
+        "per step (deltas, one clearing it with [])",
+        _files(name, rec),
+        {f"{name}.jsonl": []},
+    )
 
 
 def sample_capture_divergence() -> Sample:
@@ -1209,13 +1498,32 @@ def sample_capture_divergence() -> Sample:
     text_path = diverge_message_text(lines, 2, message=1)
     field_path = diverge_request_field(lines, 4, "temperature", 0.7)
     faults = [
-        {"kind": "messages-diverge", "turn": first["turn"], "step": first["step"], "logLength": first["logLength"],
-         "captureLine": 3, "path": text_path, "severity": "error"},
-        {"kind": "header-field-diverges", "turn": second["turn"], "step": second["step"],
-         "logLength": second["logLength"], "captureLine": 5, "path": field_path, "severity": "error"},
+        {
+            "kind": "messages-diverge",
+            "turn": first["turn"],
+            "step": first["step"],
+            "logLength": first["logLength"],
+            "captureLine": 3,
+            "path": text_path,
+            "severity": "error",
+        },
+        {
+            "kind": "header-field-diverges",
+            "turn": second["turn"],
+            "step": second["step"],
+            "logLength": second["logLength"],
+            "captureLine": 5,
+            "path": field_path,
+            "severity": "error",
+        },
     ]
-    return Sample(name, "clean log; its capture has one request whose message text differs and one whose "
-                  "temperature differs from the header", _files(name, rec), {f"{name}.jsonl": faults})
+    return Sample(
+        name,
+        "clean log; its capture has one request whose message text differs and one whose "
+        "temperature differs from the header",
+        _files(name, rec),
+        {f"{name}.jsonl": faults},
+    )
 
 
 def sample_capture_key_order() -> Sample:
@@ -1224,10 +1532,23 @@ def sample_capture_key_order() -> Sample:
     _script_clean(rec)
     line = orjson.loads(rec.capture.lines[3])
     path = reorder_message_keys(rec.capture.lines, 3, message=2)
-    return Sample(name, "clean log; one capture line writes a message with its keys in another order (same "
-                  "JSON value)", _files(name, rec),
-                  {f"{name}.jsonl": [{"kind": "key-order-only", "turn": line["turn"], "step": line["step"],
-                                      "captureLine": 4, "path": path, "severity": "warning"}]})
+    return Sample(
+        name,
+        "clean log; one capture line writes a message with its keys in another order (same JSON value)",
+        _files(name, rec),
+        {
+            f"{name}.jsonl": [
+                {
+                    "kind": "key-order-only",
+                    "turn": line["turn"],
+                    "step": line["step"],
+                    "captureLine": 4,
+                    "path": path,
+                    "severity": "warning",
+                }
+            ]
+        },
+    )
 
 
 def sample_corrupt_delta() -> Sample:
@@ -1242,9 +1563,22 @@ def sample_corrupt_delta() -> Sample:
     rec.end_turn()
     _mock_turn(rec, "turn 3", "ok 3")
     corrupt_delta_remove_unknown_tool(rec.log.lines, delta_seq, "write")
-    return Sample(name, "the tools delta of turn 2 also removes `write`, a tool that is not in force",
-                  _files(name, rec), {f"{name}.jsonl": [{"kind": "delta-does-not-apply", "seq": delta_seq, "turn": 2,
-                                                         "path": "data.tools.removed", "severity": "error"}]})
+    return Sample(
+        name,
+        "the tools delta of turn 2 also removes `write`, a tool that is not in force",
+        _files(name, rec),
+        {
+            f"{name}.jsonl": [
+                {
+                    "kind": "delta-does-not-apply",
+                    "seq": delta_seq,
+                    "turn": 2,
+                    "path": "data.tools.removed",
+                    "severity": "error",
+                }
+            ]
+        },
+    )
 
 
 def _crash_turn(rec: SessionRecorder, prompt: str, calls: list[ToolCall]) -> None:
@@ -1267,10 +1601,18 @@ def sample_torn_tail() -> Sample:
     torn_seq = rec.seq - 1
     files = _files(name, rec)
     files[f"{name}.jsonl"] = tear_last_line(files[f"{name}.jsonl"])
-    return Sample(name, "the process died while writing the tool/call line of an open third turn: the file "
-                  "ends mid-line with no newline", files,
-                  {f"{name}.jsonl": [{"kind": "torn-tail", "seq": torn_seq, "turn": 3, "severity": "warning"},
-                                     {"kind": "open-turn-at-end", "turn": 3, "step": 1, "severity": "info"}]})
+    return Sample(
+        name,
+        "the process died while writing the tool/call line of an open third turn: the file "
+        "ends mid-line with no newline",
+        files,
+        {
+            f"{name}.jsonl": [
+                {"kind": "torn-tail", "seq": torn_seq, "turn": 3, "severity": "warning"},
+                {"kind": "open-turn-at-end", "turn": 3, "step": 1, "severity": "info"},
+            ]
+        },
+    )
 
 
 def sample_repaired_resume() -> Sample:
@@ -1278,87 +1620,56 @@ def sample_repaired_resume() -> Sample:
     _, rec = _single(name, cwd=CWD, system=SYSTEM, tools=[BASH, READ])
     rec.start_instance()
     _deepseek_turn(rec, "Which Python is installed?", "Python 3.11.")
-    _crash_turn(rec, "Run the benchmarks and read the report.", [
-        ToolCall("bash", {"command": "make bench", "description": "Run the benchmarks"}, CRASH),
-        ToolCall("read", {"file_path": "bench/report.txt"}, "never read"),
-    ])
+    _crash_turn(
+        rec,
+        "Run the benchmarks and read the report.",
+        [
+            ToolCall("bash", {"command": "make bench", "description": "Run the benchmarks"}, CRASH),
+            ToolCall("read", {"file_path": "bench/report.txt"}, "never read"),
+        ],
+    )
     rec.repair()
     rec.start_instance()
-    _deepseek_turn(rec, "The machine rebooted. Did the benchmarks finish?",
-                   "No: the run was interrupted before it reported anything.")
-    return Sample(name, "a crash during the first of two tool calls, the store's repair closers (one result "
-                  "with and one without sourceEventSeqs, step/end, turn/end interrupted), then a resumed instance",
-                  _files(name, rec), {f"{name}.jsonl": [{"kind": "interrupted-turn-repaired", "turn": 2,
-                                                          "severity": "info"}]})
+    _deepseek_turn(
+        rec,
+        "The machine rebooted. Did the benchmarks finish?",
+        "No: the run was interrupted before it reported anything.",
+    )
+    return Sample(
+        name,
+        "a crash during the first of two tool calls, the store's repair closers (one result "
+        "with and one without sourceEventSeqs, step/end, turn/end interrupted), then a resumed instance",
+        _files(name, rec),
+        {f"{name}.jsonl": [{"kind": "interrupted-turn-repaired", "turn": 2, "severity": "info"}]},
+    )
 
 
 SAMPLES: list[Callable[[], Sample]] = [
-    sample_clean, sample_steering, sample_delta_system, sample_delta_tools, sample_delta_config,
-    sample_delta_prefix, sample_prefix_unstable, sample_fallback, sample_resume_drift, sample_fork, sample_compaction, sample_suffix,
-    sample_capture_divergence, sample_capture_key_order, sample_corrupt_delta, sample_torn_tail,
+    sample_clean,
+    sample_steering,
+    sample_delta_system,
+    sample_delta_tools,
+    sample_delta_config,
+    sample_delta_prefix,
+    sample_prefix_unstable,
+    sample_fallback,
+    sample_resume_drift,
+    sample_fork,
+    sample_compaction,
+    sample_suffix,
+    sample_capture_divergence,
+    sample_capture_key_order,
+    sample_corrupt_delta,
+    sample_torn_tail,
     sample_repaired_resume,
 ]
 
 
-def build_samples() -> list[Sample]:
-    from invariants.simulate.late_era import LATE_SAMPLES  # HEAD-era storage forms: zstd frames, packed rows, SQLite
-
-    return [make() for make in (*SAMPLES, *LATE_SAMPLES)]
-
-
-def _readme(samples: list[Sample]) -> str:
-    lines = [
-        "# Sample logs",
-        "",
-        "Generated by `python -m invariants.simulate.seed_era sample_logs`; do not edit by hand.",
-        "Each `<name>.jsonl` is a seed-era session log written the way the harness's agent loop",
-        "writes one, and `<name>.requests.jsonl` is its request capture (CAPTURE-FORMAT.md), whose",
-        "messages come from the simulator's own conversation, not from the log. `fork/` holds a",
-        "parent and its forked child, named `<sessionId>.jsonl`, with one shared `requests.jsonl`.",
-        "",
-        "`EXPECTED.json` maps each log to what was put in it: `kind`, `severity` and, where known,",
-        "`seq`, `turn`, `step`, `path`, `logLength`, `captureLine` (1-based) and a `note`. `error` and",
-        "`warning` entries are faults a checker must report; `info` entries are legitimate but notable",
-        "facts a checker may report at info level. `[]` means a clean log.",
-        "",
-        "`late/` holds late-era (HEAD) sessions in the current storage forms: `.jsonl.zstd` files in",
-        "`--<project>--/<id>/` directories, with chunk runs packed into rows, and a SQLite session",
-        "database; a database session is named `<file>#<sessionId>` in `EXPECTED.json`.",
-        "",
-    ]
-    for sample in samples:
-        logs = [p for p in sample.files if p.endswith(".jsonl") and not p.endswith("requests.jsonl")]
-        label = f"`{sample.name}`" if not logs else f"`{sample.name}/`" if "/" in logs[0] else f"`{logs[0]}`"
-        lines.append(f"- {label}: {sample.description}.")
-    return "\n".join(lines) + "\n"
-
-
-def write_samples(outdir: str | Path) -> list[Path]:
-    """(Re)generate every sample, ``EXPECTED.json`` and ``README.md`` under ``outdir``."""
-    out = Path(outdir)
-    samples = build_samples()
-    written: list[Path] = []
-    expected: dict[str, list] = {}
-    for sample in samples:
-        for rel, data in sample.files.items():
-            path = out / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(data)
-            written.append(path)
-        expected.update(sample.expected)
-    for rel, text in (("EXPECTED.json", json.dumps(expected, indent=2, ensure_ascii=False) + "\n"),
-                      ("README.md", _readme(samples))):
-        (out / rel).write_text(text, encoding="utf-8")
-        written.append(out / rel)
-    return written
-
-
-# --------------------------------------------------------------------------- large logs
-
-
-_WORDS = ("the build cache test module parser config token stream request header step turn file path error "
-          "result value branch merge commit review patch index schema field record event chunk delta window "
-          "budget limit retry timeout worker queue session prefix summary context tool call output input").split()
+_WORDS = (
+    "the build cache test module parser config token stream request header step turn file path error "
+    "result value branch merge commit review patch index schema field record event chunk delta window "
+    "budget limit retry timeout worker queue session prefix summary context tool call output input"
+).split()
 
 
 def _prose(rng: random.Random, words: int) -> str:
@@ -1370,8 +1681,10 @@ def _large_reply(rng: random.Random, final: bool) -> Reply:
     reasoning = _prose(rng, rng.randint(30, 120))
     if final:
         return Reply(reasoning=reasoning, text=_prose(rng, rng.randint(20, 80)))
-    calls = [_bash(f"./task.sh {rng.randint(0, 999)}", "Run one task", _prose(rng, rng.randint(5, 40)) + "\n")
-             for _ in range(rng.randint(1, 2))]
+    calls = [
+        _bash(f"./task.sh {rng.randint(0, 999)}", "Run one task", _prose(rng, rng.randint(5, 40)) + "\n")
+        for _ in range(rng.randint(1, 2))
+    ]
     return Reply(reasoning=reasoning, text=_prose(rng, rng.randint(3, 12)), calls=calls)
 
 
@@ -1383,16 +1696,27 @@ def _vary_header(rec: SessionRecorder, turn_index: int, every: int) -> None:
     if phase == 0:
         rec.system = SYSTEM + f"\n\nReminder {turn_index}: keep answers short."
     elif phase == 1:
-        rec.tools = [t for t in rec.tools if t["name"] != "grep"] if any(t["name"] == "grep" for t in rec.tools) \
+        rec.tools = (
+            [t for t in rec.tools if t["name"] != "grep"]
+            if any(t["name"] == "grep" for t in rec.tools)
             else [*rec.tools, GREP]
+        )
     elif phase == 2:
         rec.config = {"model": DEFAULT_MODEL, "temperature": round(0.1 * (turn_index % 7), 1)}
     else:
         rec.config = {"model": DEFAULT_MODEL}
 
 
-def generate_large(path_log: str | Path, path_capture: str | Path | None, *, events: int = 100_000,
-                   steps: int = 1_000, seed: int = 0, resume_every: int = 20, change_every: int = 8) -> dict:
+def generate_large(
+    path_log: str | Path,
+    path_capture: str | Path | None,
+    *,
+    events: int = 100_000,
+    steps: int = 1_000,
+    seed: int = 0,
+    resume_every: int = 20,
+    change_every: int = 8,
+) -> dict:
     """Stream a seed-era log of at least ``events`` events and ``steps`` steps to disk.
 
     Many chunks per step (one per word or two), tool calls, compaction whenever
@@ -1405,14 +1729,24 @@ def generate_large(path_log: str | Path, path_capture: str | Path | None, *, eve
     world = World(seed)
     log = FileLines(path_log)
     capture = FileLines(path_capture) if path_capture is not None else NullLines()
-    rec = SessionRecorder(world, log, capture, session_id=world.session_id(), session_file=Path(path_log).name,
-                          cwd=CWD, system=SYSTEM, tools=[BASH, READ, EDIT])
+    rec = SessionRecorder(
+        world,
+        log,
+        capture,
+        session_id=world.session_id(),
+        session_file=Path(path_log).name,
+        cwd=CWD,
+        system=SYSTEM,
+        tools=[BASH, READ, EDIT],
+    )
     done_steps = turns = instances = 0
     try:
         while rec.seq < events or done_steps < steps:
             if turns % resume_every == 0:
                 instances += 1
-                rec.start_instance(prefix=skills_prefix([(f"skill-{i}", _prose(world.rng, 6)) for i in range(instances)]))
+                rec.start_instance(
+                    prefix=skills_prefix([(f"skill-{i}", _prose(world.rng, 6)) for i in range(instances)])
+                )
             _vary_header(rec, turns, change_every)
             turns += 1
             rec.user_turn(_prose(world.rng, world.rng.randint(8, 30)))
@@ -1428,17 +1762,3 @@ def generate_large(path_log: str | Path, path_capture: str | Path | None, *, eve
         log.close()
         capture.close()
     return {"events": rec.seq, "steps": done_steps, "turns": turns, "instances": instances, "requests": rec.requests}
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m invariants.simulate.seed_era OUTDIR", file=sys.stderr)
-        return 2
-    for path in write_samples(args[0]):
-        print(path)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -17,13 +17,17 @@ UNOBSERVABLE = ("a loop-built request must carry a frozen messages array", "a lo
 # Error findings on logs the harness accepted, each for a stated reason.  Keyed by
 # (path relative to upstream-late-era, rule).
 KNOWN = {
-    ("core__agent-loop__coverage-edges/t11/stepend-double-veto.jsonl", "EVT006"):
-        "the test vetoes both step/end appends, so turn/end arrives with the step open: HEAD's own "
-        "session invariant.ts fails exactly this ('turn/end 1 while step 1 is still open'); the test ran "
-        "without that companion mounted",
-    ("session__session-title__provider/t05/quiet.jsonl", "REQ002"):
-        "a test marks a hand-made llm.stream request as loop-built; with no step/start in the log, HEAD's "
-        "request invariant would reject it too ('a loop-built request with no step/start in its session log')",
+    (
+        "core__agent-loop__coverage-edges/t11/stepend-double-veto.jsonl",
+        "EVT006",
+    ): "the test vetoes both step/end appends, so turn/end arrives with the step open: HEAD's own "
+    "session invariant.ts fails exactly this ('turn/end 1 while step 1 is still open'); the test ran "
+    "without that companion mounted",
+    (
+        "session__session-title__provider/t05/quiet.jsonl",
+        "REQ002",
+    ): "a test marks a hand-made llm.stream request as loop-built; with no step/start in the log, HEAD's "
+    "request invariant would reject it too ('a loop-built request with no step/start in its session log')",
     ("session__session-title__provider/t05/unmatched-boundary.jsonl", "REQ002"): "as above",
 }
 
@@ -77,8 +81,12 @@ def test_every_upstream_log_is_judged_by_head(upstream):
 
 
 def test_requests_the_harness_accepted_are_explained(upstream):
-    accepted = [rc for rc in upstream.requests if rc.recorded.loop_built and (
-        _verdict(rc)[0] == "ok" or (_verdict(rc)[0] == "unchecked" and _verdict(rc)[1] == "ok"))]
+    accepted = [
+        rc
+        for rc in upstream.requests
+        if rc.recorded.loop_built
+        and (_verdict(rc)[0] == "ok" or (_verdict(rc)[0] == "unchecked" and _verdict(rc)[1] == "ok"))
+    ]
     assert len(accepted) > 1100
     bad = [(rc.recorded.file, rc.recorded.line, rc.status, rc.codes) for rc in accepted if rc.status != "ok"]
     assert bad == []
@@ -106,8 +114,11 @@ def test_one_shots_are_shown_not_checked(upstream):
 
 def test_no_other_error_findings(upstream):
     root = corpus_dir("upstream-late-era")
-    rejected_dirs = {str(Path(rc.recorded.file).parent) for rc in upstream.requests
-                     if _verdict(rc)[0] not in ("ok", "unchecked", None)}
+    rejected_dirs = {
+        str(Path(rc.recorded.file).parent)
+        for rc in upstream.requests
+        if _verdict(rc)[0] not in ("ok", "unchecked", None)
+    }
     stray = []
     known_seen = set()
     for f in upstream.findings:

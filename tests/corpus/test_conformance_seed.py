@@ -30,8 +30,12 @@ def _verdict(rc):
 
 
 def test_requests_the_harness_accepted_are_explained(upstream):
-    accepted = [rc for rc in upstream.requests if rc.recorded.loop_built and (
-        _verdict(rc)[0] == "ok" or (_verdict(rc)[0] == "unchecked" and _verdict(rc)[1] == "ok"))]
+    accepted = [
+        rc
+        for rc in upstream.requests
+        if rc.recorded.loop_built
+        and (_verdict(rc)[0] == "ok" or (_verdict(rc)[0] == "unchecked" and _verdict(rc)[1] == "ok"))
+    ]
     assert len(accepted) > 700
     bad = [(rc.recorded.file, rc.recorded.line, rc.status, rc.codes) for rc in accepted if rc.status != "ok"]
     assert bad == []
@@ -55,6 +59,9 @@ def test_no_other_error_findings(upstream):
     from pathlib import Path
 
     rejected_dirs = {str(Path(f).parent) for f in rejected_files}
-    stray = [(f.file, f.rule, f.message) for f in upstream.findings
-             if f.severity == "error" and str(Path(f.file).parent) not in rejected_dirs]
+    stray = [
+        (f.file, f.rule, f.message)
+        for f in upstream.findings
+        if f.severity == "error" and str(Path(f.file).parent) not in rejected_dirs
+    ]
     assert stray == []

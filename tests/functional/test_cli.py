@@ -11,7 +11,20 @@ import pytest
 from inspector.cli import main
 from tests.conftest import SAMPLES
 
-REPORT_KEYS = ["rule", "category", "severity", "file", "line", "session", "seq", "turn", "step", "path", "message", "detail"]
+REPORT_KEYS = [
+    "rule",
+    "category",
+    "severity",
+    "file",
+    "line",
+    "session",
+    "seq",
+    "turn",
+    "step",
+    "path",
+    "message",
+    "detail",
+]
 
 
 def run(capsys, *argv):
@@ -68,7 +81,9 @@ def test_explicit_captures_flag(capsys, tmp_path):
     log.write_bytes((SAMPLES / "capture-divergence.jsonl").read_bytes())
     code, out, _ = run(capsys, "check", str(log), "--format", "json")
     assert code == 0 and json.loads(out)["summary"]["requests_checked"] == 0
-    code, out, _ = run(capsys, "check", str(log), "--captures", str(SAMPLES / "capture-divergence.requests.jsonl"), "--format", "json")
+    code, out, _ = run(
+        capsys, "check", str(log), "--captures", str(SAMPLES / "capture-divergence.requests.jsonl"), "--format", "json"
+    )
     assert code == 1 and json.loads(out)["summary"]["requests_checked"] == 7
 
 
@@ -115,9 +130,11 @@ def test_text_output_is_inert(capsys, tmp_path):
 
 
 def test_invariants_never_imports_the_ui_or_the_index():
-    probe = ("import sys, invariants.gate.pipeline, invariants.gate.report, invariants.replay.session; "
-             "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'sqlite_utils', 'inspector', 'rich')]; "
-             "print(bad); sys.exit(1 if bad else 0)")
+    probe = (
+        "import sys, invariants.gate.pipeline, invariants.gate.report, invariants.replay.session; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'sqlite_utils', 'inspector', 'rich')]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
 

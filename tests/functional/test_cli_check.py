@@ -7,9 +7,9 @@ import json
 import shutil
 
 from inspector.cli import main
-from invariants.gate.pipeline import run_check
-from invariants.read.discover import LogSource
 from invariants.analysis.forks import encode_id, find_parent_log
+from invariants.gate.pipeline import run_check
+from invariants.read.source import LogSource
 from tests.conftest import SAMPLES
 from tests.support.logbuilder import Log
 
@@ -59,7 +59,9 @@ def test_ledger_accepts_appends_and_flags_a_rewritten_prefix(capsys, tmp_path):
     assert code == 0
     # a truncated log is rewritten too
     path.write_bytes(path.read_bytes()[:100])
-    code, out, _ = run(capsys, "check", str(path), "--ledger", str(ledger), "--no-cache", "--select", "RSM001", "--format", "json")
+    code, out, _ = run(
+        capsys, "check", str(path), "--ledger", str(ledger), "--no-cache", "--select", "RSM001", "--format", "json"
+    )
     assert "shorter than" in json.loads(out)["findings"][0]["message"]
 
 
@@ -93,7 +95,10 @@ def test_fork_parent_found_under_the_same_root_in_the_late_layout(tmp_path):
     assert found is not None and found.path == project / "par~002Fent" / "session.jsonl"
     assert find_parent_log(LogSource(child_path, other), "par/ent") is None  # outside the root named
     # checking the root's child folder alone still compares the seed, against the parent found under the root
-    child.events[1] = {**child.events[1], "data": {"content": [{"type": "text", "text": "tampered"}], "source": {"kind": "user"}}}
+    child.events[1] = {
+        **child.events[1],
+        "data": {"content": [{"type": "text", "text": "tampered"}], "source": {"kind": "user"}},
+    }
     child.write(child_path)
     from invariants.analysis.forks import check_fork
     from invariants.replay.session import replay

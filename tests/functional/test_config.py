@@ -45,7 +45,9 @@ def test_pyproject_settings_apply_and_flags_win(capsys, project):
     sev = {f["rule"]: f["severity"] for f in json.loads(out)["findings"]}
     assert sev["PFX002"] == "info" and code == 1
     # flags over the file: --select replaces, --severity overrides an entry, --fail-on and --format win
-    code, out, _ = run(capsys, "check", "logs", "--select", "PFX002", "--severity", "PFX002=warning", "--fail-on", "error")
+    code, out, _ = run(
+        capsys, "check", "logs", "--select", "PFX002", "--severity", "PFX002=warning", "--fail-on", "error"
+    )
     assert rules_of(out) == ["PFX002"] and json.loads(out)["findings"][0]["severity"] == "warning" and code == 0
     code, out, _ = run(capsys, "check", "logs", "--format", "text", "--select", "DIV010")
     assert out.startswith("logs/capture-divergence.jsonl") and "DIV010" in out and code == 1
@@ -73,14 +75,17 @@ def test_severity_by_category_and_code_most_specific_wins():
     assert expand_severity({"fork-seed": "warning"})["FRK001"] == "warning"
 
 
-@pytest.mark.parametrize("text, needle", [
-    ('selec = ["DIV"]', "unknown key"),
-    ('select = ["NOPE123"]', "unknown rule selector"),
-    ('fail-on = "fatal"', "fail-on"),
-    ('[severity]\nDIV001 = "loud"', "severity"),
-    ('jobs = -1', "jobs"),
-    ('select = [', "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ('selec = ["DIV"]', "unknown key"),
+        ('select = ["NOPE123"]', "unknown rule selector"),
+        ('fail-on = "fatal"', "fail-on"),
+        ('[severity]\nDIV001 = "loud"', "severity"),
+        ("jobs = -1", "jobs"),
+        ("select = [", "not valid TOML"),
+    ],
+)
 def test_bad_configuration_is_a_usage_error(capsys, project, text, needle):
     (project / "inspector.toml").write_text(text + "\n")
     with pytest.raises(ConfigError, match=needle):

@@ -44,8 +44,12 @@ SEEDS = sample_seeds()
 SMALL = sorted(SEEDS, key=lambda s: len(s.log))[:8]
 POINTS = sweep_points(SEEDS)
 FLAGS = check_flags()
+
+
 def fuzz(n: int) -> settings:
-    return settings(max_examples=n, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None)
+    return settings(
+        max_examples=n, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck), database=None
+    )
 
 
 def _run(case: Case) -> None:
@@ -73,8 +77,12 @@ def test_truncated_at_any_byte(seed, where, compressed):
 
 
 @fuzz(160)
-@given(st.sampled_from(SEEDS), st.lists(st.sampled_from(STACKABLE), min_size=1, max_size=4), st.integers(0, 2**32),
-       st.sampled_from(["json", "text", "jsonl", "sarif", "junit", "github"]))
+@given(
+    st.sampled_from(SEEDS),
+    st.lists(st.sampled_from(STACKABLE), min_size=1, max_size=4),
+    st.integers(0, 2**32),
+    st.sampled_from(["json", "text", "jsonl", "sarif", "junit", "github"]),
+)
 def test_mutated_logs(seed, names, rng_seed, fmt):
     """Bit flips, invalid UTF-8, NULs, blank/duplicated/reordered/deleted lines, wrong types,
     bad numbers, surface replaces that point nowhere, malformed delta arms, hostile text."""
@@ -104,7 +112,9 @@ def test_hostile_captures(seed, rng_seed, compressed):
     if compressed:
         case = _case(seed, seed.log, capture=b"")
         case.files = {k: v for k, v in case.files.items() if not k.endswith(".requests.jsonl")}
-        case.files[seed.log_name.split(".jsonl")[0] + ".requests.jsonl.zstd"] = to_zstd(cap)[: random.Random(rng_seed).randrange(1, 10**6)]
+        case.files[seed.log_name.split(".jsonl")[0] + ".requests.jsonl.zstd"] = to_zstd(cap)[
+            : random.Random(rng_seed).randrange(1, 10**6)
+        ]
     else:
         case = _case(seed, seed.log, capture=cap)
     _run(case)
@@ -161,8 +171,13 @@ def test_subprocess_never_prints_a_traceback(tmp_path, name, fmt):
     seed = SMALL[0]
     path = tmp_path / name
     path.write_bytes(NASTY[name](seed))
-    proc = subprocess.run([sys.executable, "-m", "inspector.cli", "check", str(path), "--format", fmt, *FLAGS],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "inspector.cli", "check", str(path), "--format", fmt, *FLAGS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert proc.returncode in (0, 1, 2), proc.stderr
     assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
     assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
@@ -174,8 +189,14 @@ def test_subprocess_replay_and_folder(tmp_path):
     (tmp_path / "a.jsonl").write_bytes(NASTY["deep.jsonl"](seed))
     (tmp_path / "b.jsonl.zstd").write_bytes(NASTY["torn.jsonl.zstd"](seed))
     (tmp_path / "requests.jsonl").write_bytes(b"[]\n1\nnull\n" + deep_json(100_000, "object") + b"\n")
-    for argv in (["check", str(tmp_path), *FLAGS], ["replay", str(tmp_path / "a.jsonl")], ["replay", str(tmp_path / "b.jsonl.zstd")]):
-        proc = subprocess.run([sys.executable, "-m", "inspector.cli", *argv], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    for argv in (
+        ["check", str(tmp_path), *FLAGS],
+        ["replay", str(tmp_path / "a.jsonl")],
+        ["replay", str(tmp_path / "b.jsonl.zstd")],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "inspector.cli", *argv], capture_output=True, text=True, timeout=120, cwd=tmp_path
+        )
         assert proc.returncode in (0, 1, 2) and "Traceback" not in proc.stderr, (argv, proc.stderr)
 
 
@@ -185,7 +206,11 @@ def test_subprocess_replay_and_folder(tmp_path):
 def _fifty_mb_log(tmp_path: Path) -> Path:
     seed = SMALL[0]
     lines = seed.log.split(b"\n")
-    big = b'{"type":"user/message","seq":2,"time":1,"data":{"content":[{"type":"text","text":"' + b"a" * 50_000_000 + b'"}]},"surfaceOp":"append"}'
+    big = (
+        b'{"type":"user/message","seq":2,"time":1,"data":{"content":[{"type":"text","text":"'
+        + b"a" * 50_000_000
+        + b'"}]},"surfaceOp":"append"}'
+    )
     path = tmp_path / "big.jsonl"
     path.write_bytes(b"\n".join(lines[:3] + [big] + lines[3:]))
     return path
@@ -207,8 +232,13 @@ def test_fifty_mb_line_in_bounded_memory_and_time(tmp_path):
         "sys.stderr.write(f'\\nVmHWM {hwm.group(1) if hwm else 0}\\n')\n"
         "sys.exit(rc)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code, "check", str(path), "--format", "json", *FLAGS],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "check", str(path), "--format", "json", *FLAGS],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert proc.returncode in (0, 1), proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr and "MemoryError" not in proc.stderr
     peak_kib = int(proc.stderr.rsplit("VmHWM ", 1)[1].split()[0])

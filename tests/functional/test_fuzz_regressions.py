@@ -15,8 +15,9 @@ from tests.support.logbuilder import Log
 
 
 def _cli(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "inspector.cli", *argv], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "inspector.cli", *argv], capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
 
 
 def _log_with(tmp_path, line: bytes, name: str = "s.jsonl"):
@@ -47,7 +48,12 @@ def test_deep_value_inside_a_field_and_in_a_capture(tmp_path):
     path = log.write(tmp_path / "s.jsonl")
     (tmp_path / "requests.jsonl").write_text('{"sessionId":"s1","logLength":3,"request":' + deep + "}\n")
     with path.open("ab") as fh:
-        fh.write(('{"type":"user/message","seq":%d,"time":1,"data":{"content":%s},"surfaceOp":"append"}\n' % (log.seq, deep)).encode())
+        fh.write(
+            (
+                '{"type":"user/message","seq":%d,"time":1,"data":{"content":%s},"surfaceOp":"append"}\n'
+                % (log.seq, deep)
+            ).encode()
+        )
     proc = _cli("check", str(path), "--format", "json", "--no-cache")
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     msgs = [(f["rule"], f["line"]) for f in json.loads(proc.stdout)["findings"] if "nesting deeper" in f["message"]]
@@ -100,7 +106,9 @@ def test_event_viewer_reads_hostile_lines_without_crashing(tmp_path):
     ]
     path = tmp_path / "s.jsonl"
     path.write_bytes(b"\n".join(lines + extra) + b"\n")
-    proc = subprocess.run([sys.executable, "-c", code % (str(ROOT), str(path))], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", code % (str(ROOT), str(path))], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     first, second = proc.stdout.split("\n")[:2]
     assert first == f"{n + 2} {len(lines) + len(extra)}"
@@ -145,11 +153,11 @@ def test_call_id_of_any_json_type_pairs_like_a_js_map(tmp_path, capsys, call_id)
 
 
 def _flat(items):
-    from invariants.read.lines import LineRun
+    from invariants.read.line_records import LineRun
 
     out = []
     for it in items:
-        for raw in (it.raw_lines() if isinstance(it, LineRun) else [it]):
+        for raw in it.raw_lines() if isinstance(it, LineRun) else [it]:
             out.append((raw.number, raw.offset, raw.data, raw.complete, raw.oversized))
     return out
 
@@ -173,12 +181,19 @@ def test_long_lines_cost_linear_time_in_the_block_reader(tmp_path):
     assert t_runs < 10 * t_plain + 0.5  # a generous bound; quadratic was ~20x
 
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 
 @settings(max_examples=150, deadline=None, derandomize=True)
-@given(st.lists(st.sampled_from([b"", b"a", b"xxxxxxxxxxxx", b'{"type":"assistant/chunk","seq":1}', b"\n", b"\n\n", b"y" * 40]),
-                max_size=30), st.integers(1, 16), st.integers(1, 50))
+@given(
+    st.lists(
+        st.sampled_from([b"", b"a", b"xxxxxxxxxxxx", b'{"type":"assistant/chunk","seq":1}', b"\n", b"\n\n", b"y" * 40]),
+        max_size=30,
+    ),
+    st.integers(1, 16),
+    st.integers(1, 50),
+)
 def test_block_reader_matches_the_readline_reader(tmp_path_factory, parts, block, max_line):
     from invariants.read.lines import _plain_lines, _plain_runs
 
@@ -208,7 +223,9 @@ def test_finding_locations_are_integers_whatever_the_log_wrote(tmp_path, capsys)
     assert any(f["detail"].get("logged_turn") == '"\\u0007\\u0007bell[bold]"' for f in findings)
 
 
-@pytest.mark.parametrize("system, tools", [(["not", "a", "string"], None), ("S", [{"name": ["x"]}, {"name": {"a": 1}}])])
+@pytest.mark.parametrize(
+    "system, tools", [(["not", "a", "string"], None), ("S", [{"name": ["x"]}, {"name": {"a": 1}}])]
+)
 def test_snapshot_with_a_list_system_or_unhashable_tool_names(tmp_path, capsys, system, tools):
     """diff_header split a list system prompt (AttributeError) and keyed tools by unhashable names (TypeError)."""
     from inspector.cli import main
@@ -222,7 +239,12 @@ def test_snapshot_with_a_list_system_or_unhashable_tool_names(tmp_path, capsys, 
     log.simple_step(1, 2, header_reason="fallback", header=bad)
     log.simple_step(1, 3, header_reason="fallback")
     log.step_start(1, 4)
-    log.delta({"system": {"keepStart": 0, "keepEnd": 0, "insert": ["x"]}, "tools": {"added": [], "removed": ["x"], "changed": []}})
+    log.delta(
+        {
+            "system": {"keepStart": 0, "keepEnd": 0, "insert": ["x"]},
+            "tools": {"added": [], "removed": ["x"], "changed": []},
+        }
+    )
     log.turn_end(1)
     path = log.write(tmp_path / "s.jsonl")
     assert main(["check", str(path), "--no-cache", "--format", "json"]) == 1
@@ -243,7 +265,9 @@ def test_index_stores_lone_surrogates(tmp_path, capsys):
     assert b"\\ud800" in path.read_bytes()
     db = tmp_path / "x.db"
     assert main(["index", str(logs), "--db", str(db), "-j", "1", "-q"]) in (0, 1)
-    assert main(["query", "select text from messages where text like 'lone%'", "--db", str(db), "--format", "json"]) == 0
+    assert (
+        main(["query", "select text from messages where text like 'lone%'", "--db", str(db), "--format", "json"]) == 0
+    )
     assert "lone ? surrogate" in capsys.readouterr().out
 
 
@@ -265,7 +289,12 @@ def test_a_malformed_sqlite_store_is_a_finding(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert code == 1 and "Traceback" not in err
     bad = [f for f in json.loads(out)["findings"] if f["rule"] == "LOG016"]
-    assert bad and bad[0]["severity"] == "error" and "cannot be read from here on" in bad[0]["message"] and bad[0]["line"] > 1
+    assert (
+        bad
+        and bad[0]["severity"] == "error"
+        and "cannot be read from here on" in bad[0]["message"]
+        and bad[0]["line"] > 1
+    )
 
 
 def test_a_zstd_bomb_is_refused_before_it_is_decompressed(tmp_path, capsys):
@@ -346,7 +375,6 @@ def test_a_garbled_sqlite_schema_is_an_unreadable_input(tmp_path, capsys):
     """SQLite quoted the invalid UTF-8 of a garbled schema in its error, and Python failed to
     decode the message: UnicodeDecodeError out of connect()."""
     from inspector.cli import main
-
     from invariants.read.sqlite_backend import write_database
 
     log = Log("in-db")
@@ -368,7 +396,7 @@ def test_a_checkpoint_from_a_foreign_index_cannot_run_code(tmp_path):
     import pickle
     import zlib
 
-    from invariants.read.discover import LogSource
+    from invariants.read.source import LogSource
     from invariants.replay.session import replay, resume
 
     log = Log()
@@ -445,8 +473,12 @@ def test_surface_replace_churn_stays_in_linear_memory(tmp_path):
     log.turn_start(1)
     last = [log.user(f"m{i}") for i in range(8000)][-1]
     for _ in range(8000):
-        last = log.add("user/message", {"content": [{"type": "text", "text": "c"}], "source": {"kind": "user"}},
-                       surfaceOp={"op": "replace", "start": last, "end": last}, sourceEventSeqs=[last])
+        last = log.add(
+            "user/message",
+            {"content": [{"type": "text", "text": "c"}], "source": {"kind": "user"}},
+            surfaceOp={"op": "replace", "start": last, "end": last},
+            sourceEventSeqs=[last],
+        )
     log.turn_end(1)
     path = log.write(tmp_path / "churn.jsonl")
     tracemalloc.start()
@@ -475,8 +507,12 @@ def test_capture_lines_find_their_step_in_constant_time(tmp_path):
         log.step_end(1, k)
     log.turn_end(1)
     path = log.write(tmp_path / "s1.jsonl")
-    (tmp_path / "requests.jsonl").write_bytes(b"".join(
-        orjson.dumps({"sessionId": "s1", "turn": 2, "step": k, "request": {"messages": []}}) + b"\n" for k in range(20000)))
+    (tmp_path / "requests.jsonl").write_bytes(
+        b"".join(
+            orjson.dumps({"sessionId": "s1", "turn": 2, "step": k, "request": {"messages": []}}) + b"\n"
+            for k in range(20000)
+        )
+    )
     t0 = time.perf_counter()
     result = run_check([path])
     assert time.perf_counter() - t0 < 15  # ~1 s; the scan took ~12 s at this size
@@ -484,9 +520,11 @@ def test_capture_lines_find_their_step_in_constant_time(tmp_path):
 
 
 def test_step_for_compares_like_a_scan():
-    from invariants.replay.session import StepState, SessionModel
+    from invariants.replay.session import SessionModel, StepState
 
-    steps = [StepState(i, t, s, i, i, (0, 0)) for i, (t, s) in enumerate([(1, 1), (1, 2), ([1], 1), (1.0, 1), ("1", 1)])]
+    steps = [
+        StepState(i, t, s, i, i, (0, 0)) for i, (t, s) in enumerate([(1, 1), (1, 2), ([1], 1), (1.0, 1), ("1", 1)])
+    ]
     m = SessionModel.__new__(SessionModel)
     m.steps = steps
     assert m.step_for(1, 1) is steps[3]  # the last one equal to (1, 1): 1.0 == 1
@@ -508,8 +546,12 @@ def _tiny_captures_against_a_long_history(tmp_path, n: int):
     log.step_end(1, 1)
     log.turn_end(1)
     path = log.write(tmp_path / "s1.jsonl")
-    (tmp_path / "requests.jsonl").write_bytes(b"".join(
-        orjson.dumps({"sessionId": "s1", "logLength": log.seq - 1, "request": {"messages": []}}) + b"\n" for _ in range(n)))
+    (tmp_path / "requests.jsonl").write_bytes(
+        b"".join(
+            orjson.dumps({"sessionId": "s1", "logLength": log.seq - 1, "request": {"messages": []}}) + b"\n"
+            for _ in range(n)
+        )
+    )
     return path
 
 
@@ -548,7 +590,15 @@ def test_tool_deltas_cost_the_header_in_force_not_a_python_walk_of_it(tmp_path):
     log.step_start(1, 1)
     log.snapshot()
     for k in range(2000):
-        log.delta({"tools": {"added": [{"name": f"t{k}", "description": "d", "parameters": {}}], "removed": [], "changed": []}})
+        log.delta(
+            {
+                "tools": {
+                    "added": [{"name": f"t{k}", "description": "d", "parameters": {}}],
+                    "removed": [],
+                    "changed": [],
+                }
+            }
+        )
     log.step_end(1, 1)
     log.turn_end(1)
     path = log.write(tmp_path / "s1.jsonl")
@@ -583,7 +633,10 @@ def test_a_root_of_forked_children_is_scanned_once(tmp_path, capsys):
         log = Log(f"c{i}", parentSession=f"missing{i}", seedLength=2)
         log.clean_turn(1, header_reason="initial")
         log.write(d / f"c{i}.jsonl")
-    for argv in (["check", str(root), "--no-cache", "--format", "json"], ["check", str(root), "--format", "json", "--cache-dir", str(tmp_path / "c")]):
+    for argv in (
+        ["check", str(root), "--no-cache", "--format", "json"],
+        ["check", str(root), "--format", "json", "--cache-dir", str(tmp_path / "c")],
+    ):
         t0 = time.perf_counter()
         main(argv)
         assert time.perf_counter() - t0 < 15  # ~0.5 s; ~16 s before
@@ -601,7 +654,10 @@ def test_cache_report_shows_any_usage_value(tmp_path, capsys, tokens):
     log.user("hi")
     log.step_start(1, 1)
     log.snapshot()
-    log.add("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "usage", "usage": {"inputTokens": tokens, "cacheReadTokens": tokens}}})
+    log.add(
+        "assistant/chunk",
+        {"turn": 1, "step": 1, "chunk": {"type": "usage", "usage": {"inputTokens": tokens, "cacheReadTokens": tokens}}},
+    )
     log.step_end(1, 1)
     log.turn_end(1)
     path = log.write(tmp_path / "s.jsonl")

@@ -18,7 +18,12 @@ from inspector.index import QueryError, build_index, covers, list_sessions, run_
 from invariants.gate.pipeline import run_check
 from tests.conftest import ROOT, corpus_dir
 from tests.support.index_support import (
-    add_late, capture_lines_before, growing_session, make_root, write_capture, write_log,
+    add_late,
+    capture_lines_before,
+    growing_session,
+    make_root,
+    write_capture,
+    write_log,
 )
 
 
@@ -79,8 +84,21 @@ def snapshot(db: Path) -> dict[str, list]:
     cap_of = dict(conn.execute("SELECT id, path FROM captures"))
     skip = {"id", "indexed_at", "index_mode", "fork_checked", "parent_id", "session_id", "capture_id", "step_id"}
     out: dict[str, list] = {}
-    for table in ("sessions", "steps", "cache_steps", "versions", "instances", "messages", "tool_calls", "findings", "requests",
-                  "headers", "header_tools", "captures", "checkpoints"):
+    for table in (
+        "sessions",
+        "steps",
+        "cache_steps",
+        "versions",
+        "instances",
+        "messages",
+        "tool_calls",
+        "findings",
+        "requests",
+        "headers",
+        "header_tools",
+        "captures",
+        "checkpoints",
+    ):
         cur = conn.execute(f"SELECT * FROM {table}")
         cols = [d[0] for d in cur.description]
         rows = []
@@ -133,8 +151,11 @@ def test_headers_are_stored_once(indexed):
     steps, distinct = q(db, "SELECT count(*), count(DISTINCT header_hash) FROM steps")[0]
     headers = q(db, "SELECT count(*) FROM headers")[0][0]
     assert headers < steps
-    used = q(db, "SELECT count(*) FROM (SELECT header_hash FROM steps UNION SELECT header_hash FROM versions "
-                 "UNION SELECT header_hash FROM instances)")[0][0]
+    used = q(
+        db,
+        "SELECT count(*) FROM (SELECT header_hash FROM steps UNION SELECT header_hash FROM versions "
+        "UNION SELECT header_hash FROM instances)",
+    )[0][0]
     assert headers == used and distinct <= headers
     assert q(db, "SELECT count(*) FROM steps WHERE header_hash NOT IN (SELECT hash FROM headers)")[0][0] == 0
     assert ("bash",) in q(db, "SELECT DISTINCT tool FROM step_tools")
@@ -156,16 +177,32 @@ def test_fork_links_child_to_parent(indexed):
 
 def test_views_and_full_text_search(indexed):
     _base, db, _w, _s = indexed
-    for view in ("session_overview", "diverged_sessions", "prefix_drift", "instance_drift", "forks", "fork_chains",
-                 "model_usage", "step_tools", "tool_usage", "step_cache", "cache_breaks", "cache_summary",
-                 "header_changes", "finding_counts"):
+    for view in (
+        "session_overview",
+        "diverged_sessions",
+        "prefix_drift",
+        "instance_drift",
+        "forks",
+        "fork_chains",
+        "model_usage",
+        "step_tools",
+        "tool_usage",
+        "step_cache",
+        "cache_breaks",
+        "cache_summary",
+        "header_changes",
+        "finding_counts",
+    ):
         q(db, f"SELECT * FROM {view} LIMIT 5")
     hits = q(db, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'count'")[0][0]
     assert hits > 0
     assert q(db, "SELECT count(*) FROM findings_fts WHERE findings_fts MATCH 'diverge*'")[0][0] >= 1
     assert ("bash",) in q(db, "SELECT name FROM tool_usage")
     # invariants.analysis.cache_report's account: one row per step that has a request header.
-    assert q(db, "SELECT count(*) FROM cache_steps")[0][0] == q(db, "SELECT count(*) FROM steps WHERE version IS NOT NULL")[0][0]
+    assert (
+        q(db, "SELECT count(*) FROM cache_steps")[0][0]
+        == q(db, "SELECT count(*) FROM steps WHERE version IS NOT NULL")[0][0]
+    )
     assert q(db, "SELECT count(*) FROM cache_steps WHERE reused_bytes > 0")[0][0] > 0
     assert q(db, "SELECT model FROM model_usage") == [("deepseek-v4-flash",)]
 
@@ -175,9 +212,18 @@ def test_sqlite3_shell_opens_the_index(indexed):
     shell = shutil.which("sqlite3")
     if shell is None:
         pytest.skip("no sqlite3 shell on PATH")
-    out = subprocess.run([shell, "-readonly", str(db), "SELECT count(*) FROM sessions; SELECT count(*) FROM cache_breaks "
-                          "WHERE reason IS NOT NULL >= 0; SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'files';"],
-                         capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [
+            shell,
+            "-readonly",
+            str(db),
+            "SELECT count(*) FROM sessions; SELECT count(*) FROM cache_breaks "
+            "WHERE reason IS NOT NULL >= 0; SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'files';",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0] == "9"
 
@@ -199,7 +245,14 @@ def test_no_change_reindex_does_no_parsing(indexed, monkeypatch):
     t0 = time.perf_counter()
     stats = build_index([base], db, jobs=1)
     assert time.perf_counter() - t0 < 1.0
-    assert (stats.unchanged, stats.new, stats.appended, stats.replaced, stats.groups, stats.parsed_groups) == (len(written), 0, 0, 0, 0, 0)
+    assert (stats.unchanged, stats.new, stats.appended, stats.replaced, stats.groups, stats.parsed_groups) == (
+        len(written),
+        0,
+        0,
+        0,
+        0,
+        0,
+    )
     assert snapshot(db) == before
 
 
@@ -343,8 +396,14 @@ def test_killed_indexer_leaves_a_usable_database(root, indexed, tmp_path, jobs):
     base, written = root
     db = tmp_path / "killed.db"
     env = {**os.environ, "INSPECTOR_INDEX_PAUSE_AT": "3", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "inspector.cli", "index", str(base), "--db", str(db), "--jobs", str(jobs)],
-                            cwd=tmp_path, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "inspector.cli", "index", str(base), "--db", str(db), "--jobs", str(jobs)],
+        cwd=tmp_path,
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
     workers: list[int] = []
     try:
         line = proc.stderr.readline()
@@ -377,23 +436,26 @@ def test_killed_indexer_leaves_a_usable_database(root, indexed, tmp_path, jobs):
 # -- readers ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sql", [
-    "INSERT INTO sessions(uid, path) VALUES ('x', 'y')",
-    "DELETE FROM findings",
-    "UPDATE steps SET status = 'ok'",
-    "DROP TABLE steps",
-    "CREATE TABLE t(x)",
-    "CREATE TEMP TABLE t(x)",
-    "ATTACH DATABASE 'other.db' AS other",
-    "PRAGMA journal_mode = DELETE",
-    "PRAGMA query_only = OFF",
-    "BEGIN IMMEDIATE",
-    "VACUUM",
-    "REINDEX",
-    "SELECT load_extension('x')",
-    "INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')",
-    "SELECT 1; DELETE FROM findings",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "INSERT INTO sessions(uid, path) VALUES ('x', 'y')",
+        "DELETE FROM findings",
+        "UPDATE steps SET status = 'ok'",
+        "DROP TABLE steps",
+        "CREATE TABLE t(x)",
+        "CREATE TEMP TABLE t(x)",
+        "ATTACH DATABASE 'other.db' AS other",
+        "PRAGMA journal_mode = DELETE",
+        "PRAGMA query_only = OFF",
+        "BEGIN IMMEDIATE",
+        "VACUUM",
+        "REINDEX",
+        "SELECT load_extension('x')",
+        "INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')",
+        "SELECT 1; DELETE FROM findings",
+    ],
+)
 def test_query_is_read_only(indexed, sql, tmp_path, monkeypatch):
     _base, db, _w, _s = indexed
     monkeypatch.chdir(tmp_path)
@@ -421,7 +483,10 @@ def test_cli_sessions_and_query(indexed, capsys):
     assert main(["sessions", "--db", str(db), "--category", "request-divergence"]) == 0
     out = capsys.readouterr().out
     assert "1 session" in out
-    assert main(["sessions", "--db", str(db), "--format", "json", "--model", "deepseek-v4-flash", "--since", "2026-01-01"]) == 0
+    assert (
+        main(["sessions", "--db", str(db), "--format", "json", "--model", "deepseek-v4-flash", "--since", "2026-01-01"])
+        == 0
+    )
     import json
 
     assert len(json.loads(capsys.readouterr().out)) == len(written)
@@ -434,7 +499,7 @@ def test_cli_sessions_and_query(indexed, capsys):
 
 def test_foreign_database_is_never_written(tmp_path, capsys):
     from inspector.cli import main
-    from inspector.index import IndexError_
+    from inspector.index import IndexBuildError
 
     other = tmp_path / "mine.db"
     conn = sqlite3.connect(other)
@@ -445,7 +510,7 @@ def test_foreign_database_is_never_written(tmp_path, capsys):
     text.write_text("not a database at all, just text " * 10)
     for target in (other, text):
         before = target.read_bytes()
-        with pytest.raises(IndexError_):
+        with pytest.raises(IndexBuildError):
             build_index([tmp_path / "nothing"], target)
         assert main(["index", str(tmp_path), "--db", str(target), "--rebuild"]) == 2
         assert target.read_bytes() == before
@@ -475,11 +540,15 @@ def test_late_era_zstd_and_sqlite_sessions(tmp_path):
     assert stats.problems == [] and stats.sessions == len(result.sessions) == 3 + 1 + 2
     expected = collections.Counter((f.rule, f.file, f.seq, f.message) for f in result.findings)
     assert collections.Counter(q(db, "SELECT rule, file, seq, message FROM findings")) == expected
-    assert collections.Counter(dict(q(db, "SELECT status, count(*) FROM requests GROUP BY status"))) == \
-        collections.Counter(r.status for r in result.requests)
+    assert collections.Counter(
+        dict(q(db, "SELECT status, count(*) FROM requests GROUP BY status"))
+    ) == collections.Counter(r.status for r in result.requests)
     assert q(db, "SELECT era, count(*) FROM sessions GROUP BY era") == [("late", 3), ("seed", 3)]
-    members = q(db, "SELECT member, c.uid FROM sessions s LEFT JOIN (SELECT id, uid FROM sessions) c ON c.id = s.parent_id "
-                    "WHERE member IS NOT NULL ORDER BY member")
+    members = q(
+        db,
+        "SELECT member, c.uid FROM sessions s LEFT JOIN (SELECT id, uid FROM sessions) c ON c.id = s.parent_id "
+        "WHERE member IS NOT NULL ORDER BY member",
+    )
     assert members == [("child-7e41", "parent-2c9a"), ("parent-2c9a", None)]
     # Touching the database re-reads every session in it (no byte-offset resume inside a database).
     dbfile = next(p for p in files if p.name == "sessions.sqlite")

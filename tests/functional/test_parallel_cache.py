@@ -7,9 +7,9 @@ import shutil
 import pytest
 
 from inspector.cli import main
-from invariants.gate.pipeline import run_check
 from invariants.gate.formats import ReportContext, render
 from invariants.gate.parallel import RunStats, check_paths
+from invariants.gate.pipeline import run_check
 from invariants.gate.result_cache import ResultCache
 from tests.conftest import CORPUS, SAMPLES
 
@@ -78,8 +78,8 @@ def test_cache_hit_parses_nothing(tree, tmp_path, monkeypatch):
     def boom(*a, **k):
         raise AssertionError("parsed on a cache hit")
 
-    import invariants.read.capture
     import invariants.analysis.forks
+    import invariants.read.capture
     import invariants.read.load
     import invariants.replay.session
 

@@ -46,7 +46,7 @@ def test_every_sample_log_is_listed():
 
 
 def test_samples_are_reproducible_from_the_generator(tmp_path):
-    from invariants.simulate.seed_era import main
+    from invariants.simulate.samples import main
 
     main([str(tmp_path)])
     for path in SAMPLES.rglob("*"):

@@ -48,8 +48,22 @@ def _hook(event: str, args: tuple) -> None:
         _Audit.events.append(("open", args[0], args[1], args[2]))
     elif event == "sqlite3.connect":
         _Audit.events.append((event, args[0], None, None))
-    elif event in ("os.remove", "os.rename", "os.replace", "os.mkdir", "os.rmdir", "os.truncate", "os.chmod", "os.chown",
-                   "os.utime", "os.link", "os.symlink", "shutil.rmtree", "shutil.move", "shutil.copyfile"):
+    elif event in (
+        "os.remove",
+        "os.rename",
+        "os.replace",
+        "os.mkdir",
+        "os.rmdir",
+        "os.truncate",
+        "os.chmod",
+        "os.chown",
+        "os.utime",
+        "os.link",
+        "os.symlink",
+        "shutil.rmtree",
+        "shutil.move",
+        "shutil.copyfile",
+    ):
         _Audit.events.append((event, args[0], None, None))
 
 
@@ -88,7 +102,9 @@ def writes_under(root: Path) -> list[tuple]:
         if not _under(p, root):
             continue
         if event == "open":
-            if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (isinstance(flags, int) and flags & _WRITE_FLAGS):
+            if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & _WRITE_FLAGS
+            ):
                 bad.append((event, str(p), mode, flags))
         else:
             bad.append((event, str(p)))
@@ -186,8 +202,9 @@ def readonly_root(tmp_path, monkeypatch):
     set_writable(root, True)
     ro_before = {k: (v[:4] if v[0] == "file" else v[:3]) for k, v in before.items()}
     ro_after = {k: (v[:4] if v[0] == "file" else v[:3]) for k, v in after.items()}
-    assert ro_after == ro_before, "the root changed: " + ", ".join(k for k in set(ro_after) ^ set(ro_before) or
-                                                                    [k for k in ro_after if ro_after[k] != ro_before[k]])
+    assert ro_after == ro_before, "the root changed: " + ", ".join(
+        k for k in set(ro_after) ^ set(ro_before) or [k for k in ro_after if ro_after[k] != ro_before[k]]
+    )
 
 
 def test_check_replay_index_and_reports_never_write_a_log(readonly_root, capsys):
@@ -216,8 +233,13 @@ def test_check_replay_index_and_reports_never_write_a_log(readonly_root, capsys)
     assert writes_under(root) == []
     assert opened_under(root), "the audit hook saw nothing: the test would be vacuous"
     # the same in worker processes (no audit hook there: the snapshot comparison covers them)
-    for argv in (["check", str(root), "--jobs", "2", "--no-cache"], ["index", str(root), "--db", str(work / "y.db"), "-j", "2", "-q"]):
-        proc = subprocess.run([sys.executable, "-m", "inspector.cli", *argv], capture_output=True, text=True, timeout=300, cwd=work)
+    for argv in (
+        ["check", str(root), "--jobs", "2", "--no-cache"],
+        ["index", str(root), "--db", str(work / "y.db"), "-j", "2", "-q"],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "inspector.cli", *argv], capture_output=True, text=True, timeout=300, cwd=work
+        )
         assert proc.returncode in (0, 1, 2) and "Traceback" not in proc.stderr, proc.stderr
 
 
@@ -227,7 +249,11 @@ async def test_the_tui_never_writes_a_log(readonly_root):
 
     root, work = readonly_root
     with audited():
-        for target in (root, root / "cwd-0123456789ab" / "open-turn.jsonl", root / "--home-dev-proj--" / "late-1" / "session.jsonl.zstd"):
+        for target in (
+            root,
+            root / "cwd-0123456789ab" / "open-turn.jsonl",
+            root / "--home-dev-proj--" / "late-1" / "session.jsonl.zstd",
+        ):
             app = create_app(target)
             app.animation_level = "none"
             async with app.run_test(size=(140, 40)) as pilot:
@@ -259,8 +285,21 @@ def test_report_files_onto_an_input_are_refused(tmp_path, capsys, flag, victim):
 
 # -- confinement ----------------------------------------------------------------------------
 
-HOSTILE_PARENTS = ["outside", "..", "../outside", "../../outside", "/tmp/outside", "{abs}", "{abs}/session",
-                   "..\\outside", "~002E~002E", "%2e%2e/outside", "outside\x00", "./outside", "~002E~002E~002Foutside"]
+HOSTILE_PARENTS = [
+    "outside",
+    "..",
+    "../outside",
+    "../../outside",
+    "/tmp/outside",
+    "{abs}",
+    "{abs}/session",
+    "..\\outside",
+    "~002E~002E",
+    "%2e%2e/outside",
+    "outside\x00",
+    "./outside",
+    "~002E~002E~002Foutside",
+]
 
 
 def _decoys(base: Path, ids: list[str]) -> list[Path]:
@@ -269,8 +308,13 @@ def _decoys(base: Path, ids: list[str]) -> list[Path]:
     for pid in ids:
         parent = Log(pid)
         parent.clean_turn(1, header_reason="initial")
-        for p in (base / "outside.jsonl", base / "outside" / "session.jsonl", base / "outside" / "outside.jsonl",
-                  base.parent / "outside.jsonl", base / ".." / "outside.jsonl"):
+        for p in (
+            base / "outside.jsonl",
+            base / "outside" / "session.jsonl",
+            base / "outside" / "outside.jsonl",
+            base.parent / "outside.jsonl",
+            base / ".." / "outside.jsonl",
+        ):
             p.parent.mkdir(parents=True, exist_ok=True)
             if not p.exists():
                 parent.write(p)
@@ -291,13 +335,24 @@ def test_parent_session_ids_never_leave_the_root(tmp_path, capsys, layout):
         child = Log(f"child{i}", parentSession=pid, seedLength=len(parent.events))
         child.events = [dict(e) for e in parent.events]
         child.clean_turn(2, header_reason="resume")
-        where = {"flat": root / f"child{i}.jsonl", "seed": root / "cwd-000000000000" / f"child{i}.jsonl",
-                 "late": root / "--proj--" / f"child{i}" / "session.jsonl"}[layout]
+        where = {
+            "flat": root / f"child{i}.jsonl",
+            "seed": root / "cwd-000000000000" / f"child{i}.jsonl",
+            "late": root / "--proj--" / f"child{i}" / "session.jsonl",
+        }[layout]
         where.parent.mkdir(parents=True, exist_ok=True)
         child.write(where)
     # a capture whose hints point out of the folder
-    cap = [{"sessionId": "outside", "sessionFile": hint, "logLength": 1, "request": {"messages": []}}
-           for hint in ("../outside.jsonl", str(base / "outside.jsonl"), "..", "../../outside.jsonl", "outside/../../outside.jsonl")]
+    cap = [
+        {"sessionId": "outside", "sessionFile": hint, "logLength": 1, "request": {"messages": []}}
+        for hint in (
+            "../outside.jsonl",
+            str(base / "outside.jsonl"),
+            "..",
+            "../../outside.jsonl",
+            "outside/../../outside.jsonl",
+        )
+    ]
     first = next(root.rglob("*.jsonl"))
     (first.parent / "requests.jsonl").write_text("\n".join(json.dumps(c) for c in cap) + "\n")
     with audited():
@@ -351,14 +406,25 @@ def test_a_running_indexer_never_blocks_readers(tmp_path):
     make_root(base, n=6)
     db = tmp_path / "index.db"
     env = {**os.environ, "INSPECTOR_INDEX_PAUSE_AT": "3", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "inspector.cli", "index", str(base), "--db", str(db), "--jobs", "1"],
-                            cwd=tmp_path, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "inspector.cli", "index", str(base), "--db", str(db), "--jobs", "1"],
+        cwd=tmp_path,
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         line = proc.stderr.readline()
         assert "paused" in line, line
-        for argv in (["sessions", "--db", str(db), "--format", "json"], ["query", "select count(*) from sessions", "--db", str(db)]):
+        for argv in (
+            ["sessions", "--db", str(db), "--format", "json"],
+            ["query", "select count(*) from sessions", "--db", str(db)],
+        ):
             t0 = time.monotonic()
-            reader = subprocess.run([sys.executable, "-m", "inspector.cli", *argv], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+            reader = subprocess.run(
+                [sys.executable, "-m", "inspector.cli", *argv], capture_output=True, text=True, timeout=60, cwd=tmp_path
+            )
             assert reader.returncode == 0, reader.stderr
             assert time.monotonic() - t0 < 20, "a reader waited on the writer's lock"
             assert "locked" not in reader.stderr

@@ -20,12 +20,14 @@ import pytest
 from rich.console import Console
 
 from inspector.app import create_app as _create_app
-from tests.support.fuzz_strategies import HOSTILE_TEXTS, random_case, sample_seeds, structured_case, write_case
+from tests.support.fuzz_strategies import random_case, sample_seeds, structured_case, write_case
 from tests.support.logbuilder import HEADER, Log
 from tests.support.tui_helpers import settle
 
-HOSTILE = ("clip \x1b]52;c;ZXZpbA==\x07 clear \x1b[2J\x1b[H [bold]loud[/bold] [link=https://evil.example]click[/link] bell\x07 c1\x9b31m"
-           " rtl\u202eevil\u202c")
+HOSTILE = (
+    "clip \x1b]52;c;ZXZpbA==\x07 clear \x1b[2J\x1b[H [bold]loud[/bold] [link=https://evil.example]click[/link] bell\x07 c1\x9b31m"
+    " rtl\u202eevil\u202c"
+)
 SIZE = (160, 48)
 
 # What the renderer itself may write: SGR (colours, styles) and cursor positioning.
@@ -42,8 +44,16 @@ def create_app(*args, **kwargs):
 def screen_text(app) -> tuple[str, str]:
     """(terminal stream, plain text) of the current screen."""
     width, height = app.size
-    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, color_system="truecolor",
-                      record=True, legacy_windows=False, safe_box=False)
+    console = Console(
+        width=width,
+        height=height,
+        file=io.StringIO(),
+        force_terminal=True,
+        color_system="truecolor",
+        record=True,
+        legacy_windows=False,
+        safe_box=False,
+    )
     console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
     return console.file.getvalue(), console.export_text()
 
@@ -58,8 +68,12 @@ def assert_inert(terminal: str, where: str) -> None:
 def hostile_log(folder: Path) -> Path:
     """A session where every place a log string can show holds escapes and markup."""
     tools = [{**HEADER["tools"][0], "name": "read" + HOSTILE, "description": HOSTILE}, HEADER["tools"][1]]
-    header = {**HEADER, "system": "line A\n" + HOSTILE + "\nline C", "tools": tools,
-              "messagePrefix": [{"role": "user", "content": [{"type": "text", "text": "prefix " + HOSTILE}]}]}
+    header = {
+        **HEADER,
+        "system": "line A\n" + HOSTILE + "\nline C",
+        "tools": tools,
+        "messagePrefix": [{"role": "user", "content": [{"type": "text", "text": "prefix " + HOSTILE}]}],
+    }
     log = Log("sid" + HOSTILE, cwd="/home/" + HOSTILE)
     log.turn_start(1)
     log.user("question " + HOSTILE)
@@ -68,7 +82,9 @@ def hostile_log(folder: Path) -> Path:
     c = log.chunk(1, 1, "chunk " + HOSTILE)
     log.assistant(1, 1, [{"type": "text", "text": "answer " + HOSTILE}], [c])
     log.tool_call(1, 1, "call" + HOSTILE, name="read" + HOSTILE)
-    log.tool_result(1, 1, "call" + HOSTILE, call_seq=log.seq - 1, content=[{"type": "text", "text": "result " + HOSTILE}])
+    log.tool_result(
+        1, 1, "call" + HOSTILE, call_seq=log.seq - 1, content=[{"type": "text", "text": "result " + HOSTILE}]
+    )
     log.step_end(1, 1)
     log.step_start(1, 2)
     log.delta({"system": {"keepStart": 1, "keepEnd": 1, "insert": ["delta " + HOSTILE]}})
@@ -80,18 +96,28 @@ def hostile_log(folder: Path) -> Path:
     name = "evil\x1b[2J[bold]name"
     path = log.write(folder / f"{name}.jsonl")
     # a capture whose second request diverges with hostile text (Diff tab)
-    from invariants.read.discover import LogSource
+    from invariants.read.source import LogSource
     from invariants.replay.session import replay
 
     model = replay(LogSource(path, folder))
     lines = []
     for st in model.steps:
-        req = model.expected(st).request
+        req = model.rebuild_request(st).request
         if st.step == 2:
             req = json.loads(json.dumps(req))
             req["messages"][0]["content"][0]["text"] += " edited " + HOSTILE
             req["temperature"] = HOSTILE
-        lines.append(json.dumps({"sessionId": model.id, "logLength": st.first_chunk_seq, "turn": st.turn, "step": st.step, "request": req}))
+        lines.append(
+            json.dumps(
+                {
+                    "sessionId": model.id,
+                    "logLength": st.first_chunk_seq,
+                    "turn": st.turn,
+                    "step": st.step,
+                    "request": req,
+                }
+            )
+        )
     (folder / f"{name}.requests.jsonl").write_text("\n".join(lines) + "\n")
     return path
 
@@ -160,6 +186,7 @@ async def test_export_of_a_hostile_request_is_inert_json(tmp_path, monkeypatch):
 
 
 # -- damaged logs: the app never goes down -------------------------------------------------
+
 
 def _fuzz_paths(tmp_path: Path, n: int) -> list[Path]:
     seeds = sorted(sample_seeds(), key=lambda s: len(s.log))[:6]

@@ -256,8 +256,8 @@ async def test_follow_picks_up_appended_events_and_keeps_the_selection(tmp_path,
 async def test_follow_resumes_the_replay_and_matches_a_full_recheck(tmp_path, monkeypatch):
     """A plain log that grows is resumed from its checkpoint, not replayed; captures are matched again."""
     import invariants.replay.session as replay_mod
-    from invariants.gate.pipeline import run_check
     from inspector.screens.state import SessionState
+    from invariants.gate.pipeline import run_check
     from tests.support.tui_helpers import write_capture
 
     monkeypatch.setattr("inspector.screens.session.FOLLOW_POLL", 0.05)
@@ -317,12 +317,17 @@ async def test_follow_resumes_the_replay_and_matches_a_full_recheck(tmp_path, mo
             return [(f.rule, f.severity, f.seq, f.line, f.turn, f.step, f.path, f.message) for f in st.findings]
 
         assert findings(state) == findings(reference)
-        assert any(f.rule.startswith("DIV") and f.turn == 2 for f in state.findings)  # the new step's capture was compared
-        assert [(s.index, s.turn, s.step, s.seq, s.status, s.requests) for s in state.steps] == \
-            [(s.index, s.turn, s.step, s.seq, s.status, s.requests) for s in reference.steps]
+        assert any(
+            f.rule.startswith("DIV") and f.turn == 2 for f in state.findings
+        )  # the new step's capture was compared
+        assert [(s.index, s.turn, s.step, s.seq, s.status, s.requests) for s in state.steps] == [
+            (s.index, s.turn, s.step, s.seq, s.status, s.requests) for s in reference.steps
+        ]
         assert state.rows() == reference.rows()
         assert [r.status for r in state.model.requests] == [r.status for r in reference.model.requests]
-        assert [(r.kind, r.step) for r in screen.query_one(Timeline).rows] == [(r.kind, r.step) for r in reference.rows()]
+        assert [(r.kind, r.step) for r in screen.query_one(Timeline).rows] == [
+            (r.kind, r.step) for r in reference.rows()
+        ]
 
 
 HOSTILE = "clip \x1b]52;c;aGVsbG8=\x07 clear \x1b[2J [bold]loud[/bold] [link=https://evil.example]click[/link] bell\x07"
@@ -416,8 +421,15 @@ async def test_help_screen_and_command_palette_list_the_actions(story):
         await settle(pilot)
         screen = screen_of(app)
         titles = [c.title for c in app.get_system_commands(screen)]
-        for title in ("Next finding", "Previous resume boundary", "Search", "Filter timeline", "Go to producing event",
-                      "When did this change?", "Export request"):
+        for title in (
+            "Next finding",
+            "Previous resume boundary",
+            "Search",
+            "Filter timeline",
+            "Go to producing event",
+            "When did this change?",
+            "Export request",
+        ):
             assert title in titles
         await pilot.press("question_mark")
         await settle(pilot)
@@ -635,7 +647,9 @@ async def test_default_index_in_the_working_directory_fills_the_list_without_a_r
         await pilot.pause(0.2)
         table = app.screen.query_one("#sessions")
         assert sorted((s.id, s.steps, s.loaded, s.problem) for s, _ in table.rows) == [
-            ("idx-one", 1, True, None), ("idx-two", 2, True, None)]
+            ("idx-one", 1, True, None),
+            ("idx-two", 2, True, None),
+        ]
         assert "from the index inspector-index.db (2 row(s))" in _list_bar(app)
 
 

@@ -11,9 +11,9 @@ import sys
 
 import orjson
 
-from invariants.read.chunk_rows import pack_events
-from invariants.read.discover import LogSource
 from invariants.analysis.events_view import ChunkRun, LineIndex, RawEvent, collapse_chunks, read_events, search
+from invariants.read.chunk_rows import pack_events
+from invariants.read.source import LogSource
 from tests.support.tui_helpers import LogBuilder, base_header
 
 

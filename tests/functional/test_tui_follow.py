@@ -9,7 +9,7 @@ import orjson
 
 from inspector.screens.follow import FollowCheck
 from invariants.gate.pipeline import CheckOptions, run_check
-from invariants.read.discover import LogSource
+from invariants.read.source import LogSource
 from tests.support.tui_helpers import LogBuilder, base_header, write_capture
 
 
@@ -47,7 +47,9 @@ def _same(result, path: Path) -> None:
 def test_growth_resumes_and_replacement_or_shrinking_does_not(tmp_path):
     b = _builder(60)
     log = b.write(tmp_path / "f.jsonl")
-    write_capture(log, tmp_path / "f.requests.jsonl", {2: lambda r: r["messages"].append({"role": "user", "content": "x"})})
+    write_capture(
+        log, tmp_path / "f.requests.jsonl", {2: lambda r: r["messages"].append({"role": "user", "content": "x"})}
+    )
     fc = FollowCheck(LogSource(log, tmp_path), CheckOptions())
     _same(fc.check(), log)
     assert fc.last_mode == "full"
@@ -77,7 +79,7 @@ def test_bytes_changed_before_the_old_end_mean_a_full_check(tmp_path):
     fc.check()
     data = bytearray(log.read_bytes())
     i = data.rindex(b"reply 58")
-    data[i:i + 8] = b"REPLY 58"
+    data[i : i + 8] = b"REPLY 58"
     with open(log, "r+b") as fh:  # same inode, rewritten in place, then grown
         fh.write(bytes(data))
     _grow(b, log)
@@ -112,7 +114,9 @@ def test_an_unchanged_capture_is_not_read_again(tmp_path, monkeypatch):
 
     b = _builder(60)
     log = b.write(tmp_path / "c.jsonl")
-    write_capture(log, tmp_path / "c.requests.jsonl", {4: lambda r: r["messages"].append({"role": "user", "content": "x"})})
+    write_capture(
+        log, tmp_path / "c.requests.jsonl", {4: lambda r: r["messages"].append({"role": "user", "content": "x"})}
+    )
     reads = []
     real = follow.read_capture
     monkeypatch.setattr(follow, "read_capture", lambda *a, **k: reads.append(a[0]) or real(*a, **k))
@@ -122,7 +126,9 @@ def test_an_unchanged_capture_is_not_read_again(tmp_path, monkeypatch):
     _same(fc.check(), log)
     assert fc.last_mode == "resume" and len(reads) == 1
     (tmp_path / "preview").mkdir()
-    write_capture(b.write(tmp_path / "preview" / "c.jsonl"), tmp_path / "c.requests.jsonl", {4: lambda r: r.pop("tools")})
+    write_capture(
+        b.write(tmp_path / "preview" / "c.jsonl"), tmp_path / "c.requests.jsonl", {4: lambda r: r.pop("tools")}
+    )
     _grow(b, log)
     _same(fc.check(), log)
     assert fc.last_mode == "resume" and len(reads) == 2

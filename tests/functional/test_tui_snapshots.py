@@ -62,8 +62,12 @@ def check_snapshot(name: str, svg: str, tmp_path: Path) -> None:
     if svg != expected:
         actual = tmp_path / f"{name}.svg"
         actual.write_text(svg, encoding="utf-8")
-        diff = "\n".join(difflib.unified_diff(screen_lines(expected), screen_lines(svg), "committed", "now", n=1, lineterm=""))
-        pytest.fail(f"screen {name} changed; new picture: {actual}\n{diff or '(same text, different styles or layout)'}")
+        diff = "\n".join(
+            difflib.unified_diff(screen_lines(expected), screen_lines(svg), "committed", "now", n=1, lineterm="")
+        )
+        pytest.fail(
+            f"screen {name} changed; new picture: {actual}\n{diff or '(same text, different styles or layout)'}"
+        )
 
 
 async def _shoot(app, keys: list[str], size: tuple[int, int]) -> str:

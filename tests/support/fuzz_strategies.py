@@ -19,10 +19,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import random
 import signal
-import sys
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -58,10 +56,39 @@ HOSTILE_TEXTS = [
 # Values of every JSON kind (and some that are only nearly JSON-safe), to put
 # where a field of another type is expected.
 WRONG_VALUES: list[Any] = [
-    None, True, False, 0, -1, -(2**53), 2**53, 2**64, 10**30, -(10**30), 0.5, -0.0, 1e308, 1.0,
-    "", "x", "..", "/etc/passwd", "../../../etc/passwd", "append", "replace", OSC52, "[bold]x[/bold]",
-    [], [None], [1, "a"], [[]], {}, {"op": "replace"}, {"a": {"b": {"c": []}}}, {"type": 1},
-    {"op": "replace", "start": -1, "end": 2**60}, {"op": "replace", "start": "0", "end": 1},
+    None,
+    True,
+    False,
+    0,
+    -1,
+    -(2**53),
+    2**53,
+    2**64,
+    10**30,
+    -(10**30),
+    0.5,
+    -0.0,
+    1e308,
+    1.0,
+    "",
+    "x",
+    "..",
+    "/etc/passwd",
+    "../../../etc/passwd",
+    "append",
+    "replace",
+    OSC52,
+    "[bold]x[/bold]",
+    [],
+    [None],
+    [1, "a"],
+    [[]],
+    {},
+    {"op": "replace"},
+    {"a": {"b": {"c": []}}},
+    {"type": 1},
+    {"op": "replace", "start": -1, "end": 2**60},
+    {"op": "replace", "start": "0", "end": 1},
 ]
 
 SEQ_VALUES: list[Any] = [-1, -(2**63), 2**53, 2**53 - 1, 2**64, 10**400, 1.5, 3.0, "3", None, True, [], {}]
@@ -104,8 +131,15 @@ def sample_seeds() -> list[Seed]:
             if child:
                 parent = [p for p in logs if p != child[0]][0]
                 req = fork / "requests.jsonl"
-                out.append(Seed("fork-child", child[0].read_bytes(), child[0].name,
-                                None, {parent.name: parent.read_bytes(), "requests.jsonl": req.read_bytes() if req.exists() else b""}))
+                out.append(
+                    Seed(
+                        "fork-child",
+                        child[0].read_bytes(),
+                        child[0].name,
+                        None,
+                        {parent.name: parent.read_bytes(), "requests.jsonl": req.read_bytes() if req.exists() else b""},
+                    )
+                )
     out.append(packed_seed(out[0]) if out else None)
     return [s for s in out if s is not None]
 
@@ -337,7 +371,21 @@ def m_numbers(rng: random.Random, data: bytes) -> bytes:
     if picked is None:
         return data
     lines, ends, i, obj = picked
-    keys = ("seq", "time", "turn", "step", "index", "seedLength", "logLength", "seq0", "time0", "createdAt", "version", "start", "end")
+    keys = (
+        "seq",
+        "time",
+        "turn",
+        "step",
+        "index",
+        "seedLength",
+        "logLength",
+        "seq0",
+        "time0",
+        "createdAt",
+        "version",
+        "start",
+        "end",
+    )
     paths = [p for p in _json_paths(obj) if p and p[-1] in keys]
     if not paths:
         return data
@@ -357,11 +405,22 @@ def m_surface_replace(rng: random.Random, data: bytes) -> bytes:
     except orjson.JSONDecodeError:
         return data
     seq = obj.get("seq") if isinstance(obj, dict) and isinstance(obj.get("seq"), int) else 0
-    start, end = rng.choice([(seq + 5, seq + 9), (seq - 1, 0), (0, 10**6), (-3, 2), (2**53 - 1, 2**53 - 1), (seq, seq), (1, 1)])
-    obj["surfaceOp"] = rng.choice([{"op": "replace", "start": start, "end": end}, {"op": "replace", "start": start},
-                                   {"op": "splice", "start": start, "end": end}, "replace", ["append"]])
+    start, end = rng.choice(
+        [(seq + 5, seq + 9), (seq - 1, 0), (0, 10**6), (-3, 2), (2**53 - 1, 2**53 - 1), (seq, seq), (1, 1)]
+    )
+    obj["surfaceOp"] = rng.choice(
+        [
+            {"op": "replace", "start": start, "end": end},
+            {"op": "replace", "start": start},
+            {"op": "splice", "start": start, "end": end},
+            "replace",
+            ["append"],
+        ]
+    )
     if rng.random() < 0.5:
-        obj["sourceEventSeqs"] = rng.choice([[start, end], [], "x", [None], list(range(start, start + 3)) if isinstance(start, int) else []])
+        obj["sourceEventSeqs"] = rng.choice(
+            [[start, end], [], "x", [None], list(range(start, start + 3)) if isinstance(start, int) else []]
+        )
     lines[i] = _dump(obj)
     return _join(lines, ends)
 
@@ -384,8 +443,23 @@ def m_delta_arms(rng: random.Random, data: bytes) -> bytes:
         obj = orjson.loads(lines[i])
     except orjson.JSONDecodeError:
         return data
-    arm_keys = ["system", "tools", "config", "messagePrefix", "messageSuffix", "header", "reason", "delta", "set", "remove",
-                "add", "edits", "patch", "ops", "changes"]
+    arm_keys = [
+        "system",
+        "tools",
+        "config",
+        "messagePrefix",
+        "messageSuffix",
+        "header",
+        "reason",
+        "delta",
+        "set",
+        "remove",
+        "add",
+        "edits",
+        "patch",
+        "ops",
+        "changes",
+    ]
     arm_values = WRONG_VALUES + [
         [{"op": "replace", "from": 10**9, "to": -5, "lines": None}],
         {"add": [{"index": -1}], "remove": ["nope", 7], "set": {"x": None}},
@@ -455,12 +529,27 @@ def _get(value: Any, path: tuple) -> Any:
 def m_foreign_line(rng: random.Random, data: bytes) -> bytes:
     """Insert a line that is valid JSON but not an object, or an object of a strange kind."""
     lines, ends = _lines(data)
-    junk = rng.choice([b"null", b"1", b"[]", b'"str"', b"true", b"{}", b"-0", b"1e999", b"NaN", b"Infinity",
-                       b'{"type":"session","version":0,"id":"again","createdAt":1}',
-                       b'{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1,2],"texts":["a"]}}',
-                       b'{"type":"tool-call-chunks","seq0":5,"time0":0,"data":{"turn":1,"step":1,"index":0,"id":7,"dt":[],"args":["{"]}}',
-                       b'{"type":"text-chunks","seq0":9007199254740991,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a","b"]}}',
-                       b'{"a":1,"a":2}', b"\xef\xbb\xbf{}", "{\"type\":\"\u2028\"}".encode()])
+    junk = rng.choice(
+        [
+            b"null",
+            b"1",
+            b"[]",
+            b'"str"',
+            b"true",
+            b"{}",
+            b"-0",
+            b"1e999",
+            b"NaN",
+            b"Infinity",
+            b'{"type":"session","version":0,"id":"again","createdAt":1}',
+            b'{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1,2],"texts":["a"]}}',
+            b'{"type":"tool-call-chunks","seq0":5,"time0":0,"data":{"turn":1,"step":1,"index":0,"id":7,"dt":[],"args":["{"]}}',
+            b'{"type":"text-chunks","seq0":9007199254740991,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a","b"]}}',
+            b'{"a":1,"a":2}',
+            b"\xef\xbb\xbf{}",
+            '{"type":"\u2028"}'.encode(),
+        ]
+    )
     lines.insert(rng.randrange(len(lines) + 1), junk)
     return _join(lines, ends)
 
@@ -516,8 +605,12 @@ def capture_mutate(rng: random.Random, data: bytes) -> bytes:
         except orjson.JSONDecodeError:
             return data
         if isinstance(obj, dict):
-            key = rng.choice(["sessionId", "sessionFile", "logLength", "turn", "step", "loopBuilt", "request", "time", "verdict"])
-            obj[key] = rng.choice(WRONG_VALUES + SEQ_VALUES + ["../" * 8 + "etc/passwd", "/etc/passwd", "..", "sub/../x.jsonl"])
+            key = rng.choice(
+                ["sessionId", "sessionFile", "logLength", "turn", "step", "loopBuilt", "request", "time", "verdict"]
+            )
+            obj[key] = rng.choice(
+                WRONG_VALUES + SEQ_VALUES + ["../" * 8 + "etc/passwd", "/etc/passwd", "..", "sub/../x.jsonl"]
+            )
             lines[i] = _dump(obj)
     elif choice == 2:
         return m_wrong_type(rng, data)
@@ -683,8 +776,14 @@ def argv_for(case: Case, target: Path, flags: list[str]) -> list[str]:
     return ["check", str(target), "--format", case.fmt, *flags, *case.extra]
 
 
-INDEX_QUERIES = ["select * from sessions", "select * from findings", "select * from messages limit 50",
-                 "select * from steps limit 50", "select * from headers limit 20", "select * from captures"]
+INDEX_QUERIES = [
+    "select * from sessions",
+    "select * from findings",
+    "select * from messages limit 50",
+    "select * from steps limit 50",
+    "select * from headers limit 20",
+    "select * from captures",
+]
 
 
 def run_case(case: Case, folder: Path, flags: list[str] | None = None) -> tuple[Outcome, str | None]:
@@ -699,9 +798,15 @@ def run_case(case: Case, folder: Path, flags: list[str] | None = None) -> tuple[
     if case.command == "index":
         db = folder / "index" / "x.db"
         db.parent.mkdir(parents=True, exist_ok=True)
-        runs = [(["index", str(target), "--db", str(db), "-j", "1", "-q"], "text"),
-                (["sessions", "--db", str(db)], "text"), (["sessions", "--db", str(db), "--format", "json"], "json-any")]
-        runs += [(["query", q, "--db", str(db), "--format", case.fmt if case.fmt in ("json",) else "table"], "text") for q in INDEX_QUERIES]
+        runs = [
+            (["index", str(target), "--db", str(db), "-j", "1", "-q"], "text"),
+            (["sessions", "--db", str(db)], "text"),
+            (["sessions", "--db", str(db), "--format", "json"], "json-any"),
+        ]
+        runs += [
+            (["query", q, "--db", str(db), "--format", case.fmt if case.fmt in ("json",) else "table"], "text")
+            for q in INDEX_QUERIES
+        ]
         runs += [(["cache-report", str(target)], "text")]
         for argv, fmt in runs:
             outcome = run_cli(argv, budget * 1.5)
@@ -716,7 +821,16 @@ def run_case(case: Case, folder: Path, flags: list[str] | None = None) -> tuple[
 
 FORMATS = ("json", "text", "jsonl", "sarif", "junit", "github")
 # File names an attacker controls in a sessions root (the last one is two undecodable bytes).
-HOSTILE_NAMES = ["\x1b]52;c;ZXZpbA==\x07", "a\nb\rc", "[bold]x[/bold]", "\x1b[2J", "\u202eevil", "-rf", "..x", "\udcff\udcfe"]
+HOSTILE_NAMES = [
+    "\x1b]52;c;ZXZpbA==\x07",
+    "a\nb\rc",
+    "[bold]x[/bold]",
+    "\x1b[2J",
+    "\u202eevil",
+    "-rf",
+    "..x",
+    "\udcff\udcfe",
+]
 
 
 def _shape(line_obj: Any, path: tuple) -> tuple:
@@ -844,7 +958,7 @@ def random_case(rng: random.Random, seeds: list[Seed], max_stack: int = 3) -> tu
             log += zstd_bomb()
             names.append("zstd-bomb")
     if rng.random() < 0.05:
-        log_name = rng.choice(HOSTILE_NAMES) + log_name[log_name.index(".jsonl"):]
+        log_name = rng.choice(HOSTILE_NAMES) + log_name[log_name.index(".jsonl") :]
         names.append("hostile-name")
     files[log_name] = log
     if cap is not None:
@@ -866,19 +980,85 @@ def random_case(rng: random.Random, seeds: list[Seed], max_stack: int = 3) -> tu
 # apply, surface replaces, projections, request rebuild and comparison, fork
 # seeds) while any field may hold a value of the wrong kind.
 
-_KEYS = ["turn", "step", "content", "text", "type", "role", "callId", "name", "arguments", "isError", "header", "reason",
-         "config", "system", "tools", "messagePrefix", "messageSuffix", "model", "keepStart", "keepEnd", "insert", "added",
-         "removed", "changed", "parameters", "chunk", "index", "usage", "source", "kind", "message", "id", "envelope",
-         "trigger", "error", "code", "adapterDefaults", "provider", "reasoningEffort", "temperature", "stop", "toolCallId"]
+_KEYS = [
+    "turn",
+    "step",
+    "content",
+    "text",
+    "type",
+    "role",
+    "callId",
+    "name",
+    "arguments",
+    "isError",
+    "header",
+    "reason",
+    "config",
+    "system",
+    "tools",
+    "messagePrefix",
+    "messageSuffix",
+    "model",
+    "keepStart",
+    "keepEnd",
+    "insert",
+    "added",
+    "removed",
+    "changed",
+    "parameters",
+    "chunk",
+    "index",
+    "usage",
+    "source",
+    "kind",
+    "message",
+    "id",
+    "envelope",
+    "trigger",
+    "error",
+    "code",
+    "adapterDefaults",
+    "provider",
+    "reasoningEffort",
+    "temperature",
+    "stop",
+    "toolCallId",
+]
 
 
 def rand_json(rng: random.Random, depth: int = 0) -> Any:
     """Any JSON value (and the awkward ones: >64-bit ints, -0.0, lone surrogates, escapes, markup)."""
     r = rng.random()
     if depth > 4 or r < 0.45:
-        return rng.choice([None, True, False, 0, 1, -1, 2, 2**53, 2**64 + 1, -0.0, 1.5, 1e300, "", "x", "initial", "resume",
-                           "fallback", "append", "text", "m1", "{{system}}", "{{tools}}", rng.choice(HOSTILE_TEXTS),
-                           "a\nb\nc", rng.randrange(-3, 12)])
+        return rng.choice(
+            [
+                None,
+                True,
+                False,
+                0,
+                1,
+                -1,
+                2,
+                2**53,
+                2**64 + 1,
+                -0.0,
+                1.5,
+                1e300,
+                "",
+                "x",
+                "initial",
+                "resume",
+                "fallback",
+                "append",
+                "text",
+                "m1",
+                "{{system}}",
+                "{{tools}}",
+                rng.choice(HOSTILE_TEXTS),
+                "a\nb\nc",
+                rng.randrange(-3, 12),
+            ]
+        )
     if r < 0.7:
         return [rand_json(rng, depth + 1) for _ in range(rng.randrange(4))]
     return {rng.choice(_KEYS): rand_json(rng, depth + 1) for _ in range(rng.randrange(5))}
@@ -893,11 +1073,22 @@ def _content(rng: random.Random) -> Any:
 
 
 def _header(rng: random.Random) -> Any:
-    tools = [{"name": _maybe(rng, n), "description": "d", "parameters": _maybe(rng, {"type": "object"})} for n in rng.sample(["a", "b", "c", "d"], rng.randrange(4))]
-    h = {"config": _maybe(rng, {"model": "m1", **({"temperature": 0.5} if rng.random() < 0.3 else {}),
-                                **({"provider": "p", "reasoningEffort": "high"} if rng.random() < 0.2 else {})}),
-         "system": _maybe(rng, rng.choice(["line A\nline B", "S", "{{system}}", ""])),
-         "tools": _maybe(rng, tools if rng.random() < 0.9 else "{{tools}}")}
+    tools = [
+        {"name": _maybe(rng, n), "description": "d", "parameters": _maybe(rng, {"type": "object"})}
+        for n in rng.sample(["a", "b", "c", "d"], rng.randrange(4))
+    ]
+    h = {
+        "config": _maybe(
+            rng,
+            {
+                "model": "m1",
+                **({"temperature": 0.5} if rng.random() < 0.3 else {}),
+                **({"provider": "p", "reasoningEffort": "high"} if rng.random() < 0.2 else {}),
+            },
+        ),
+        "system": _maybe(rng, rng.choice(["line A\nline B", "S", "{{system}}", ""])),
+        "tools": _maybe(rng, tools if rng.random() < 0.9 else "{{tools}}"),
+    }
     if rng.random() < 0.4:
         h["messagePrefix"] = _maybe(rng, [{"role": "user", "content": [{"type": "text", "text": "p"}]}])
     if rng.random() < 0.2:
@@ -910,11 +1101,23 @@ def _header(rng: random.Random) -> Any:
 def _delta(rng: random.Random) -> Any:
     d: dict = {}
     if rng.random() < 0.5:
-        d["system"] = _maybe(rng, {"keepStart": _maybe(rng, rng.randrange(3)), "keepEnd": _maybe(rng, rng.randrange(3)),
-                                   "insert": _maybe(rng, ["x"])})
+        d["system"] = _maybe(
+            rng,
+            {
+                "keepStart": _maybe(rng, rng.randrange(3)),
+                "keepEnd": _maybe(rng, rng.randrange(3)),
+                "insert": _maybe(rng, ["x"]),
+            },
+        )
     if rng.random() < 0.5:
-        d["tools"] = _maybe(rng, {"added": _maybe(rng, [{"name": rng.choice("abce")}]), "removed": _maybe(rng, [rng.choice("abcz")]),
-                                  "changed": _maybe(rng, [])})
+        d["tools"] = _maybe(
+            rng,
+            {
+                "added": _maybe(rng, [{"name": rng.choice("abce")}]),
+                "removed": _maybe(rng, [rng.choice("abcz")]),
+                "changed": _maybe(rng, []),
+            },
+        )
     if rng.random() < 0.3:
         d["config"] = _maybe(rng, {"model": "m2"})
     for k in ("messagePrefix", "messageSuffix"):
@@ -937,8 +1140,12 @@ def structured_events(rng: random.Random, n: int | None = None) -> list[dict]:
         ev = {"type": t, "seq": len(events), "time": 1_000 + len(events), "data": data, **extra}
         if rng.random() < 0.03:
             ev[rng.choice(["seq", "time", "type", "surfaceOp", "sourceEventSeqs", "ignorable"])] = rand_json(rng)
-        if t in ("user/message", "assistant/message", "tool/result", "context/message", "steering/message") and "surfaceOp" in ev \
-                and type(ev["seq"]) is int and 0 <= ev["seq"] < 10**6:
+        if (
+            t in ("user/message", "assistant/message", "tool/result", "context/message", "steering/message")
+            and "surfaceOp" in ev
+            and type(ev["seq"]) is int
+            and 0 <= ev["seq"] < 10**6
+        ):
             surface.append(ev["seq"])
         events.append(ev)
 
@@ -954,39 +1161,87 @@ def structured_events(rng: random.Random, n: int | None = None) -> list[dict]:
             add("step/start", {"turn": _maybe(rng, turn), "step": _maybe(rng, step)})
             if rng.random() < 0.7:
                 if rng.random() < 0.7 or not events:
-                    add("request/header", {"header": _header(rng), "reason": _maybe(rng, rng.choice(["initial", "resume", "fallback", "change"]))})
+                    add(
+                        "request/header",
+                        {
+                            "header": _header(rng),
+                            "reason": _maybe(rng, rng.choice(["initial", "resume", "fallback", "change"])),
+                        },
+                    )
                 else:
                     add("request/header-delta", _delta(rng))
             for k in range(rng.randrange(0, 5)):
-                ch = rng.choice([{"type": "text-delta", "index": 0, "text": "t"}, {"type": "usage", "usage": _maybe(rng, {"inputTokens": 1})},
-                                 {"type": "tool-call-delta", "index": 0, "id": "c", "argumentsDelta": "{"}])
-                add("assistant/chunk", {"turn": _maybe(rng, turn, 0.05), "step": _maybe(rng, step, 0.05), "chunk": _maybe(rng, ch, 0.05)})
+                ch = rng.choice(
+                    [
+                        {"type": "text-delta", "index": 0, "text": "t"},
+                        {"type": "usage", "usage": _maybe(rng, {"inputTokens": 1})},
+                        {"type": "tool-call-delta", "index": 0, "id": "c", "argumentsDelta": "{"},
+                    ]
+                )
+                add(
+                    "assistant/chunk",
+                    {"turn": _maybe(rng, turn, 0.05), "step": _maybe(rng, step, 0.05), "chunk": _maybe(rng, ch, 0.05)},
+                )
             src = [events[-1]["seq"]] if rng.random() < 0.5 else _maybe(rng, [])
-            add("assistant/message", {"turn": turn, "step": step, "content": _content(rng)}, surfaceOp="append", sourceEventSeqs=src)
+            add(
+                "assistant/message",
+                {"turn": turn, "step": step, "content": _content(rng)},
+                surfaceOp="append",
+                sourceEventSeqs=src,
+            )
             if rng.random() < 0.4:
                 cid = _maybe(rng, f"call{len(events)}")
                 calls.append(cid)
                 add("tool/call", {"turn": turn, "step": step, "callId": cid, "name": "read", "arguments": "{}"})
-                add("tool/result", {"turn": turn, "step": _maybe(rng, step), "callId": _maybe(rng, cid), "content": _content(rng),
-                                    "isError": _maybe(rng, False)}, surfaceOp="append", sourceEventSeqs=[events[-1]["seq"]])
+                add(
+                    "tool/result",
+                    {
+                        "turn": turn,
+                        "step": _maybe(rng, step),
+                        "callId": _maybe(rng, cid),
+                        "content": _content(rng),
+                        "isError": _maybe(rng, False),
+                    },
+                    surfaceOp="append",
+                    sourceEventSeqs=[events[-1]["seq"]],
+                )
             add("step/end", {"turn": turn, "step": _maybe(rng, step)})
         elif r < 0.45 and surface:
             a, b = sorted(rng.sample(surface, 2)) if len(surface) > 1 else (surface[0], surface[0])
             if rng.random() < 0.3:
                 a, b = b + rng.randrange(-2, 5), a - rng.randrange(0, 3)
-            add(rng.choice(["compaction/summary", "tool/result", "user/message", "context/message"]),
+            add(
+                rng.choice(["compaction/summary", "tool/result", "user/message", "context/message"]),
                 {"content": _content(rng), "turn": turn, "step": step, "callId": rng.choice(calls) if calls else "x"},
-                surfaceOp=_maybe(rng, {"op": "replace", "start": a, "end": b}), sourceEventSeqs=_maybe(rng, list(range(a, min(b + 1, a + 50)))))
+                surfaceOp=_maybe(rng, {"op": "replace", "start": a, "end": b}),
+                sourceEventSeqs=_maybe(rng, list(range(a, min(b + 1, a + 50)))),
+            )
         elif r < 0.55:
-            add("turn/end", {"turn": _maybe(rng, turn), "reason": _maybe(rng, rng.choice([{"kind": "completed"}, {"kind": "interrupted"}]))})
+            add(
+                "turn/end",
+                {
+                    "turn": _maybe(rng, turn),
+                    "reason": _maybe(rng, rng.choice([{"kind": "completed"}, {"kind": "interrupted"}])),
+                },
+            )
         elif r < 0.65:
-            add(rng.choice(["context/message", "steering/message"]), {"content": _content(rng), "source": _maybe(rng, {"kind": "hook"}),
-                                                                       "envelope": _maybe(rng, "raw", 0.5)}, surfaceOp="append")
+            add(
+                rng.choice(["context/message", "steering/message"]),
+                {
+                    "content": _content(rng),
+                    "source": _maybe(rng, {"kind": "hook"}),
+                    "envelope": _maybe(rng, "raw", 0.5),
+                },
+                surfaceOp="append",
+            )
         elif r < 0.7:
             add("session/end-seed", _maybe(rng, {}))
         elif r < 0.75:
-            add(rng.choice(["llm/retry", "todo/write", "x/unknown", "request/context", "compaction/start"]), rand_json(rng),
-                **({"ignorable": True} if rng.random() < 0.5 else {}))
+            add(
+                rng.choice(["llm/retry", "todo/write", "x/unknown", "request/context", "compaction/start"]),
+                rand_json(rng),
+                **({"ignorable": True} if rng.random() < 0.5 else {}),
+            )
         else:
             add("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
     return events
@@ -1002,15 +1257,22 @@ def structured_case(rng: random.Random) -> tuple[Case, list[str]]:
         cut = rng.randrange(len(events) + 1)
         parent = dict(header, id=_maybe(rng, "p1", 0.2))
         files["p1.jsonl"] = b"\n".join([_dump(parent)] + [_dump(e) for e in events]) + b"\n"
-        header.update(parentSession=_maybe(rng, rng.choice(["p1", "../p1", "/etc/passwd", "..", "p1/../../x"])),
-                      seedLength=_maybe(rng, cut))
+        header.update(
+            parentSession=_maybe(rng, rng.choice(["p1", "../p1", "/etc/passwd", "..", "p1/../../x"])),
+            seedLength=_maybe(rng, cut),
+        )
         events = events[:cut] + structured_events(rng, rng.randrange(3, 20))[: rng.randrange(1, 20)]
         for i, e in enumerate(events):
             if isinstance(e, dict) and isinstance(e.get("seq"), int):
                 e["seq"] = i
         names.append("fork")
     if rng.random() < 0.1:
-        header.update({k: rand_json(rng) for k in rng.sample(["cwd", "createdAt", "version", "id", "delegationDepth", "origin"], 2)})
+        header.update(
+            {
+                k: rand_json(rng)
+                for k in rng.sample(["cwd", "createdAt", "version", "id", "delegationDepth", "origin"], 2)
+            }
+        )
     body = [_dump(header)] + [_dump(e) for e in events]
     if rng.random() < 0.3:
         from invariants.read.chunk_rows import pack_events
@@ -1022,9 +1284,14 @@ def structured_case(rng: random.Random) -> tuple[Case, list[str]]:
     steps = [e for e in events if e.get("type") == "step/start" and "seq" in e]
     for st_ in steps[: rng.randrange(len(steps) + 1)]:
         req = {"model": "m1", "system": "S", "messages": [rand_json(rng) for _ in range(rng.randrange(3))]}
-        line = {"sessionId": _maybe(rng, "s1"), "logLength": _maybe(rng, (st_["seq"] if isinstance(st_["seq"], int) else 0) + rng.randrange(0, 4)),
-                "turn": (st_.get("data") or {}).get("turn") if isinstance(st_.get("data"), dict) else None, "step": 1,
-                "loopBuilt": _maybe(rng, True, 0.05), "request": _maybe(rng, req, 0.05)}
+        line = {
+            "sessionId": _maybe(rng, "s1"),
+            "logLength": _maybe(rng, (st_["seq"] if isinstance(st_["seq"], int) else 0) + rng.randrange(0, 4)),
+            "turn": (st_.get("data") or {}).get("turn") if isinstance(st_.get("data"), dict) else None,
+            "step": 1,
+            "loopBuilt": _maybe(rng, True, 0.05),
+            "request": _maybe(rng, req, 0.05),
+        }
         if rng.random() < 0.1:
             line["sessionFile"] = rng.choice(["../s1.jsonl", "/etc/passwd", "s1.jsonl", "..", "sub/s1.jsonl"])
         reqs.append(_dump(line))
@@ -1067,7 +1334,9 @@ def scale_family(name: str, n: int) -> tuple[dict[str, bytes], str]:
     if name == "surface-churn":
         last = [log.user(f"m{i}") for i in range(n)][-1]
         for _ in range(n):
-            last = log.add("user/message", user, surfaceOp={"op": "replace", "start": last, "end": last}, sourceEventSeqs=[last])
+            last = log.add(
+                "user/message", user, surfaceOp={"op": "replace", "start": last, "end": last}, sourceEventSeqs=[last]
+            )
     elif name == "bad-replaces":
         for i in range(n):
             log.user(f"m{i}")
@@ -1078,7 +1347,9 @@ def scale_family(name: str, n: int) -> tuple[dict[str, bytes], str]:
             log.step_start(1, k)
             log.step_end(1, k)
         log.turn_end(1)
-        return _log_files(log, [{"sessionId": "s1", "turn": 2, "step": k, "request": {"messages": []}} for k in range(n)]), "s1.jsonl"
+        return _log_files(
+            log, [{"sessionId": "s1", "turn": 2, "step": k, "request": {"messages": []}} for k in range(n)]
+        ), "s1.jsonl"
     elif name == "captures-same-position":
         for _ in range(n):
             log.user("u")
@@ -1087,7 +1358,9 @@ def scale_family(name: str, n: int) -> tuple[dict[str, bytes], str]:
         log.chunk(1, 1)
         log.step_end(1, 1)
         log.turn_end(1)
-        return _log_files(log, [{"sessionId": "s1", "logLength": log.seq - 1, "request": {"messages": []}}] * n), "s1.jsonl"
+        return _log_files(
+            log, [{"sessionId": "s1", "logLength": log.seq - 1, "request": {"messages": []}}] * n
+        ), "s1.jsonl"
     elif name == "captures-every-step":
         log.turn_end(1)
         caps = []
@@ -1107,7 +1380,15 @@ def scale_family(name: str, n: int) -> tuple[dict[str, bytes], str]:
         log.step_start(1, 1)
         log.snapshot()
         for k in range(n):
-            log.delta({"tools": {"added": [{"name": f"t{k}", "description": "d", "parameters": {}}], "removed": [], "changed": []}})
+            log.delta(
+                {
+                    "tools": {
+                        "added": [{"name": f"t{k}", "description": "d", "parameters": {}}],
+                        "removed": [],
+                        "changed": [],
+                    }
+                }
+            )
     elif name == "system-deltas":
         log.user("u")
         log.step_start(1, 1)
@@ -1127,7 +1408,9 @@ def scale_family(name: str, n: int) -> tuple[dict[str, bytes], str]:
             log.add("x/outside", {"i": i})
     elif name == "deep-lines":
         log.turn_end(1)
-        body = log.lines() + [b'{"type":"x/y","seq":%d,"time":1,"data":%s}' % (log.seq + i, deep_json(500)) for i in range(n // 20)]
+        body = log.lines() + [
+            b'{"type":"x/y","seq":%d,"time":1,"data":%s}' % (log.seq + i, deep_json(500)) for i in range(n // 20)
+        ]
         return {"s1.jsonl": b"\n".join(body) + b"\n"}, "s1.jsonl"
     elif name == "zstd-frames":
         for i in range(n):
@@ -1147,5 +1430,17 @@ def scale_family(name: str, n: int) -> tuple[dict[str, bytes], str]:
     return _log_files(log), "s1.jsonl"
 
 
-SCALE_FAMILIES = ["surface-churn", "bad-replaces", "captures-by-turn", "captures-same-position", "captures-every-step",
-                  "tool-deltas", "system-deltas", "defects", "findings", "deep-lines", "zstd-frames", "forks-root"]
+SCALE_FAMILIES = [
+    "surface-churn",
+    "bad-replaces",
+    "captures-by-turn",
+    "captures-same-position",
+    "captures-every-step",
+    "tool-deltas",
+    "system-deltas",
+    "defects",
+    "findings",
+    "deep-lines",
+    "zstd-frames",
+    "forks-root",
+]

@@ -15,10 +15,19 @@ from pathlib import Path
 
 import orjson
 
-from invariants.simulate.seed_era import (
-    BASH, CWD, READ, SYSTEM, MemoryLines, Reply, SessionRecorder, ToolCall, World, diverge_message_text,
-)
 from invariants.read.zstdio import write_frames
+from invariants.simulate.seed_era import (
+    BASH,
+    CWD,
+    READ,
+    SYSTEM,
+    MemoryLines,
+    Reply,
+    SessionRecorder,
+    ToolCall,
+    World,
+    diverge_message_text,
+)
 
 PROJECTS = ("--home-dev-project--", "--srv-app--")
 
@@ -41,13 +50,22 @@ def _turns(rec: SessionRecorder, rng: random.Random, turns: int) -> int:
         for k in range(n):
             last = k == n - 1
             if last:
-                reply = Reply(reasoning="Summarise what the tool said. " * rng.randint(1, 3),
-                              text=f"There are {rng.randint(1, 99)} files; nothing else to do here.")
+                reply = Reply(
+                    reasoning="Summarise what the tool said. " * rng.randint(1, 3),
+                    text=f"There are {rng.randint(1, 99)} files; nothing else to do here.",
+                )
             else:
-                reply = Reply(reasoning="I should run a command first, then read the result carefully.",
-                              text="Running it.",
-                              calls=[ToolCall("bash", {"command": f"ls | wc -l # {t}.{k}", "description": "count"},
-                                              result=f"{rng.randint(1, 99)}\n")])
+                reply = Reply(
+                    reasoning="I should run a command first, then read the result carefully.",
+                    text="Running it.",
+                    calls=[
+                        ToolCall(
+                            "bash",
+                            {"command": f"ls | wc -l # {t}.{k}", "description": "count"},
+                            result=f"{rng.randint(1, 99)}\n",
+                        )
+                    ],
+                )
             rec.step(reply)
             steps += 1
         rec.end_turn()
@@ -55,8 +73,16 @@ def _turns(rec: SessionRecorder, rng: random.Random, turns: int) -> int:
 
 
 def session(world: World, sid: str, turns: int, *, project_cwd: str = CWD) -> tuple[SessionRecorder, int]:
-    rec = SessionRecorder(world, MemoryLines(), MemoryLines(), session_id=sid, session_file="session.jsonl",
-                          cwd=project_cwd, system=SYSTEM, tools=[BASH, READ])
+    rec = SessionRecorder(
+        world,
+        MemoryLines(),
+        MemoryLines(),
+        session_id=sid,
+        session_file="session.jsonl",
+        cwd=project_cwd,
+        system=SYSTEM,
+        tools=[BASH, READ],
+    )
     rec.start_instance(prefix=[])
     steps = _turns(rec, world.rng, turns)
     return rec, steps
@@ -65,7 +91,7 @@ def session(world: World, sid: str, turns: int, *, project_cwd: str = CWD) -> tu
 def write_log(path: Path, lines: list[bytes]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.name.endswith(".zstd"):
-        body = [lines[0] + b"\n"] + [b"".join(l + b"\n" for l in lines[i:i + 40]) for i in range(1, len(lines), 40)]
+        body = [lines[0] + b"\n"] + [b"".join(l + b"\n" for l in lines[i : i + 40]) for i in range(1, len(lines), 40)]
         write_frames(path, body)
     else:
         path.write_bytes(b"".join(l + b"\n" for l in lines))
@@ -99,8 +125,9 @@ def make_root(root: Path, n: int = 8, seed: int = 7, turns: int = 3) -> dict[str
             child.start_instance(prefix=[])
             csteps = _turns(child, world.rng, 1)
             cf = root / project / child_id
-            cw = Written(child_id, cf, cf / "session.jsonl", list(child.log.lines), list(child.capture.lines),
-                         steps + csteps)  # the seed holds the parent's steps
+            cw = Written(
+                child_id, cf, cf / "session.jsonl", list(child.log.lines), list(child.capture.lines), steps + csteps
+            )  # the seed holds the parent's steps
             write_log(cw.log, cw.lines)
             write_capture(cf / "requests.jsonl", cw.capture)
             out[child_id] = cw

@@ -19,7 +19,14 @@ HEADER = {"config": {"provider": "p", "model": "m"}, "system": "sys", "tools": T
 
 class LateLog:
     def __init__(self, session_id: str = "late-1", **header: Any) -> None:
-        self.header = {"type": "session", "version": 0, "id": session_id, "createdAt": 1_786_000_000_000, "delegationDepth": 0, **header}
+        self.header = {
+            "type": "session",
+            "version": 0,
+            "id": session_id,
+            "createdAt": 1_786_000_000_000,
+            "delegationDepth": 0,
+            **header,
+        }
         self.events: list[dict] = []
         self.messages: list[dict] = []  # the conversation as the loop holds it (oracle for captures)
         self.requests: list[dict] = []
@@ -52,7 +59,12 @@ class LateLog:
         return self.add("step/end", {"turn": turn, "step": step})
 
     def user(self, text: str, **extra: Any) -> int:
-        msg = {"content": [{"type": "text", "text": text}], "source": {"kind": "user"}, "role": "user", "id": self.mid()}
+        msg = {
+            "content": [{"type": "text", "text": text}],
+            "source": {"kind": "user"},
+            "role": "user",
+            "id": self.mid(),
+        }
         extra.setdefault("surfaceOp", "append")
         self.messages.append(msg)
         return self.add("user/message", msg, **extra)
@@ -61,10 +73,17 @@ class LateLog:
         return self.add("request/header", {"header": header if header is not None else HEADER, "reason": reason})
 
     def chunk(self, turn: int, step: int, text: str = "hi") -> int:
-        return self.add("assistant/chunk", {"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": text}})
+        return self.add(
+            "assistant/chunk", {"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": text}}
+        )
 
     def assistant(self, turn: int, step: int, blocks: list, sources: list[int] | None = None) -> int:
-        msg = {"role": "assistant", "content": blocks, "source": {"kind": "model", "provider": "p", "model": "m"}, "id": self.mid()}
+        msg = {
+            "role": "assistant",
+            "content": blocks,
+            "source": {"kind": "model", "provider": "p", "model": "m"},
+            "id": self.mid(),
+        }
         if blocks:
             self.messages.append(msg)
         extra: dict = {"surfaceOp": "append"}
@@ -75,11 +94,30 @@ class LateLog:
     def tool_call(self, turn: int, step: int, call_id: str, name: str = "read") -> int:
         return self.add("tool/call", {"turn": turn, "step": step, "callId": call_id, "name": name, "arguments": "{}"})
 
-    def tool_result(self, turn: int, step: int, call_id: str, call_seq: int | None = None, text: str = "ok",
-                    error: dict | None = None, is_error: bool = False, surface_op: Any = "append") -> int:
-        msg = {"source": {"kind": "tool", "callId": call_id},
-               "content": [{"type": "tool-result", "toolCallId": call_id, "content": [{"type": "text", "text": text}], "isError": is_error}],
-               "role": "user", "id": self.mid()}
+    def tool_result(
+        self,
+        turn: int,
+        step: int,
+        call_id: str,
+        call_seq: int | None = None,
+        text: str = "ok",
+        error: dict | None = None,
+        is_error: bool = False,
+        surface_op: Any = "append",
+    ) -> int:
+        msg = {
+            "source": {"kind": "tool", "callId": call_id},
+            "content": [
+                {
+                    "type": "tool-result",
+                    "toolCallId": call_id,
+                    "content": [{"type": "text", "text": text}],
+                    "isError": is_error,
+                }
+            ],
+            "role": "user",
+            "id": self.mid(),
+        }
         data: dict = {"turn": turn, "step": step, "message": msg}
         if error is not None:
             data["error"] = error
@@ -93,13 +131,33 @@ class LateLog:
     def request(self, turn: int, step: int, header: dict | None = None, **overrides: Any) -> dict:
         """A capture line for a dispatch now: HEAD request = config spread, messages, system, tools."""
         h = header if header is not None else HEADER
-        req = {**h["config"], "messages": list(self.messages), **{k: h[k] for k in ("system", "tools") if k in h}, **overrides}
-        line = {"sessionId": self.header["id"], "logLength": self.seq, "turn": turn, "step": step, "loopBuilt": True, "request": req}
+        req = {
+            **h["config"],
+            "messages": list(self.messages),
+            **{k: h[k] for k in ("system", "tools") if k in h},
+            **overrides,
+        }
+        line = {
+            "sessionId": self.header["id"],
+            "logLength": self.seq,
+            "turn": turn,
+            "step": step,
+            "loopBuilt": True,
+            "request": req,
+        }
         self.requests.append(line)
         return line
 
-    def step(self, turn: int, step: int, prompt: str | None = None, reply: str = "hello", header_reason: str | None = "initial",
-             header: dict | None = None, capture: bool = True) -> None:
+    def step(
+        self,
+        turn: int,
+        step: int,
+        prompt: str | None = None,
+        reply: str = "hello",
+        header_reason: str | None = "initial",
+        header: dict | None = None,
+        capture: bool = True,
+    ) -> None:
         """step/start, the prompt (after step/start, HEAD order), header, dispatch, one chunk, the reply, step/end."""
         self.step_start(turn, step)
         if prompt is not None:

@@ -42,7 +42,9 @@ class Log:
 
     def user(self, text: str, **extra: Any) -> int:
         extra.setdefault("surfaceOp", "append")
-        return self.add("user/message", {"content": [{"type": "text", "text": text}], "source": {"kind": "user"}}, **extra)
+        return self.add(
+            "user/message", {"content": [{"type": "text", "text": text}], "source": {"kind": "user"}}, **extra
+        )
 
     def step_start(self, turn: int, step: int) -> int:
         return self.add("step/start", {"turn": turn, "step": step})
@@ -57,7 +59,9 @@ class Log:
         return self.add("request/header-delta", payload)
 
     def chunk(self, turn: int, step: int, text: str = "hi") -> int:
-        return self.add("assistant/chunk", {"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": text}})
+        return self.add(
+            "assistant/chunk", {"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": text}}
+        )
 
     def assistant(self, turn: int, step: int, content: list, sources: list[int] | None = None) -> int:
         extra: dict = {"surfaceOp": "append"}
@@ -69,13 +73,22 @@ class Log:
         return self.add("tool/call", {"turn": turn, "step": step, "callId": call_id, "name": name, "arguments": "{}"})
 
     def tool_result(self, turn: int, step: int, call_id: str, call_seq: int | None = None, **data: Any) -> int:
-        payload = {"turn": turn, "step": step, "callId": call_id, "content": [{"type": "text", "text": "ok"}], "isError": False, **data}
+        payload = {
+            "turn": turn,
+            "step": step,
+            "callId": call_id,
+            "content": [{"type": "text", "text": "ok"}],
+            "isError": False,
+            **data,
+        }
         extra: dict = {"surfaceOp": "append"}
         if call_seq is not None:
             extra["sourceEventSeqs"] = [call_seq]
         return self.add("tool/result", payload, **extra)
 
-    def simple_step(self, turn: int, step: int, text: str = "hello", header_reason: str | None = None, header: dict | None = None) -> None:
+    def simple_step(
+        self, turn: int, step: int, text: str = "hello", header_reason: str | None = None, header: dict | None = None
+    ) -> None:
         """step/start, optional header snapshot, one chunk, assistant message, step/end."""
         self.step_start(turn, step)
         if header_reason:
@@ -84,7 +97,9 @@ class Log:
         self.assistant(turn, step, [{"type": "text", "text": text}], [c])
         self.step_end(turn, step)
 
-    def clean_turn(self, turn: int, text: str = "hi", header_reason: str | None = None, header: dict | None = None) -> None:
+    def clean_turn(
+        self, turn: int, text: str = "hi", header_reason: str | None = None, header: dict | None = None
+    ) -> None:
         self.turn_start(turn)
         self.user(text)
         self.simple_step(turn, 1, f"answer {turn}", header_reason, header)

@@ -18,20 +18,33 @@ from typing import Any, Callable
 
 import orjson
 
-from invariants.read.discover import LogSource
+from invariants.read.source import LogSource
 from invariants.replay.header_codec import canonical, diff_header
 from invariants.replay.session import replay
 
 SYSTEM = "You are a test agent.\n\nAnswer briefly."
 TOOLS = [
-    {"name": "bash", "description": "Run a command.", "parameters": {"type": "object", "properties": {"command": {"type": "string"}}}},
-    {"name": "read", "description": "Read a file.", "parameters": {"type": "object", "properties": {"file_path": {"type": "string"}}}},
+    {
+        "name": "bash",
+        "description": "Run a command.",
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+    },
+    {
+        "name": "read",
+        "description": "Read a file.",
+        "parameters": {"type": "object", "properties": {"file_path": {"type": "string"}}},
+    },
 ]
 
 
 def skills_prefix(names: list[str]) -> list[dict]:
     catalog = "\n".join(f"- `{n}`: a skill" for n in names)
-    return [{"role": "user", "content": [{"type": "text", "text": f"<system-reminder>\nSkills:\n{catalog}\n</system-reminder>"}]}]
+    return [
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": f"<system-reminder>\nSkills:\n{catalog}\n</system-reminder>"}],
+        }
+    ]
 
 
 def base_header(prefix: list | None = None, **config: Any) -> dict:
@@ -44,8 +57,12 @@ def base_header(prefix: list | None = None, **config: Any) -> dict:
 class LogBuilder:
     """Write a seed-era session log event by event."""
 
-    def __init__(self, session_id: str = "tui-session", cwd: str = "/home/dev/project", created: int = 1783900800000) -> None:
-        self.lines: list[bytes] = [orjson.dumps({"type": "session", "version": 0, "id": session_id, "createdAt": created, "cwd": cwd})]
+    def __init__(
+        self, session_id: str = "tui-session", cwd: str = "/home/dev/project", created: int = 1783900800000
+    ) -> None:
+        self.lines: list[bytes] = [
+            orjson.dumps({"type": "session", "version": 0, "id": session_id, "createdAt": created, "cwd": cwd})
+        ]
         self.id = session_id
         self.seq = 0
         self.time = created
@@ -69,9 +86,15 @@ class LogBuilder:
         self.turn += 1
         self.step_no = 0
         self.event("turn/start", {"turn": self.turn, "trigger": {"kind": "message", "source": {"kind": "user"}}})
-        return self.event("user/message", {"content": [{"type": "text", "text": text}], "source": {"kind": "user"}}, surface_op="append")
+        return self.event(
+            "user/message",
+            {"content": [{"type": "text", "text": text}], "source": {"kind": "user"}},
+            surface_op="append",
+        )
 
-    def step(self, reply: str = "Done.", *, snapshot: tuple[dict, str] | None = None, delta_to: dict | None = None) -> int:
+    def step(
+        self, reply: str = "Done.", *, snapshot: tuple[dict, str] | None = None, delta_to: dict | None = None
+    ) -> int:
         """One step: optionally a header snapshot ``(header, reason)`` or a delta to ``delta_to``, then a streamed text reply."""
         self.step_no += 1
         t, s = self.turn, self.step_no
@@ -90,12 +113,39 @@ class LogBuilder:
             self.header = new
         words = reply.split(" ")
         pieces = [w if i == 0 else " " + w for i, w in enumerate(words)]
-        chunks = [self.event("assistant/chunk", {"turn": t, "step": s, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}})]
+        chunks = [
+            self.event(
+                "assistant/chunk",
+                {"turn": t, "step": s, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}},
+            )
+        ]
         for p in pieces:
-            chunks.append(self.event("assistant/chunk", {"turn": t, "step": s, "chunk": {"type": "text-delta", "index": 0, "text": p}}))
-        chunks.append(self.event("assistant/chunk", {"turn": t, "step": s, "chunk": {"type": "block-end", "index": 0, "block": {"type": "text", "text": reply}}}))
-        chunks.append(self.event("assistant/chunk", {"turn": t, "step": s, "chunk": {"type": "finish", "reason": {"kind": "stop"}}}))
-        self.event("assistant/message", {"turn": t, "step": s, "content": [{"type": "text", "text": reply}]}, surface_op="append", source_seqs=chunks)
+            chunks.append(
+                self.event(
+                    "assistant/chunk", {"turn": t, "step": s, "chunk": {"type": "text-delta", "index": 0, "text": p}}
+                )
+            )
+        chunks.append(
+            self.event(
+                "assistant/chunk",
+                {
+                    "turn": t,
+                    "step": s,
+                    "chunk": {"type": "block-end", "index": 0, "block": {"type": "text", "text": reply}},
+                },
+            )
+        )
+        chunks.append(
+            self.event(
+                "assistant/chunk", {"turn": t, "step": s, "chunk": {"type": "finish", "reason": {"kind": "stop"}}}
+            )
+        )
+        self.event(
+            "assistant/message",
+            {"turn": t, "step": s, "content": [{"type": "text", "text": reply}]},
+            surface_op="append",
+            source_seqs=chunks,
+        )
         self.event("step/end", {"turn": t, "step": s})
         return start
 
@@ -117,13 +167,24 @@ def write_capture(log: Path, capture: Path, edits: dict[int, Callable[[dict], No
     for st in model.steps:
         if st.first_chunk_seq is None:
             continue
-        exp = model.expected(st, st.first_chunk_seq)
+        exp = model.rebuild_request(st, st.first_chunk_seq)
         assert exp is not None
         request = copy.deepcopy(exp.request)
         if edits and st.index in edits:
             edits[st.index](request)
-        out.append(orjson.dumps({"sessionId": model.id, "sessionFile": log.name, "logLength": st.first_chunk_seq,
-                                 "turn": st.turn, "step": st.step, "loopBuilt": True, "request": request}))
+        out.append(
+            orjson.dumps(
+                {
+                    "sessionId": model.id,
+                    "sessionFile": log.name,
+                    "logLength": st.first_chunk_seq,
+                    "turn": st.turn,
+                    "step": st.step,
+                    "loopBuilt": True,
+                    "request": request,
+                }
+            )
+        )
     capture.write_bytes(b"\n".join(out) + b"\n")
     return capture
 
@@ -152,7 +213,9 @@ def story_log(folder: Path, hostile: str | None = None) -> tuple[Path, Path]:
     b.user_turn("I'm back. Write the changelog.")
     b.step("Loading the changelog skill.", snapshot=(h2, "resume"))
     h3 = copy.deepcopy(h2)
-    h3["tools"] = h3["tools"] + [{"name": "edit", "description": "Edit a file.", "parameters": {"type": "object", "properties": {}}}]
+    h3["tools"] = h3["tools"] + [
+        {"name": "edit", "description": "Edit a file.", "parameters": {"type": "object", "properties": {}}}
+    ]
     b.step("Changelog written.", delta_to=h3)
     b.end_turn()
     b.user_turn("Thanks, that is all.")

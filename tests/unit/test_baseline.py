@@ -21,6 +21,7 @@ def run(capsys, *argv):
 
 def _insert_event(log_lines: list[bytes], position: int, event: dict) -> list[bytes]:
     """Insert an event at seq ``position`` and renumber everything after it (seq, sourceEventSeqs, replace ranges)."""
+
     def bump(s):
         return s + 1 if isinstance(s, int) and s >= position else s
 
@@ -31,7 +32,11 @@ def _insert_event(log_lines: list[bytes], position: int, event: dict) -> list[by
         if isinstance(e.get("sourceEventSeqs"), list):
             e["sourceEventSeqs"] = [bump(s) for s in e["sourceEventSeqs"]]
         if isinstance(e.get("surfaceOp"), dict):
-            e["surfaceOp"] = {**e["surfaceOp"], "start": bump(e["surfaceOp"]["start"]), "end": bump(e["surfaceOp"]["end"])}
+            e["surfaceOp"] = {
+                **e["surfaceOp"],
+                "start": bump(e["surfaceOp"]["start"]),
+                "end": bump(e["surfaceOp"]["end"]),
+            }
         out.append(orjson.dumps(e))
     out.insert(1 + position, orjson.dumps({**event, "seq": position}))
     return out
@@ -55,7 +60,12 @@ def _shifted_copy(tmp_path, name: str, position: int) -> None:
 def test_round_trip_then_an_edit_that_shifts_lines_keeps_the_baseline(capsys, tmp_path):
     work = tmp_path / "logs"
     work.mkdir()
-    for name in ("corrupt-delta.jsonl", "corrupt-delta.requests.jsonl", "capture-divergence.jsonl", "capture-divergence.requests.jsonl"):
+    for name in (
+        "corrupt-delta.jsonl",
+        "corrupt-delta.requests.jsonl",
+        "capture-divergence.jsonl",
+        "capture-divergence.requests.jsonl",
+    ):
         shutil.copy(SAMPLES / name, work / name)
     base = tmp_path / "baseline.json"
     code, _, err = run(capsys, "check", str(work), "--write-baseline", str(base), "--no-cache")
@@ -92,10 +102,23 @@ def test_new_findings_and_entries_that_no_longer_occur(capsys, tmp_path):
     base.write_text(json.dumps(doc))
     code, out, _ = run(capsys, "check", str(tmp_path), "--baseline", str(base), "--no-cache")
     assert code == 0
-    assert "1 entry no longer occur" in out and f"gone    PFX001  session {sid}" in out and "not-checked-here" not in out
+    assert (
+        "1 entry no longer occur" in out and f"gone    PFX001  session {sid}" in out and "not-checked-here" not in out
+    )
     # a genuinely new finding is reported even with a baseline
     shutil.copy(SAMPLES / "resume-prefix-drift.jsonl", tmp_path / "resume-prefix-drift.jsonl")
-    code, out, _ = run(capsys, "check", str(tmp_path), "--baseline", str(base), "--no-cache", "--format", "json", "--fail-on", "warning")
+    code, out, _ = run(
+        capsys,
+        "check",
+        str(tmp_path),
+        "--baseline",
+        str(base),
+        "--no-cache",
+        "--format",
+        "json",
+        "--fail-on",
+        "warning",
+    )
     report = json.loads(out)
     assert code == 1 and {f["rule"] for f in report["findings"]} == {"PFX002"}
     assert report["baseline"]["unchecked"] == 1 and len(report["baseline"]["stale"]) == 1
@@ -108,11 +131,24 @@ def test_matching_is_a_multiset_and_ignores_positions():
     entries = [{"session": f.session, "rule": f.rule, "fingerprint": fingerprint(f)} for f in same[:1]]
     outcome = apply_baseline(same + [same[0]], entries, {same[0].session})
     assert outcome.suppressed == 1 and len(outcome.new) == 2
-    assert normalize_message("line 12, seq 40 follows seq 38 in requests.jsonl:7") == "line #, seq # follows seq # in requests.jsonl:#"
+    assert (
+        normalize_message("line 12, seq 40 follows seq 38 in requests.jsonl:7")
+        == "line #, seq # follows seq # in requests.jsonl:#"
+    )
 
 
 def test_a_broken_baseline_is_a_usage_error(capsys, tmp_path):
     bad = tmp_path / "b.json"
     bad.write_text("[1, 2]")
     assert run(capsys, "check", str(SAMPLES / "clean-multi-turn.jsonl"), "--baseline", str(bad), "--no-cache")[0] == 2
-    assert run(capsys, "check", str(SAMPLES / "clean-multi-turn.jsonl"), "--baseline", str(tmp_path / "none.json"), "--no-cache")[0] == 2
+    assert (
+        run(
+            capsys,
+            "check",
+            str(SAMPLES / "clean-multi-turn.jsonl"),
+            "--baseline",
+            str(tmp_path / "none.json"),
+            "--no-cache",
+        )[0]
+        == 2
+    )

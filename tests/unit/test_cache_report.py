@@ -8,11 +8,13 @@ import orjson
 import pytest
 
 from invariants.analysis.cache_report import est_tokens, session_cache, volatile_change
-from invariants.read.discover import LogSource
+from invariants.read.source import LogSource
 from invariants.replay.session import replay
 
-TOOLS = [{"name": "read", "description": "read a file", "parameters": {"type": "object"}},
-         {"name": "bash", "description": "run a command", "parameters": {"type": "object"}}]
+TOOLS = [
+    {"name": "read", "description": "read a file", "parameters": {"type": "object"}},
+    {"name": "bash", "description": "run a command", "parameters": {"type": "object"}},
+]
 GREP = {"name": "grep", "description": "search", "parameters": {"type": "object"}}
 PREFIX = [{"role": "user", "content": [{"type": "text", "text": "skills: a, b"}]}]
 
@@ -31,30 +33,63 @@ class Session:
         self.seq += 1
         return self.seq - 1
 
-    def turn_step(self, header: dict | None = None, reason: str = "fallback", compact: bool = False, cache_read: int = 0) -> None:
+    def turn_step(
+        self, header: dict | None = None, reason: str = "fallback", compact: bool = False, cache_read: int = 0
+    ) -> None:
         self.turn += 1
         t = self.turn
         self.ev("turn/start", {"turn": t, "trigger": {"kind": "message", "source": {"kind": "user"}}})
-        self.surface.append(self.ev("user/message", {"content": [{"type": "text", "text": f"question {t}"}], "source": {"kind": "user"}},
-                                    surfaceOp="append"))
+        self.surface.append(
+            self.ev(
+                "user/message",
+                {"content": [{"type": "text", "text": f"question {t}"}], "source": {"kind": "user"}},
+                surfaceOp="append",
+            )
+        )
         if compact:
             first, last = self.surface[0], self.surface[-2]
             shadowed = self.surface[:-1]
             start = self.ev("compact/start", {"turn": t})
-            summary = self.ev("compact/summary", {"summary": "s", "shadowedRange": {"start": first, "end": last}, "shadowedSeqs": shadowed,
-                                                  "shadowedTokenCount": 10, "model": "m"})
-            seq = self.ev("user/message", {"content": [{"type": "text", "text": "summary of earlier turns"}],
-                                           "source": {"kind": "plugin", "plugin": "compact"}},
-                          surfaceOp={"op": "replace", "start": first, "end": last}, sourceEventSeqs=[start, summary, *shadowed])
+            summary = self.ev(
+                "compact/summary",
+                {
+                    "summary": "s",
+                    "shadowedRange": {"start": first, "end": last},
+                    "shadowedSeqs": shadowed,
+                    "shadowedTokenCount": 10,
+                    "model": "m",
+                },
+            )
+            seq = self.ev(
+                "user/message",
+                {
+                    "content": [{"type": "text", "text": "summary of earlier turns"}],
+                    "source": {"kind": "plugin", "plugin": "compact"},
+                },
+                surfaceOp={"op": "replace", "start": first, "end": last},
+                sourceEventSeqs=[start, summary, *shadowed],
+            )
             self.surface = [seq, self.surface[-1]]
             self.ev("compact/end", {"turn": t})
         self.ev("step/start", {"turn": t, "step": 1})
         if header is not None:
             self.ev("request/header", {"header": header, "reason": reason})
-        c = self.ev("assistant/chunk", {"turn": t, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "ok"}})
-        self.surface.append(self.ev("assistant/message", {"turn": t, "step": 1, "content": [{"type": "text", "text": f"answer {t}"}],
-                                                          "usage": {"inputTokens": 100 * t, "outputTokens": 5, "cacheReadTokens": cache_read}},
-                                    surfaceOp="append", sourceEventSeqs=[c]))
+        c = self.ev(
+            "assistant/chunk", {"turn": t, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "ok"}}
+        )
+        self.surface.append(
+            self.ev(
+                "assistant/message",
+                {
+                    "turn": t,
+                    "step": 1,
+                    "content": [{"type": "text", "text": f"answer {t}"}],
+                    "usage": {"inputTokens": 100 * t, "outputTokens": 5, "cacheReadTokens": cache_read},
+                },
+                surfaceOp="append",
+                sourceEventSeqs=[c],
+            )
+        )
         self.ev("step/end", {"turn": t, "step": 1})
         self.ev("turn/end", {"turn": t, "reason": {"kind": "completed"}})
 
@@ -76,20 +111,44 @@ def H(system="You are a coding agent.", tools=TOOLS, model="m1", prefix=PREFIX, 
 
 # (header written at this step, reason, compaction?, expected breaker kind or None)
 SCRIPT = [
-    (H(), "initial", False, None),                                               # 1 first request
-    (None, None, False, None),                                                   # 2 append only
+    (H(), "initial", False, None),  # 1 first request
+    (None, None, False, None),  # 2 append only
     (H(system="You are a careful coding agent."), "fallback", False, "system"),  # 3
-    (H(system="You are a careful coding agent. Now: 2026-07-13T10:00:00Z"), "fallback", False, "system"),  # 4 (text appended)
+    (
+        H(system="You are a careful coding agent. Now: 2026-07-13T10:00:00Z"),
+        "fallback",
+        False,
+        "system",
+    ),  # 4 (text appended)
     (H(system="You are a careful coding agent. Now: 2026-07-13T10:05:00Z"), "fallback", False, "volatile"),  # 5
-    (H(system="You are a careful coding agent. Now: 2026-07-13T10:05:00Z", tools=[*TOOLS, GREP]), "fallback", False, "tools-changed"),  # 6
-    (H(system="You are a careful coding agent. Now: 2026-07-13T10:05:00Z", tools=[GREP, *TOOLS]), "fallback", False, "tools-reordered"),  # 7
-    (H(system="You are a careful coding agent. Now: 2026-07-13T10:05:00Z",
-       tools=[{"description": t["description"], "name": t["name"], "parameters": t["parameters"]} for t in [GREP, *TOOLS]]),
-     "fallback", False, "key-order"),                                            # 8
-    ("same+model", "fallback", False, "config"),                                 # 9
-    ("same+temperature", "fallback", False, None),                               # 10 temperature is not in the prompt
-    ("resume+prefix", "resume", False, "prefix-drift"),                          # 11
-    (None, None, True, "compaction"),                                            # 12
+    (
+        H(system="You are a careful coding agent. Now: 2026-07-13T10:05:00Z", tools=[*TOOLS, GREP]),
+        "fallback",
+        False,
+        "tools-changed",
+    ),  # 6
+    (
+        H(system="You are a careful coding agent. Now: 2026-07-13T10:05:00Z", tools=[GREP, *TOOLS]),
+        "fallback",
+        False,
+        "tools-reordered",
+    ),  # 7
+    (
+        H(
+            system="You are a careful coding agent. Now: 2026-07-13T10:05:00Z",
+            tools=[
+                {"description": t["description"], "name": t["name"], "parameters": t["parameters"]}
+                for t in [GREP, *TOOLS]
+            ],
+        ),
+        "fallback",
+        False,
+        "key-order",
+    ),  # 8
+    ("same+model", "fallback", False, "config"),  # 9
+    ("same+temperature", "fallback", False, None),  # 10 temperature is not in the prompt
+    ("resume+prefix", "resume", False, "prefix-drift"),  # 11
+    (None, None, True, "compaction"),  # 12
 ]
 
 
@@ -103,7 +162,10 @@ def report(tmp_path_factory):
         elif header == "same+temperature":
             header = {**last, "config": {**last["config"], "temperature": 0.3}}
         elif header == "resume+prefix":
-            header = {**last, "messagePrefix": [{"role": "user", "content": [{"type": "text", "text": "skills: a, b, c"}]}]}
+            header = {
+                **last,
+                "messagePrefix": [{"role": "user", "content": [{"type": "text", "text": "skills: a, b, c"}]}],
+            }
         if header is not None:
             last = header
         s.turn_step(header, reason, compact, cache_read=64)
@@ -135,7 +197,7 @@ def test_bytes_reuse_and_repaid_match_an_independent_rendering(report):
     model, sc = report
     prev = None
     for st, row in zip(model.steps, sc.steps):
-        cur = b"".join(_render(model.expected(st).request))
+        cur = b"".join(_render(model.rebuild_request(st).request))
         assert row.bytes == len(cur)
         if prev is not None and row.breaker is None:
             assert cur.startswith(prev) and row.reused_bytes == len(prev) and row.repaid_bytes == 0
@@ -152,19 +214,24 @@ def test_usage_and_summary(report):
     j = sc.to_json()
     assert j["steps"][2]["cache_read_tokens"] == 64 and j["steps"][2]["input_tokens"] == 300
     s = j["summary"]
-    assert s["input_tokens"] == sum(100 * t for t in range(1, len(SCRIPT) + 1)) and s["cache_read_tokens"] == 64 * len(SCRIPT)
+    assert s["input_tokens"] == sum(100 * t for t in range(1, len(SCRIPT) + 1)) and s["cache_read_tokens"] == 64 * len(
+        SCRIPT
+    )
     assert s["repaid_tokens_est"] == est_tokens(sum(x.repaid_bytes for x in sc.steps))
     assert s["breakers"]["system"] == 2 and sum(s["breakers"].values()) == sum(1 for *_, k in SCRIPT if k)
     assert est_tokens(8) == 2 and est_tokens(9) == 3
 
 
-@pytest.mark.parametrize("a, b, kind", [
-    ("today 2026-07-13 ok", "today 2026-07-14 ok", "timestamp"),
-    ("at 10:00:01.", "at 10:00:02.", "time"),
-    ("req 3f1c9a2b7d", "req 88aa01bb22", "hex id"),
-    ("id 123e4567-e89b-12d3-a456-426614174000", "id 123e4567-e89b-12d3-a456-426614174999", "uuid"),
-    ("budget 4096 tokens", "budget 8192 tokens", "number"),
-])
+@pytest.mark.parametrize(
+    "a, b, kind",
+    [
+        ("today 2026-07-13 ok", "today 2026-07-14 ok", "timestamp"),
+        ("at 10:00:01.", "at 10:00:02.", "time"),
+        ("req 3f1c9a2b7d", "req 88aa01bb22", "hex id"),
+        ("id 123e4567-e89b-12d3-a456-426614174000", "id 123e4567-e89b-12d3-a456-426614174999", "uuid"),
+        ("budget 4096 tokens", "budget 8192 tokens", "number"),
+    ],
+)
 def test_volatile_values(a, b, kind):
     assert volatile_change(a, b)["value"] == kind
 

@@ -44,7 +44,12 @@ def dumps(value):
 
 
 def text_row(**over):
-    row = {"type": "text-chunks", "seq0": 0, "time0": 1, "data": {"turn": 1, "step": 1, "index": 0, "dt": [1], "texts": ["a", "b"]}}
+    row = {
+        "type": "text-chunks",
+        "seq0": 0,
+        "time0": 1,
+        "data": {"turn": 1, "step": 1, "index": 0, "dt": [1], "texts": ["a", "b"]},
+    }
     data = over.pop("data", {})
     row.update(over)
     row["data"].update(data)
@@ -52,8 +57,12 @@ def text_row(**over):
 
 
 def tool_row(**over):
-    row = {"type": "tool-call-chunks", "seq0": 0, "time0": 1,
-           "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "id": "c", "args": ["{"]}}
+    row = {
+        "type": "tool-call-chunks",
+        "seq0": 0,
+        "time0": 1,
+        "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "id": "c", "args": ["{"]},
+    }
     data = over.pop("data", {})
     row.update(over)
     row["data"].update(data)
@@ -66,10 +75,16 @@ def tool_row(**over):
 def test_packs_a_text_run_into_one_row():
     events = [ev(4, 100, text("a")), ev(5, 103, text("b")), ev(6, 102, text("c"))]
     out = pack_events(events)
-    assert dumps(out) == dumps([{
-        "type": "text-chunks", "seq0": 4, "time0": 100,
-        "data": {"turn": 1, "step": 1, "index": 0, "dt": [3, -1], "texts": ["a", "b", "c"]},
-    }])
+    assert dumps(out) == dumps(
+        [
+            {
+                "type": "text-chunks",
+                "seq0": 4,
+                "time0": 100,
+                "data": {"turn": 1, "step": 1, "index": 0, "dt": [3, -1], "texts": ["a", "b", "c"]},
+            }
+        ]
+    )
     assert dumps(flatten(out)) == dumps(events)
 
 
@@ -101,14 +116,17 @@ def test_runs_shorter_than_three_stay_verbatim():
     assert all(a is b for a, b in zip(pack_events(events), events))
 
 
-@pytest.mark.parametrize("breaker", [
-    lambda: ev(3, 0, text("x", kind="reasoning-delta")),   # other kind
-    lambda: ev(4, 0, text("x")),                            # seq gap
-    lambda: ev(3, 0, text("x"), turn=2),                    # other turn
-    lambda: ev(3, 0, text("x"), step=2),                    # other step
-    lambda: ev(3, 0, text("x", index=1)),                   # other block index
-    lambda: ev(3, 0, text("x"), turn=1.0),                  # same value, other type
-])
+@pytest.mark.parametrize(
+    "breaker",
+    [
+        lambda: ev(3, 0, text("x", kind="reasoning-delta")),  # other kind
+        lambda: ev(4, 0, text("x")),  # seq gap
+        lambda: ev(3, 0, text("x"), turn=2),  # other turn
+        lambda: ev(3, 0, text("x"), step=2),  # other step
+        lambda: ev(3, 0, text("x", index=1)),  # other block index
+        lambda: ev(3, 0, text("x"), turn=1.0),  # same value, other type
+    ],
+)
 def test_a_break_ends_the_run(breaker):
     head = [ev(i, 0, text(str(i))) for i in range(3)]
     tail = breaker()
@@ -116,11 +134,18 @@ def test_a_break_ends_the_run(breaker):
     assert len(out) == 2 and out[0]["type"] == "text-chunks" and out[1] is tail
 
 
-@pytest.mark.parametrize("events", [
-    [ev(0, 0, call("a", id="c1", name="w")), ev(1, 0, call("b", id="c1", name="w")), ev(2, 0, call("c", id="c2", name="w"))],
-    [ev(0, 0, call("a", name="w")), ev(1, 0, call("b", name="w")), ev(2, 0, call("c"))],
-    [ev(0, 0, call("a", name="w")), ev(1, 0, call("b", name="w")), ev(2, 0, call("c", name="r"))],
-])
+@pytest.mark.parametrize(
+    "events",
+    [
+        [
+            ev(0, 0, call("a", id="c1", name="w")),
+            ev(1, 0, call("b", id="c1", name="w")),
+            ev(2, 0, call("c", id="c2", name="w")),
+        ],
+        [ev(0, 0, call("a", name="w")), ev(1, 0, call("b", name="w")), ev(2, 0, call("c"))],
+        [ev(0, 0, call("a", name="w")), ev(1, 0, call("b", name="w")), ev(2, 0, call("c", name="r"))],
+    ],
+)
 def test_tool_call_runs_need_same_id_and_name(events):
     assert pack_events(events) == events
 
@@ -156,10 +181,24 @@ def _decorate(event, how):
     return event
 
 
-@pytest.mark.parametrize("how", [
-    "surfaceOp", "sourceEventSeqs", "ignorable", "data-extra", "chunk-extra", "float-time",
-    "integral-float-seq", "bool-turn", "string-index", "int-text", "reordered", "block-start", "other-event",
-])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "surfaceOp",
+        "sourceEventSeqs",
+        "ignorable",
+        "data-extra",
+        "chunk-extra",
+        "float-time",
+        "integral-float-seq",
+        "bool-turn",
+        "string-index",
+        "int-text",
+        "reordered",
+        "block-start",
+        "other-event",
+    ],
+)
 def test_off_whitelist_event_is_stored_verbatim_and_splits_runs(how):
     events = [ev(i, 0, text(str(i))) for i in range(5)]
     events[2] = _decorate(events[2], how)
@@ -201,18 +240,28 @@ def test_non_events_pass_through():
 
 
 def test_expand_rebuilds_seq_time_and_shape():
-    row = text_row(seq0=7, time0=1000, data={"dt": [5, -20, 0], "texts": ["a", "b", "c", "d"], "turn": 3, "step": 2, "index": 1})
+    row = text_row(
+        seq0=7, time0=1000, data={"dt": [5, -20, 0], "texts": ["a", "b", "c", "d"], "turn": 3, "step": 2, "index": 1}
+    )
     events = expand_row(row)
     assert [e["seq"] for e in events] == [7, 8, 9, 10]
     assert [e["time"] for e in events] == [1000, 1005, 985, 985]
-    assert dumps(events[1]) == dumps({"type": "assistant/chunk", "seq": 8, "time": 1005,
-                                      "data": {"turn": 3, "step": 2, "chunk": {"type": "text-delta", "index": 1, "text": "b"}}})
+    assert dumps(events[1]) == dumps(
+        {
+            "type": "assistant/chunk",
+            "seq": 8,
+            "time": 1005,
+            "data": {"turn": 3, "step": 2, "chunk": {"type": "text-delta", "index": 1, "text": "b"}},
+        }
+    )
 
 
 def test_expand_named_tool_row_copies_name_to_every_member():
     row = tool_row(data={"name": "read", "dt": [1, 1], "args": ["{", "}", ""]})
     chunks = [e["data"]["chunk"] for e in expand_row(row)]
-    assert chunks == [{"type": "tool-call-delta", "index": 0, "id": "c", "name": "read", "argumentsDelta": a} for a in ["{", "}", ""]]
+    assert chunks == [
+        {"type": "tool-call-delta", "index": 0, "id": "c", "name": "read", "argumentsDelta": a} for a in ["{", "}", ""]
+    ]
 
 
 def test_expand_accepts_javascript_safe_integers_as_floats():
@@ -228,7 +277,12 @@ def test_expand_accepts_non_integer_turn_step_index_like_upstream():
 
 def test_expand_at_the_safe_integer_edges():
     assert expand_row(text_row(seq0=MAX_SAFE_INTEGER - 1, data={"dt": [0]}))[-1]["seq"] == MAX_SAFE_INTEGER
-    assert expand_row(text_row(time0=-MAX_SAFE_INTEGER, data={"dt": [MAX_SAFE_INTEGER, MAX_SAFE_INTEGER], "texts": list("abc")}))[-1]["time"] == MAX_SAFE_INTEGER
+    assert (
+        expand_row(
+            text_row(time0=-MAX_SAFE_INTEGER, data={"dt": [MAX_SAFE_INTEGER, MAX_SAFE_INTEGER], "texts": list("abc")})
+        )[-1]["time"]
+        == MAX_SAFE_INTEGER
+    )
 
 
 BAD_ROWS = {
@@ -248,10 +302,19 @@ BAD_ROWS = {
     "bool time0": (text_row(time0=False), "time0"),
     "non-object data": ({**text_row(), "data": "x"}, "data must be an object"),
     "list data": ({**tool_row(), "data": [1]}, "data must be an object"),
-    "text row with args": ({**text_row(), "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "args": ["a"]}}, "exactly the keys turn, step, index, dt, texts"),
+    "text row with args": (
+        {**text_row(), "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "args": ["a"]}},
+        "exactly the keys turn, step, index, dt, texts",
+    ),
     "text row extra data key": (text_row(data={"id": "c"}), "exactly the keys turn"),
-    "tool row without id": ({**tool_row(), "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "args": ["a"]}}, "name (optional), dt, args"),
-    "tool row with texts": ({**tool_row(), "data": {"turn": 1, "step": 1, "index": 0, "id": "c", "dt": [], "texts": ["a"]}}, "name (optional), dt, args"),
+    "tool row without id": (
+        {**tool_row(), "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "args": ["a"]}},
+        "name (optional), dt, args",
+    ),
+    "tool row with texts": (
+        {**tool_row(), "data": {"turn": 1, "step": 1, "index": 0, "id": "c", "dt": [], "texts": ["a"]}},
+        "name (optional), dt, args",
+    ),
     "tool row non-string id": (tool_row(data={"id": 7}), "id, and name"),
     "tool row non-string name": (tool_row(data={"name": None}), "id, and name"),
     "string turn": (text_row(data={"turn": "1"}), "turn, step and index"),
@@ -268,9 +331,15 @@ BAD_ROWS = {
     "huge dt": (text_row(data={"dt": [2**53]}), "dt must be a list"),
     "dt too long": (text_row(data={"dt": [1, 2]}), "dt has 2 entries but 2 members need 1"),
     "dt too short": (text_row(data={"dt": [], "texts": ["a", "b"]}), "dt has 0 entries"),
-    "seq leaves safe range": (text_row(seq0=MAX_SAFE_INTEGER, data={"dt": [0, 0], "texts": ["a", "b", "c"]}), "member seqs"),
+    "seq leaves safe range": (
+        text_row(seq0=MAX_SAFE_INTEGER, data={"dt": [0, 0], "texts": ["a", "b", "c"]}),
+        "member seqs",
+    ),
     "time leaves safe range": (text_row(time0=MAX_SAFE_INTEGER, data={"dt": [1]}), "member times"),
-    "time leaves safe range midway": (text_row(time0=0, data={"dt": [MAX_SAFE_INTEGER, 1, -5], "texts": list("abcd")}), "member times"),
+    "time leaves safe range midway": (
+        text_row(time0=0, data={"dt": [MAX_SAFE_INTEGER, 1, -5], "texts": list("abcd")}),
+        "member times",
+    ),
     "time leaves negative range": (text_row(time0=-MAX_SAFE_INTEGER, data={"dt": [-1]}), "member times"),
 }
 
@@ -290,28 +359,39 @@ def test_expand_rejects(name):
 
 # --- properties ---------------------------------------------------------------
 
-DECORATIONS = ["surfaceOp", "ignorable", "data-extra", "chunk-extra", "float-time", "reordered", "block-start", "other-event"]
+DECORATIONS = [
+    "surfaceOp",
+    "ignorable",
+    "data-extra",
+    "chunk-extra",
+    "float-time",
+    "reordered",
+    "block-start",
+    "other-event",
+]
 
-_spec = st.fixed_dictionaries({
-    "kind": st.sampled_from(["text-delta", "reasoning-delta", "tool", "tool-named"]),
-    "turn": st.integers(0, 1),
-    "step": st.integers(0, 1),
-    "index": st.integers(0, 1),
-    "id": st.sampled_from(["c1", "c2"]),
-    "name": st.sampled_from(["w", "r"]),
-    "payload": st.text(max_size=4),
-    "seq_step": st.sampled_from([1] * 12 + [0, 2]),
-    "time": st.one_of(
-        st.tuples(st.just("delta"), st.integers(-5, 40)),
-        st.tuples(st.just("delta"), st.integers(-5, 40)),
-        st.tuples(st.just("delta"), st.integers(-5, 40)),
-        st.tuples(st.just("abs"), st.integers(-MAX_SAFE_INTEGER, MAX_SAFE_INTEGER)),
-    ),
-    "decoration": st.one_of(st.none(), st.none(), st.none(), st.none(), st.none(), st.sampled_from(DECORATIONS)),
-    # Which block attributes to take from this spec rather than the previous
-    # event, so that runs form and then break on one attribute at a time.
-    "change": st.sampled_from([()] * 12 + [(k,) for k in ("kind", "turn", "step", "index", "id", "name")] + [None]),
-})
+_spec = st.fixed_dictionaries(
+    {
+        "kind": st.sampled_from(["text-delta", "reasoning-delta", "tool", "tool-named"]),
+        "turn": st.integers(0, 1),
+        "step": st.integers(0, 1),
+        "index": st.integers(0, 1),
+        "id": st.sampled_from(["c1", "c2"]),
+        "name": st.sampled_from(["w", "r"]),
+        "payload": st.text(max_size=4),
+        "seq_step": st.sampled_from([1] * 12 + [0, 2]),
+        "time": st.one_of(
+            st.tuples(st.just("delta"), st.integers(-5, 40)),
+            st.tuples(st.just("delta"), st.integers(-5, 40)),
+            st.tuples(st.just("delta"), st.integers(-5, 40)),
+            st.tuples(st.just("abs"), st.integers(-MAX_SAFE_INTEGER, MAX_SAFE_INTEGER)),
+        ),
+        "decoration": st.one_of(st.none(), st.none(), st.none(), st.none(), st.none(), st.sampled_from(DECORATIONS)),
+        # Which block attributes to take from this spec rather than the previous
+        # event, so that runs form and then break on one attribute at a time.
+        "change": st.sampled_from([()] * 12 + [(k,) for k in ("kind", "turn", "step", "index", "id", "name")] + [None]),
+    }
+)
 _BLOCK = ("kind", "turn", "step", "index", "id", "name")
 
 
@@ -328,7 +408,12 @@ def _build(specs):
         time = time + value if mode == "delta" else value
         time = max(-MAX_SAFE_INTEGER, min(MAX_SAFE_INTEGER, time))
         if spec["kind"].startswith("tool"):
-            chunk = call(spec["payload"], id=spec["id"], name=spec["name"] if spec["kind"] == "tool-named" else None, index=spec["index"])
+            chunk = call(
+                spec["payload"],
+                id=spec["id"],
+                name=spec["name"] if spec["kind"] == "tool-named" else None,
+                index=spec["index"],
+            )
         else:
             chunk = text(spec["payload"], index=spec["index"], kind=spec["kind"])
         event = ev(seq, time, chunk, turn=spec["turn"], step=spec["step"])
@@ -341,14 +426,21 @@ def _build(specs):
 
 def _expected_layout(events, plain, specs):
     """Reference grouping straight from the §1.4 rules: member counts per output record."""
+
     def joins(i):
         a, b = specs[i - 1], specs[i]
         ea, eb = events[i - 1], events[i]
         return (
-            plain[i - 1] and plain[i] and a["kind"] == b["kind"]
-            and eb["seq"] == ea["seq"] + 1 and abs(eb["time"] - ea["time"]) <= MAX_SAFE_INTEGER
+            plain[i - 1]
+            and plain[i]
+            and a["kind"] == b["kind"]
+            and eb["seq"] == ea["seq"] + 1
+            and abs(eb["time"] - ea["time"]) <= MAX_SAFE_INTEGER
             and (a["turn"], a["step"], a["index"]) == (b["turn"], b["step"], b["index"])
-            and (not a["kind"].startswith("tool") or (a["id"] == b["id"] and (a["kind"] == "tool" or a["name"] == b["name"])))
+            and (
+                not a["kind"].startswith("tool")
+                or (a["id"] == b["id"] and (a["kind"] == "tool" or a["name"] == b["name"]))
+            )
         )
 
     layout, chain = [], 0
@@ -385,8 +477,9 @@ _json = st.recursive(
 
 @st.composite
 def _mutated_row(draw):
-    row = copy.deepcopy(draw(st.sampled_from([text_row(), tool_row(), tool_row(data={"name": "n"}),
-                                              text_row(type="reasoning-chunks")])))
+    row = copy.deepcopy(
+        draw(st.sampled_from([text_row(), tool_row(), tool_row(data={"name": "n"}), text_row(type="reasoning-chunks")]))
+    )
     target = draw(st.sampled_from(["row", "data"]))
     obj = row if target == "row" else row["data"]
     key = draw(st.sampled_from(sorted(obj) + ["extra"]))
@@ -398,7 +491,17 @@ def _mutated_row(draw):
 
 
 @settings(max_examples=500, deadline=None)
-@given(st.one_of(_json, _mutated_row(), st.builds(lambda tag, d: {"type": tag, **d}, st.sampled_from(sorted(CHUNK_ROW_TYPES)), st.dictionaries(st.sampled_from(["seq0", "time0", "data"]), _json))))
+@given(
+    st.one_of(
+        _json,
+        _mutated_row(),
+        st.builds(
+            lambda tag, d: {"type": tag, **d},
+            st.sampled_from(sorted(CHUNK_ROW_TYPES)),
+            st.dictionaries(st.sampled_from(["seq0", "time0", "data"]), _json),
+        ),
+    )
+)
 def test_expand_raises_only_chunk_row_error(value):
     try:
         events = expand_row(value)

@@ -16,7 +16,10 @@ def _family(tmp_path, *, tamper: bool = False, seed_cut: int = 0, seed_length: i
     child = Log("child", parentSession="parent", seedLength=seed_length if seed_length is not None else boundary + 1)
     child.events = [dict(e) for e in p.events[: boundary + 1]]
     if tamper:
-        child.events[1] = {**child.events[1], "data": {"content": [{"type": "text", "text": "changed"}], "source": {"kind": "user"}}}
+        child.events[1] = {
+            **child.events[1],
+            "data": {"content": [{"type": "text", "text": "changed"}], "source": {"kind": "user"}},
+        }
     if not seed_cut and seed_length is None:
         child.clean_turn(3, header_reason="resume")
     if parent:
@@ -70,7 +73,7 @@ def test_same_id_logs_in_unrelated_folders_are_not_taken_for_the_parent(tmp_path
     root = tmp_path / "root"
     (root / "one").mkdir(parents=True)
     _family(root / "one")  # parent.jsonl + child.jsonl
-    child = (root / "one" / "child.jsonl")
+    child = root / "one" / "child.jsonl"
     (root / "two").mkdir()
     shutil.move(str(child), root / "two" / "child.jsonl")
     assert _rules(run_check([root])) == []  # the only same-id parent under the root, created before: taken, seed equal

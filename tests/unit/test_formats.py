@@ -11,9 +11,9 @@ import jsonschema
 import pytest
 
 from inspector.cli import main
+from invariants.gate.formats import FORMATS, ReportContext, render, statistics
 from invariants.gate.pipeline import CheckResult, run_check
 from invariants.model.findings import Finding
-from invariants.gate.formats import FORMATS, ReportContext, render, statistics
 from invariants.model.registry import RULES
 from tests.conftest import SAMPLES
 
@@ -26,8 +26,19 @@ def samples_result() -> CheckResult:
 
 
 def _finding(**kw) -> Finding:
-    base = dict(rule="HDR002", category="header-codec", severity="error", message="tools arm does not apply cleanly",
-                file="logs/a.jsonl", line=17, session="s1", seq=15, turn=2, step=1, path="tools")
+    base = dict(
+        rule="HDR002",
+        category="header-codec",
+        severity="error",
+        message="tools arm does not apply cleanly",
+        file="logs/a.jsonl",
+        line=17,
+        session="s1",
+        seq=15,
+        turn=2,
+        step=1,
+        path="tools",
+    )
     base.update(kw)
     return Finding(**base)
 
@@ -58,12 +69,19 @@ def test_sarif_validates_against_the_official_schema(samples_result):
 
 def test_sarif_with_unreadable_input_and_hostile_text_still_validates(tmp_path):
     schema = json.loads(SCHEMA.read_text())
-    result = CheckResult([], [_finding(message="evil \x1b[2J\x00 text", file=str(tmp_path / "x y#.jsonl"), line=None)], [],
-                         [f"{tmp_path}/missing.jsonl: no such file or directory"])
+    result = CheckResult(
+        [],
+        [_finding(message="evil \x1b[2J\x00 text", file=str(tmp_path / "x y#.jsonl"), line=None)],
+        [],
+        [f"{tmp_path}/missing.jsonl: no such file or directory"],
+    )
     doc = json.loads(render(result, "sarif", ReportContext(base_dir=Path("/nonexistent-base"))))
     jsonschema.Draft4Validator(schema, format_checker=jsonschema.FormatChecker()).validate(doc)
     inv = doc["runs"][0]["invocations"][0]
-    assert inv["executionSuccessful"] is False and "missing.jsonl" in inv["toolExecutionNotifications"][0]["message"]["text"]
+    assert (
+        inv["executionSuccessful"] is False
+        and "missing.jsonl" in inv["toolExecutionNotifications"][0]["message"]["text"]
+    )
     uri = doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
     assert uri.startswith("file:///") and "x%20y%23.jsonl" in uri
 
@@ -88,7 +106,9 @@ def test_junit_parses_back_one_case_per_session(samples_result):
 
 
 def test_junit_survives_text_xml_cannot_carry():
-    result = CheckResult([], [_finding(message="nul \x00 esc \x1b bell \x07 <tag> & \ufffe")], [], ["bad\x01path: unreadable"])
+    result = CheckResult(
+        [], [_finding(message="nul \x00 esc \x1b bell \x07 <tag> & \ufffe")], [], ["bad\x01path: unreadable"]
+    )
     root = ET.fromstring(render(result, "junit", ReportContext()).encode())
     failure = root.find("testsuite/testcase/failure")
     assert "\\x00" in failure.get("message") and "<tag> &" in failure.get("message")
@@ -98,10 +118,30 @@ def test_junit_survives_text_xml_cannot_carry():
 def test_github_lines_are_exact():
     findings = [
         _finding(),
-        _finding(rule="DIV002", category="request-divergence", severity="warning", message="50% off\nnext::line", file="a,b:c.jsonl",
-                 line=None, seq=None, turn=None, step=None, path=None),
-        _finding(rule="PFX003", category="prefix-drift", severity="info", message="tools changed at this resume", session=None,
-                 file=None, line=None, seq=None, turn=3, step=None),
+        _finding(
+            rule="DIV002",
+            category="request-divergence",
+            severity="warning",
+            message="50% off\nnext::line",
+            file="a,b:c.jsonl",
+            line=None,
+            seq=None,
+            turn=None,
+            step=None,
+            path=None,
+        ),
+        _finding(
+            rule="PFX003",
+            category="prefix-drift",
+            severity="info",
+            message="tools changed at this resume",
+            session=None,
+            file=None,
+            line=None,
+            seq=None,
+            turn=3,
+            step=None,
+        ),
     ]
     out = render(CheckResult([], findings, [], []), "github")
     assert out.split("\n") == [
@@ -144,18 +184,32 @@ def test_machine_formats_keep_stdout_clean(capsys, fmt, tmp_path):
         assert all(x.startswith("::") for x in out.splitlines())
     # --output writes the same bytes; --quiet silences stderr
     target = tmp_path / f"report.{fmt}"
-    code, out2, err2 = run(capsys, "check", str(SAMPLES / "capture-divergence.jsonl"), "--format", fmt, "--no-cache", "-o", str(target), "-q")
+    code, out2, err2 = run(
+        capsys,
+        "check",
+        str(SAMPLES / "capture-divergence.jsonl"),
+        "--format",
+        fmt,
+        "--no-cache",
+        "-o",
+        str(target),
+        "-q",
+    )
     assert out2 == "" and err2 == "" and code == 1
     if fmt != "sarif":  # SARIF carries paths relative to the working directory either way
         assert target.read_text() == out
 
 
 def test_exit_zero_and_statistics_flags(capsys):
-    code, out, _ = run(capsys, "check", str(SAMPLES / "capture-divergence.jsonl"), "--no-cache", "--exit-zero", "--statistics")
+    code, out, _ = run(
+        capsys, "check", str(SAMPLES / "capture-divergence.jsonl"), "--no-cache", "--exit-zero", "--statistics"
+    )
     assert code == 0
     lines = out.strip().split("\n")
     assert lines[0].split() == ["1", "DIV001", "error", "messages-diverge"]
     assert "DIV010" in lines[1] and lines[-1].endswith("2 error(s), 0 warning(s), 0 info(s)")
-    code, out, _ = run(capsys, "check", str(SAMPLES / "capture-divergence.jsonl"), "--no-cache", "--format", "json", "--statistics")
+    code, out, _ = run(
+        capsys, "check", str(SAMPLES / "capture-divergence.jsonl"), "--no-cache", "--format", "json", "--statistics"
+    )
     assert [r["rule"] for r in json.loads(out)["statistics"]] == ["DIV001", "DIV010"]
     assert run(capsys, "check", str(SAMPLES / "missing.jsonl"), "--exit-zero", "--no-cache")[0] == 2

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from invariants.model.jsonvalue import js_equal
 from invariants.replay.header_codec import (
     HeaderShapeError,
     apply_delta,
@@ -14,7 +15,6 @@ from invariants.replay.header_codec import (
     diff_header,
     header_equals,
 )
-from invariants.model.jsonvalue import js_equal
 
 LINES = st.lists(st.sampled_from(["a", "b", "c", "", "d e"]), max_size=5)
 systems = st.one_of(st.none(), LINES.map("\n".join))
@@ -23,7 +23,9 @@ systems = st.one_of(st.none(), LINES.map("\n".join))
 @st.composite
 def tool_lists(draw):
     names = draw(st.lists(st.sampled_from(["read", "bash", "grep", "edit"]), unique=True, max_size=4))
-    return [{"name": n, "description": draw(st.sampled_from(["v1", "v2"])), "parameters": {"type": "object"}} for n in names]
+    return [
+        {"name": n, "description": draw(st.sampled_from(["v1", "v2"])), "parameters": {"type": "object"}} for n in names
+    ]
 
 
 @st.composite
@@ -47,7 +49,9 @@ def headers(draw):
         h["system"] = s
     h["tools"] = draw(tool_lists())
     if draw(st.booleans()):
-        h["messagePrefix"] = [{"role": "user", "content": [{"type": "text", "text": draw(st.sampled_from(["p1", "p2"]))}]}]
+        h["messagePrefix"] = [
+            {"role": "user", "content": [{"type": "text", "text": draw(st.sampled_from(["p1", "p2"]))}]}
+        ]
     return canonical(h)
 
 
@@ -92,7 +96,9 @@ def test_system_line_trim_examples_from_the_spec():
     prev = {"config": {"model": "m1"}, "system": "A\nB\nC"}
     nxt = {"config": {"model": "m1"}, "system": "A\nX\nC"}
     assert diff_header(prev, nxt) == {"system": {"keepStart": 1, "keepEnd": 1, "insert": ["X"]}}
-    assert diff_header({"config": {}}, {"config": {}, "system": "S"}) == {"system": {"keepStart": 0, "keepEnd": 0, "insert": ["S"]}}
+    assert diff_header({"config": {}}, {"config": {}, "system": "S"}) == {
+        "system": {"keepStart": 0, "keepEnd": 0, "insert": ["S"]}
+    }
     gone = apply_delta({"config": {}, "system": "S"}, {"system": {"keepStart": 0, "keepEnd": 0, "insert": []}}).header
     assert "system" not in gone
 
@@ -121,23 +127,38 @@ def test_message_prefix_empty_array_means_absent():
 
 def test_unclean_arms_are_reported_but_applied_as_the_harness_would():
     prev = {"config": {}, "system": "A\nB", "tools": [{"name": "a"}]}
-    out = apply_delta(prev, {"system": {"keepStart": 2, "keepEnd": 1, "insert": []}, "tools": {"added": [{"name": "a"}], "removed": ["z"], "changed": [{"name": "q"}]}})
+    out = apply_delta(
+        prev,
+        {
+            "system": {"keepStart": 2, "keepEnd": 1, "insert": []},
+            "tools": {"added": [{"name": "a"}], "removed": ["z"], "changed": [{"name": "q"}]},
+        },
+    )
     arms = sorted(arm for arm, _ in out.problems)
     assert arms == ["system", "tools", "tools", "tools"]
 
 
-@pytest.mark.parametrize("payload", [
-    "x", {"system": "new"}, {"system": {"keepStart": -1, "keepEnd": 0, "insert": []}},
-    {"tools": {"added": [{}], "removed": [], "changed": []}}, {"tools": {"added": [], "removed": [1], "changed": []}},
-    {"config": "m"}, {"messagePrefix": "p"},
-])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "x",
+        {"system": "new"},
+        {"system": {"keepStart": -1, "keepEnd": 0, "insert": []}},
+        {"tools": {"added": [{}], "removed": [], "changed": []}},
+        {"tools": {"added": [], "removed": [1], "changed": []}},
+        {"config": "m"},
+        {"messagePrefix": "p"},
+    ],
+)
 def test_wrong_shapes_raise_shape_errors(payload):
     with pytest.raises(HeaderShapeError):
         apply_delta({"config": {}, "tools": []}, payload)
 
 
 def test_canonical_drops_empty_fields_and_keeps_placeholders():
-    assert canonical({"config": {"model": "m"}, "system": "", "tools": [], "messagePrefix": []}) == {"config": {"model": "m"}}
+    assert canonical({"config": {"model": "m"}, "system": "", "tools": [], "messagePrefix": []}) == {
+        "config": {"model": "m"}
+    }
     assert canonical({"config": {}, "tools": "{{tools}}"})["tools"] == "{{tools}}"
     with pytest.raises(HeaderShapeError):
         canonical({"system": "x"})
@@ -153,7 +174,7 @@ def test_call_config_equality_follows_upstream():
 @settings(max_examples=60, deadline=None)
 @given(st.lists(headers(), min_size=1, max_size=4))
 def test_fold_of_a_snapshot_only_log_is_the_last_snapshot(tmp_path_factory, snaps):
-    from invariants.read.discover import LogSource
+    from invariants.read.source import LogSource
     from invariants.replay.session import replay
     from tests.support.logbuilder import Log
 

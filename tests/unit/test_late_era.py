@@ -8,9 +8,9 @@ import orjson
 import pytest
 
 from invariants.gate.pipeline import CheckOptions, run_check
-from invariants.read.discover import LogSource
-from invariants.read.era import sniff
 from invariants.model.registry import RULES
+from invariants.read.era import sniff
+from invariants.read.source import LogSource
 from tests.support.latebuilder import HEADER, LateLog, one_turn
 
 
@@ -31,6 +31,7 @@ def errors(result):
 
 # -- the clean baseline --------------------------------------------------------------
 
+
 def test_head_session_is_clean_and_judged_by_head(tmp_path):
     log = one_turn()
     log.turn_start(2)
@@ -50,18 +51,52 @@ def test_profile_override_is_applied(tmp_path):
 
 # -- era sniffing ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("lines, profile", [
-    ([{"type": "user/message", "data": {"content": [], "source": {"kind": "user"}, "role": "user", "id": "a"}}], "head"),
-    ([{"type": "turn/start", "data": {"turn": 1}}], "head"),
-    ([{"type": "request/header", "data": {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "change"}}], "head"),
-    ([{"type": "request/header", "data": {"header": {"config": {"provider": "p", "model": "m"}, "messagePrefix": [1]}, "reason": "initial"}},
-      {"type": "user/message", "data": {"content": [], "source": {"kind": "user"}}}], "late-unwrapped"),
-    ([{"type": "request/header", "data": {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "initial"}},
-      {"type": "context/message", "data": {"content": [], "source": {"kind": "user"}, "envelope": "raw"}}], "late-early"),
-    ([{"type": "request/header-delta", "data": {"system": {"keepStart": 0, "keepEnd": 0, "insert": []}}}], "seed"),
-    ([{"type": "request/header", "data": {"header": {"config": {"model": "m"}}, "reason": "fallback"}}], "seed"),
-    ([{"type": "user/message", "data": {"content": [], "source": {"kind": "user"}}}], "seed"),
-])
+
+@pytest.mark.parametrize(
+    "lines, profile",
+    [
+        (
+            [{"type": "user/message", "data": {"content": [], "source": {"kind": "user"}, "role": "user", "id": "a"}}],
+            "head",
+        ),
+        ([{"type": "turn/start", "data": {"turn": 1}}], "head"),
+        (
+            [
+                {
+                    "type": "request/header",
+                    "data": {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "change"},
+                }
+            ],
+            "head",
+        ),
+        (
+            [
+                {
+                    "type": "request/header",
+                    "data": {
+                        "header": {"config": {"provider": "p", "model": "m"}, "messagePrefix": [1]},
+                        "reason": "initial",
+                    },
+                },
+                {"type": "user/message", "data": {"content": [], "source": {"kind": "user"}}},
+            ],
+            "late-unwrapped",
+        ),
+        (
+            [
+                {
+                    "type": "request/header",
+                    "data": {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "initial"},
+                },
+                {"type": "context/message", "data": {"content": [], "source": {"kind": "user"}, "envelope": "raw"}},
+            ],
+            "late-early",
+        ),
+        ([{"type": "request/header-delta", "data": {"system": {"keepStart": 0, "keepEnd": 0, "insert": []}}}], "seed"),
+        ([{"type": "request/header", "data": {"header": {"config": {"model": "m"}}, "reason": "fallback"}}], "seed"),
+        ([{"type": "user/message", "data": {"content": [], "source": {"kind": "user"}}}], "seed"),
+    ],
+)
 def test_era_is_sniffed_from_shapes(tmp_path, lines, profile):
     header = {"type": "session", "version": 0, "id": "s", "createdAt": 1}
     body = [{**obj, "seq": i, "time": i} for i, obj in enumerate(lines)]
@@ -76,6 +111,7 @@ def test_late_header_fields_alone_mean_head(tmp_path):
 
 
 # -- LOG011 mixed era -------------------------------------------------------------------
+
 
 def _mixed(bad: bool) -> LateLog:
     log = one_turn()
@@ -97,6 +133,7 @@ def test_log011_quiet_on_one_era(tmp_path):
 
 # -- HDR012 delta in a late log -----------------------------------------------------------
 
+
 def test_hdr012_delta_in_late_log(tmp_path):
     log = LateLog()
     log.turn_start(1)
@@ -116,6 +153,7 @@ def test_hdr012_quiet_without_delta(tmp_path):
 
 
 # -- LOG007 unknown types ---------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("extra, fires", [({}, True), ({"ignorable": True}, False)])
 def test_log007_unknown_type_needs_ignorable(tmp_path, extra, fires):
@@ -145,6 +183,7 @@ def test_log007_quiet_in_earlier_late_profiles(tmp_path):
 
 
 # -- HEAD event contract (invariant.ts @ 611615650f) ---------------------------------------------
+
 
 def test_inbox_and_user_messages_outside_turns_are_fine_at_head(tmp_path):
     log = LateLog()
@@ -181,12 +220,15 @@ def _crash_result(code: str | None, with_call: bool, rewrite: bool = False) -> L
     return log
 
 
-@pytest.mark.parametrize("code, with_call, fires", [
-    ("TOOL_NOT_STARTED", False, False),   # repair result for a call that never started: exempt
-    ("TOOL_OUTCOME_UNKNOWN", True, False),  # repair result answering a logged call: pairs normally
-    ("TOOL_OUTCOME_UNKNOWN", False, True),  # ... so without the call it is unpaired
-    (None, False, True),
-])
+@pytest.mark.parametrize(
+    "code, with_call, fires",
+    [
+        ("TOOL_NOT_STARTED", False, False),  # repair result for a call that never started: exempt
+        ("TOOL_OUTCOME_UNKNOWN", True, False),  # repair result answering a logged call: pairs normally
+        ("TOOL_OUTCOME_UNKNOWN", False, True),  # ... so without the call it is unpaired
+        (None, False, True),
+    ],
+)
 def test_crash_repair_codes(tmp_path, code, with_call, fires):
     result = check(tmp_path, _crash_result(code, with_call), captures=False)
     assert ("EVT009" in codes(result, "error")) is fires
@@ -213,8 +255,12 @@ def _rewrite(in_turn: bool) -> LateLog:
     # a later rewrite of that result's content (compaction prune), outside any step
     msg = copy.deepcopy(log.events[first]["data"]["message"])
     msg["content"][0]["content"] = [{"type": "text", "text": "[pruned]"}]
-    log.add("tool/result", {"turn": 1, "step": 1, "message": msg},
-            surfaceOp={"op": "replace", "start": first, "end": first}, sourceEventSeqs=[first])
+    log.add(
+        "tool/result",
+        {"turn": 1, "step": 1, "message": msg},
+        surfaceOp={"op": "replace", "start": first, "end": first},
+        sourceEventSeqs=[first],
+    )
     if in_turn:
         log.turn_end(1)
     return log
@@ -244,11 +290,15 @@ def test_turn_end_with_open_step_fires(tmp_path):
 
 # -- HEAD header shape (assertCurrentLlmShape) ---------------------------------------------------
 
-@pytest.mark.parametrize("config, fires", [
-    ({"provider": "p", "model": "m"}, False),
-    ({"model": "m"}, True),
-    ({"provider": "p", "model": "m", "reasoningEffort": ""}, True),
-])
+
+@pytest.mark.parametrize(
+    "config, fires",
+    [
+        ({"provider": "p", "model": "m"}, False),
+        ({"model": "m"}, True),
+        ({"provider": "p", "model": "m", "reasoningEffort": ""}, True),
+    ],
+)
 def test_head_header_needs_provider_and_model(tmp_path, config, fires):
     log = LateLog()
     log.turn_start(1)
@@ -259,7 +309,10 @@ def test_head_header_needs_provider_and_model(tmp_path, config, fires):
 
 
 def test_adapter_defaults_must_mark_present_fields(tmp_path):
-    good = {"config": {"provider": "p", "model": "m", "reasoningEffort": "high"}, "adapterDefaults": {"reasoningEffort": True}}
+    good = {
+        "config": {"provider": "p", "model": "m", "reasoningEffort": "high"},
+        "adapterDefaults": {"reasoningEffort": True},
+    }
     bad = {"config": {"provider": "p", "model": "m"}, "adapterDefaults": {"reasoningEffort": True}}
     for header, fires in ((good, False), (bad, True)):
         log = LateLog()
@@ -272,6 +325,7 @@ def test_adapter_defaults_must_mark_present_fields(tmp_path):
 
 
 # -- HDR015 anchor reasons in the late era ----------------------------------------------------------
+
 
 def _anchors(bad: bool) -> LateLog:
     log = one_turn()
@@ -302,6 +356,7 @@ def test_header_outside_a_step_is_head_legal(tmp_path):
 
 # -- LOG017 header fields -------------------------------------------------------------------------
 
+
 def test_log017_missing_delegation_depth(tmp_path):
     log = one_turn()
     del log.header["delegationDepth"]
@@ -322,6 +377,7 @@ def test_log017_quiet_on_a_current_header(tmp_path):
 
 
 # -- LOG015 scrubbed snapshot fixtures -------------------------------------------------------------
+
 
 def _gapped(cwd: str) -> LateLog:
     log = LateLog(cwd=cwd)
@@ -352,6 +408,7 @@ def test_log015_unframed_replay_turn(tmp_path):
 
 
 # -- the HEAD request rule: derivation over the log at dispatch ----------------------------------------
+
 
 def _dispatch_rule() -> LateLog:
     log = LateLog()
@@ -384,9 +441,29 @@ def test_retries_are_compared_each_on_its_own(tmp_path):
     log.user("hi")
     log.snapshot()
     log.request(1, 1)
-    log.add("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "finish", "reason": {"kind": "error", "failure": {"message": "x", "code": "SERVER"}}}})
-    log.add("llm/retry", {"retryId": "r", "turn": 1, "step": 1, "provider": "p", "mode": "normal", "policyKey": "k", "retry": 1,
-                          "maxRetries": 1, "delayMs": 1, "failure": {"message": "x", "code": "SERVER"}})
+    log.add(
+        "assistant/chunk",
+        {
+            "turn": 1,
+            "step": 1,
+            "chunk": {"type": "finish", "reason": {"kind": "error", "failure": {"message": "x", "code": "SERVER"}}},
+        },
+    )
+    log.add(
+        "llm/retry",
+        {
+            "retryId": "r",
+            "turn": 1,
+            "step": 1,
+            "provider": "p",
+            "mode": "normal",
+            "policyKey": "k",
+            "retry": 1,
+            "maxRetries": 1,
+            "delayMs": 1,
+            "failure": {"message": "x", "code": "SERVER"},
+        },
+    )
     log.add("llm/retry-started", {"retryId": "r", "turn": 1, "step": 1, "retry": 1})
     log.request(1, 1)
     log.request(1, 1, messages=[])  # a third attempt that lost its history: diverges
@@ -416,12 +493,29 @@ def test_pre_identity_messages_are_read_as_head_migrates_them(tmp_path):
     log.step_start(1, 1)
     log.snapshot()
     c = log.chunk(1, 1)
-    log.add("assistant/message", {"turn": 1, "step": 1, "content": [{"type": "text", "text": "hello"}],
-                                  "provenance": {"provider": "p", "model": "m"}}, surfaceOp="append", sourceEventSeqs=[c])
+    log.add(
+        "assistant/message",
+        {
+            "turn": 1,
+            "step": 1,
+            "content": [{"type": "text", "text": "hello"}],
+            "provenance": {"provider": "p", "model": "m"},
+        },
+        surfaceOp="append",
+        sourceEventSeqs=[c],
+    )
     log.step_end(1, 1)
     log.turn_end(1)
-    log.events.insert(1, {"type": "user/message", "seq": 1, "time": 0,
-                          "data": {"content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}}, "surfaceOp": "append"})
+    log.events.insert(
+        1,
+        {
+            "type": "user/message",
+            "seq": 1,
+            "time": 0,
+            "data": {"content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}},
+            "surfaceOp": "append",
+        },
+    )
     for i, e in enumerate(log.events):
         e["seq"] = i
     log.events[-3]["sourceEventSeqs"] = [log.events[-4]["seq"]]
@@ -430,9 +524,18 @@ def test_pre_identity_messages_are_read_as_head_migrates_them(tmp_path):
     log.step_start(2, 1)
     log.snapshot("resume")
     migrated = [
-        {"content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}, "id": "legacy-message:old:1", "role": "user"},
-        {"id": "legacy-message:old:5", "role": "assistant", "content": [{"type": "text", "text": "hello"}],
-         "source": {"provider": "p", "model": "m", "kind": "model"}},
+        {
+            "content": [{"type": "text", "text": "hi"}],
+            "source": {"kind": "user"},
+            "id": "legacy-message:old:1",
+            "role": "user",
+        },
+        {
+            "id": "legacy-message:old:5",
+            "role": "assistant",
+            "content": [{"type": "text", "text": "hello"}],
+            "source": {"provider": "p", "model": "m", "kind": "model"},
+        },
     ]
     log.messages = migrated
     log.user("next")

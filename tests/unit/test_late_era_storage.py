@@ -8,9 +8,9 @@ import orjson
 import pytest
 
 from invariants.gate.pipeline import run_check
-from invariants.simulate.convert import convert_log, project_key, session_path
 from invariants.read.discover import discover
 from invariants.read.zstdio import iter_frames, write_frames
+from invariants.simulate.convert import convert_log, project_key, session_path
 from tests.support.latebuilder import LateLog
 
 
@@ -144,7 +144,8 @@ def test_late_samples_are_present(name):
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from invariants.read.lines import LineRun, RawLine, iter_lines  # noqa: E402
+from invariants.read.line_records import LineRun, RawLine
+from invariants.read.lines import iter_lines  # noqa: E402
 
 _CHUNK = b'{"type":"assistant/chunk","seq":1,"time":1,"data":{}}'
 
@@ -162,15 +163,19 @@ def _flat(items):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.sampled_from([_CHUNK, b'{"type":"turn/end"}', b"x" * 90, b""]), min_size=1, max_size=25),
-       st.lists(st.integers(min_value=1, max_value=200), max_size=6), st.sampled_from([40, 60, 1000]),
-       st.integers(min_value=0, max_value=30), st.booleans())
+@given(
+    st.lists(st.sampled_from([_CHUNK, b'{"type":"turn/end"}', b"x" * 90, b""]), min_size=1, max_size=25),
+    st.lists(st.integers(min_value=1, max_value=200), max_size=6),
+    st.sampled_from([40, 60, 1000]),
+    st.integers(min_value=0, max_value=30),
+    st.booleans(),
+)
 def test_grouped_zstd_lines_equal_line_by_line(tmp_path_factory, lines, cuts, max_line, tear, trailing):
     text = b"\n".join(lines) + (b"\n" if trailing else b"")
     frames, pos = [], 0
     for c in cuts:  # frames split anywhere, even mid-line
         if pos + c < len(text):
-            frames.append(text[pos:pos + c])
+            frames.append(text[pos : pos + c])
             pos += c
     frames.append(text[pos:])
     path = tmp_path_factory.mktemp("z") / "x.jsonl.zstd"

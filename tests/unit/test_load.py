@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from invariants.gate.pipeline import run_check
-from invariants.read.discover import LogSource
 from invariants.read.load import LogReader
+from invariants.read.source import LogSource
 from invariants.replay.session import replay
 from tests.support.logbuilder import Log
 
@@ -130,7 +130,12 @@ def test_unknown_event_types_are_valid_in_the_seed_era(tmp_path):
 
 def test_placeholders_of_scrubbed_fixtures_are_opaque(tmp_path):
     log = Log()
-    header = {"config": {"model": "m"}, "system": "{{system}}", "tools": "{{tools}}", "messagePrefix": ["{{messagePrefix}}"]}
+    header = {
+        "config": {"model": "m"},
+        "system": "{{system}}",
+        "tools": "{{tools}}",
+        "messagePrefix": ["{{messagePrefix}}"],
+    }
     log.clean_turn(1, header_reason="initial", header=header)
     log.turn_start(2)
     log.user("x")
@@ -196,7 +201,17 @@ def test_zstd_log_reads_like_plain_and_reports_frames(tmp_path):
 
 def test_malformed_chunk_row_is_reported(tmp_path):
     lines = _clean(1).lines()
-    lines.insert(5, orjson.dumps({"type": "text-chunks", "seq0": 4, "time0": 1, "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "texts": []}}))
+    lines.insert(
+        5,
+        orjson.dumps(
+            {
+                "type": "text-chunks",
+                "seq0": 4,
+                "time0": 1,
+                "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "texts": []},
+            }
+        ),
+    )
     codes = _codes(_write(tmp_path, lines))
     assert ("LOG012", "error", 6, 4) in codes
 
@@ -232,7 +247,12 @@ def test_resume_over_appended_bytes_equals_a_full_replay(tmp_path):
     full = replay(src)
     key = lambda m: [(s.turn, s.step, s.seq, s.header_version, s.chunks, s.surface, s.instance) for s in m.steps]  # noqa: E731
     assert key(resumed) == key(full)
-    assert (resumed.turns, resumed.events, resumed.chunks, resumed.compactions) == (full.turns, full.events, full.chunks, full.compactions)
+    assert (resumed.turns, resumed.events, resumed.chunks, resumed.compactions) == (
+        full.turns,
+        full.events,
+        full.chunks,
+        full.compactions,
+    )
     assert [f.rule for f in resumed.findings] == [f.rule for f in full.findings] == []
 
 

@@ -24,10 +24,18 @@ def rows(draw):
     events = []
     for j in range(n):
         if kind == "tool-call-delta":
-            chunk = {"type": kind, "index": 1, "id": "c", **({"name": "read"} if named else {}), "argumentsDelta": draw(text)}
+            chunk = {
+                "type": kind,
+                "index": 1,
+                "id": "c",
+                **({"name": "read"} if named else {}),
+                "argumentsDelta": draw(text),
+            }
         else:
             chunk = {"type": kind, "index": 0, "text": draw(text)}
-        events.append({"type": "assistant/chunk", "seq": seq0 + j, "time": time, "data": {"turn": 1, "step": 2, "chunk": chunk}})
+        events.append(
+            {"type": "assistant/chunk", "seq": seq0 + j, "time": time, "data": {"turn": 1, "step": 2, "chunk": chunk}}
+        )
         time += draw(st.integers(min_value=-5, max_value=50))
     (row,) = pack_events(events)
     return row, events

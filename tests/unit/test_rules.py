@@ -20,23 +20,30 @@ def _base(log: Log, reason: str = "initial") -> None:
 
 def _req(log: Log, turn: int, step: int, log_length: int, **changes) -> dict:
     """A capture line for a request the log explains, then edited by ``changes``."""
-    from invariants.read.discover import LogSource
-    from invariants.replay.session import replay
-
     import tempfile
     from pathlib import Path
+
+    from invariants.read.source import LogSource
+    from invariants.replay.session import replay
 
     with tempfile.TemporaryDirectory() as d:
         path = log.write(Path(d) / "tmp.jsonl")
         model = replay(LogSource(path, path.parent))
         step_state = model.step_for(turn, step)
-        request = copy.deepcopy(model.expected(step_state, log_length).request)
+        request = copy.deepcopy(model.rebuild_request(step_state, log_length).request)
     for key, value in changes.items():
         if value is None:
             request.pop(key, None)
         else:
             request[key] = value
-    return {"sessionId": log.header["id"], "logLength": log_length, "turn": turn, "step": step, "loopBuilt": True, "request": request}
+    return {
+        "sessionId": log.header["id"],
+        "logLength": log_length,
+        "turn": turn,
+        "step": step,
+        "loopBuilt": True,
+        "request": request,
+    }
 
 
 # ---------------------------------------------------------------- builders
@@ -69,9 +76,22 @@ def evt003(log, bad):
 
 def _compaction(log, start, end, sources):
     log.add("compact/start", {"turn": 2})
-    s = log.add("compact/summary", {"summary": "sum", "shadowedRange": {"start": start, "end": end}, "shadowedSeqs": [], "shadowedTokenCount": 1, "model": "m1"})
-    log.add("user/message", {"content": [{"type": "text", "text": "summary"}], "source": {"kind": "plugin", "plugin": "compact"}},
-            sourceEventSeqs=sorted(set([s - 1, s, *sources])), surfaceOp={"op": "replace", "start": start, "end": end})
+    s = log.add(
+        "compact/summary",
+        {
+            "summary": "sum",
+            "shadowedRange": {"start": start, "end": end},
+            "shadowedSeqs": [],
+            "shadowedTokenCount": 1,
+            "model": "m1",
+        },
+    )
+    log.add(
+        "user/message",
+        {"content": [{"type": "text", "text": "summary"}], "source": {"kind": "plugin", "plugin": "compact"}},
+        sourceEventSeqs=sorted(set([s - 1, s, *sources])),
+        surfaceOp={"op": "replace", "start": start, "end": end},
+    )
     log.add("compact/end", {"turn": 2})
 
 
@@ -138,7 +158,9 @@ def evt009_repair_exempt(log, bad):
     log.step_start(1, 1)
     log.snapshot()
     log.chunk(1, 1)
-    log.tool_result(1, 1, "c9", None, isError=True, error={"name": "InterruptedError", "code": "other" if bad else "interrupted"})
+    log.tool_result(
+        1, 1, "c9", None, isError=True, error={"name": "InterruptedError", "code": "other" if bad else "interrupted"}
+    )
     log.step_end(1, 1)
     log.add("turn/end", {"turn": 1, "reason": {"kind": "interrupted"}})
 
@@ -194,7 +216,11 @@ def hdr002_system(log, bad):
 def hdr003(log, bad):
     _base(log)
     # Line A is unchanged, so the harness's diff keeps it: keepStart 1.
-    arm = {"keepStart": 0, "keepEnd": 0, "insert": ["line A", "line X", "line C"]} if bad else {"keepStart": 1, "keepEnd": 1, "insert": ["line X"]}
+    arm = (
+        {"keepStart": 0, "keepEnd": 0, "insert": ["line A", "line X", "line C"]}
+        if bad
+        else {"keepStart": 1, "keepEnd": 1, "insert": ["line X"]}
+    )
     _delta_turn(log, {"system": arm})
 
 
@@ -209,7 +235,9 @@ def hdr005(log, bad):
 
 def hdr006(log, bad):
     _base(log)
-    _delta_turn(log, {"system": "a new prompt"} if bad else {"system": {"keepStart": 0, "keepEnd": 0, "insert": ["new"]}})
+    _delta_turn(
+        log, {"system": "a new prompt"} if bad else {"system": {"keepStart": 0, "keepEnd": 0, "insert": ["new"]}}
+    )
 
 
 def hdr007(log, bad):
@@ -334,12 +362,18 @@ def pfx001(log, bad):
     if bad:
         _delta_turn(log, {"messagePrefix": [{"role": "user", "content": "P2"}]})
     else:
-        log.clean_turn(2, header_reason="resume", header={**HEADER, "messagePrefix": [{"role": "user", "content": "P2"}]})
+        log.clean_turn(
+            2, header_reason="resume", header={**HEADER, "messagePrefix": [{"role": "user", "content": "P2"}]}
+        )
 
 
 def pfx002(log, bad):
     log.clean_turn(1, header_reason="initial", header={**HEADER, "messagePrefix": [{"role": "user", "content": "P1"}]})
-    log.clean_turn(2, header_reason="resume", header={**HEADER, "messagePrefix": [{"role": "user", "content": "P2" if bad else "P1"}]})
+    log.clean_turn(
+        2,
+        header_reason="resume",
+        header={**HEADER, "messagePrefix": [{"role": "user", "content": "P2" if bad else "P1"}]},
+    )
 
 
 def pfx003(log, bad):
@@ -364,23 +398,71 @@ def log014(log, bad):
 
 
 CASES = {
-    "EVT001": evt001, "EVT002": evt002, "EVT003": evt003, "EVT004": evt004, "EVT005": evt005, "EVT006": evt006,
-    "EVT007": evt007, "EVT008": evt008, "EVT009": evt009, "EVT009/repair": evt009_repair_exempt, "EVT010": evt010,
-    "EVT011": evt011, "HDR001": hdr001, "HDR002": hdr002, "HDR002/system": hdr002_system, "HDR003": hdr003,
-    "HDR004": hdr004, "HDR005": hdr005, "HDR006": hdr006, "HDR007": hdr007, "HDR008": hdr008, "HDR009": hdr009,
-    "HDR010": hdr010, "HDR011": hdr011, "HDR013": hdr013, "HDR014": hdr014, "REQ001": req001, "REQ002": req002,
-    "REQ003": req003, "REQ004": req004, "REQ005": req005, "DIV001": div001, "DIV002": div002, "DIV010": div010,
-    "DIV011": div011, "PFX001": pfx001, "PFX002": pfx002, "PFX003": pfx003, "LOG006": log006, "LOG014": log014,
+    "EVT001": evt001,
+    "EVT002": evt002,
+    "EVT003": evt003,
+    "EVT004": evt004,
+    "EVT005": evt005,
+    "EVT006": evt006,
+    "EVT007": evt007,
+    "EVT008": evt008,
+    "EVT009": evt009,
+    "EVT009/repair": evt009_repair_exempt,
+    "EVT010": evt010,
+    "EVT011": evt011,
+    "HDR001": hdr001,
+    "HDR002": hdr002,
+    "HDR002/system": hdr002_system,
+    "HDR003": hdr003,
+    "HDR004": hdr004,
+    "HDR005": hdr005,
+    "HDR006": hdr006,
+    "HDR007": hdr007,
+    "HDR008": hdr008,
+    "HDR009": hdr009,
+    "HDR010": hdr010,
+    "HDR011": hdr011,
+    "HDR013": hdr013,
+    "HDR014": hdr014,
+    "REQ001": req001,
+    "REQ002": req002,
+    "REQ003": req003,
+    "REQ004": req004,
+    "REQ005": req005,
+    "DIV001": div001,
+    "DIV002": div002,
+    "DIV010": div010,
+    "DIV011": div011,
+    "PFX001": pfx001,
+    "PFX002": pfx002,
+    "PFX003": pfx003,
+    "LOG006": log006,
+    "LOG014": log014,
 }
 
 # Rules whose cases live in other test files (integrity of raw bytes, late era, forks).
 TESTED_ELSEWHERE = {
-    "LOG001": "test_load.py", "LOG002": "test_load.py", "LOG003": "test_load.py", "LOG004": "test_load.py",
-    "LOG005": "test_load.py", "LOG008": "test_load.py", "LOG013": "test_load.py",
-    "LOG007": "test_late_era*.py", "LOG009": "test_load.py", "LOG010": "test_load.py", "LOG011": "test_late_era*.py",
-    "LOG012": "test_load.py", "HDR012": "test_late_era*.py",
-    "LOG015": "test_late_era*.py", "LOG016": "test_sqlite_backend.py", "LOG017": "test_late_era*.py", "HDR015": "test_late_era*.py",
-    "FRK001": "test_forks.py", "FRK002": "test_forks.py", "FRK003": "test_forks.py", "FRK004": "test_forks.py",
+    "LOG001": "test_load.py",
+    "LOG002": "test_load.py",
+    "LOG003": "test_load.py",
+    "LOG004": "test_load.py",
+    "LOG005": "test_load.py",
+    "LOG008": "test_load.py",
+    "LOG013": "test_load.py",
+    "LOG007": "test_late_era*.py",
+    "LOG009": "test_load.py",
+    "LOG010": "test_load.py",
+    "LOG011": "test_late_era*.py",
+    "LOG012": "test_load.py",
+    "HDR012": "test_late_era*.py",
+    "LOG015": "test_late_era*.py",
+    "LOG016": "test_sqlite_backend.py",
+    "LOG017": "test_late_era*.py",
+    "HDR015": "test_late_era*.py",
+    "FRK001": "test_forks.py",
+    "FRK002": "test_forks.py",
+    "FRK003": "test_forks.py",
+    "FRK004": "test_forks.py",
     "RSM001": "test_cli_check.py",
 }
 

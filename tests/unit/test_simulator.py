@@ -14,8 +14,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from invariants.simulate import seed_era as simulator
 from invariants.replay.header_codec import apply_delta, canonical, header_equals
+from invariants.simulate import seed_era as simulator
+from invariants.simulate.sample import Sample
+from invariants.simulate.samples import build_samples, write_samples
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
 SURFACE = {"user/message", "assistant/message", "tool/result", "context/message", "steering/message"}
@@ -23,8 +25,8 @@ FAULTY_CAPTURES = {"capture-divergence.jsonl", "capture-key-order.jsonl"}
 
 
 @pytest.fixture(scope="module")
-def built() -> list[simulator.Sample]:
-    return simulator.build_samples()
+def built() -> list[Sample]:
+    return build_samples()
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +34,13 @@ def expected() -> dict:
     return json.loads((SAMPLES / "EXPECTED.json").read_text(encoding="utf-8"))
 
 
-def _logs(samples: list[simulator.Sample]) -> dict[str, bytes]:
-    return {rel: data for s in samples for rel, data in s.files.items()
-            if rel.endswith(".jsonl") and not rel.endswith("requests.jsonl")}
+def _logs(samples: list[Sample]) -> dict[str, bytes]:
+    return {
+        rel: data
+        for s in samples
+        for rel, data in s.files.items()
+        if rel.endswith(".jsonl") and not rel.endswith("requests.jsonl")
+    }
 
 
 def _capture_for(rel: str, files: dict[str, bytes]) -> bytes:
@@ -67,8 +73,17 @@ def project(event: dict) -> dict | None:
     if kind == "assistant/message":
         return {"role": "assistant", "content": data["content"]} if data["content"] else None
     if kind == "tool/result":
-        return {"role": "user", "content": [{"type": "tool-result", "toolCallId": data["callId"],
-                                              "content": data["content"], "isError": data["isError"]}]}
+        return {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool-result",
+                    "toolCallId": data["callId"],
+                    "content": data["content"],
+                    "isError": data["isError"],
+                }
+            ],
+        }
     if kind == "context/message":
         return {"role": "user", "content": _tag("context", data)}
     if kind == "steering/message":
@@ -108,8 +123,11 @@ def expected_request(events: list[dict], log_length: int) -> dict:
     for key in ("system", "tools"):
         if key in header:
             request[key] = header[key]
-    request["messages"] = [*header.get("messagePrefix", []), *derive(events[:boundary]),
-                           *header.get("messageSuffix", [])]
+    request["messages"] = [
+        *header.get("messagePrefix", []),
+        *derive(events[:boundary]),
+        *header.get("messageSuffix", []),
+    ]
     for key in ("temperature", "maxTokens", "stop"):
         if key in header["config"]:
             request[key] = header["config"][key]
@@ -120,7 +138,7 @@ def expected_request(events: list[dict], log_length: int) -> dict:
 
 
 def test_regeneration_is_byte_identical_to_committed_samples(tmp_path: Path) -> None:
-    simulator.write_samples(tmp_path)
+    write_samples(tmp_path)
     fresh = {p.relative_to(tmp_path).as_posix(): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
     committed = {p.relative_to(SAMPLES).as_posix(): p.read_bytes() for p in SAMPLES.rglob("*") if p.is_file()}
     assert sorted(fresh) == sorted(committed)
@@ -128,7 +146,7 @@ def test_regeneration_is_byte_identical_to_committed_samples(tmp_path: Path) -> 
         assert data == committed[rel], f"{rel} differs from the committed sample; rerun the simulator CLI"
 
 
-def test_every_log_is_listed_in_expected(built: list[simulator.Sample], expected: dict) -> None:
+def test_every_log_is_listed_in_expected(built: list[Sample], expected: dict) -> None:
     # late/ holds HEAD-era storage forms (zstd, SQLite members): tests/test_samples.py lists those
     assert sorted(_logs(built)) == sorted(k for k in expected if not k.startswith("late/"))
     for faults in expected.values():
@@ -136,7 +154,7 @@ def test_every_log_is_listed_in_expected(built: list[simulator.Sample], expected
             assert fault["severity"] in ("error", "warning", "info") and fault["kind"]
 
 
-def test_clean_capture_messages_equal_a_recomputation_from_the_log(built: list[simulator.Sample]) -> None:
+def test_clean_capture_messages_equal_a_recomputation_from_the_log(built: list[Sample]) -> None:
     files = {rel: data for s in built for rel, data in s.files.items()}
     checked = 0
     for rel, data in _logs(built).items():
@@ -156,17 +174,34 @@ def test_clean_case_matches_a_hand_built_conversation() -> None:
     sample = simulator.sample_clean()
     captures = [orjson.loads(line) for line in sample.files["clean-multi-turn.requests.jsonl"].splitlines()]
     last = captures[-1]["request"]["messages"]
-    assert [m["role"] for m in last] == ["user", "user", "assistant", "user", "assistant", "user", "assistant",
-                                         "user", "user", "assistant", "user", "assistant", "user", "assistant", "user"]
+    assert [m["role"] for m in last] == [
+        "user",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
     assert last[0]["content"][0]["text"].startswith("<system-reminder>")
-    assert last[1] == {"role": "user", "content": [{"type": "text", "text": "How many Python files are there "
-                                                                              "under src/? Count them with bash."}]}
+    assert last[1] == {
+        "role": "user",
+        "content": [{"type": "text", "text": "How many Python files are there under src/? Count them with bash."}],
+    }
     assert last[3]["content"][0]["type"] == "tool-result" and last[3]["content"][0]["isError"] is False
     assert [c["logLength"] for c in captures] == sorted(c["logLength"] for c in captures)
 
 
 @pytest.mark.parametrize("rel", ["capture-divergence.jsonl", "capture-key-order.jsonl"])
-def test_faulty_captures_differ_only_where_expected(built: list[simulator.Sample], expected: dict, rel: str) -> None:
+def test_faulty_captures_differ_only_where_expected(built: list[Sample], expected: dict, rel: str) -> None:
     files = {r: d for s in built for r, d in s.files.items()}
     _, events = _parse(files[rel])
     faulty = {f["captureLine"] for f in expected[rel]}
@@ -179,7 +214,7 @@ def test_faulty_captures_differ_only_where_expected(built: list[simulator.Sample
             assert json.loads(line)["request"] == want  # equal as values, different bytes
 
 
-def test_header_events_follow_the_writer_rules(built: list[simulator.Sample]) -> None:
+def test_header_events_follow_the_writer_rules(built: list[Sample]) -> None:
     for rel, data in _logs(built).items():
         session, events = _parse(data)
         seed = session.get("seedLength", 0)
@@ -203,7 +238,7 @@ def test_header_events_follow_the_writer_rules(built: list[simulator.Sample]) ->
             assert events[event["seq"] - 1]["type"] == "step/start", (rel, event["seq"])
 
 
-def test_deltas_round_trip_and_fallbacks_could_not(built: list[simulator.Sample]) -> None:
+def test_deltas_round_trip_and_fallbacks_could_not(built: list[Sample]) -> None:
     _, events = _parse(_logs(built)["fallback-tool-reorder.jsonl"])
     fold_before = None
     for event in events:
@@ -219,7 +254,7 @@ def test_deltas_round_trip_and_fallbacks_could_not(built: list[simulator.Sample]
     assert kinds == ["request/header", "request/header", "request/header", "request/header-delta"]
 
 
-def test_every_delta_arm_is_exercised(built: list[simulator.Sample]) -> None:
+def test_every_delta_arm_is_exercised(built: list[Sample]) -> None:
     arms: set[str] = set()
     for data in _logs(built).values():
         for event in _parse(data)[1]:
@@ -228,11 +263,18 @@ def test_every_delta_arm_is_exercised(built: list[simulator.Sample]) -> None:
                 tools = event["data"].get("tools")
                 if tools:
                     arms.update(f"tools.{k}" for k, v in tools.items() if v)
-    assert {"system", "config", "messagePrefix", "messageSuffix", "tools.added", "tools.removed",
-            "tools.changed"} <= arms
+    assert {
+        "system",
+        "config",
+        "messagePrefix",
+        "messageSuffix",
+        "tools.added",
+        "tools.removed",
+        "tools.changed",
+    } <= arms
 
 
-def test_fork_child_seed_equals_parent_prefix(built: list[simulator.Sample]) -> None:
+def test_fork_child_seed_equals_parent_prefix(built: list[Sample]) -> None:
     fork = next(s for s in built if s.name == "fork")
     logs = {rel: data for rel, data in fork.files.items() if not rel.endswith("requests.jsonl")}
     headers = {rel: orjson.loads(data.split(b"\n", 1)[0]) for rel, data in logs.items()}
@@ -254,7 +296,7 @@ def test_fork_child_seed_equals_parent_prefix(built: list[simulator.Sample]) -> 
     assert set(sessions) == {parent["id"], child["id"]}
 
 
-def test_envelopes_seqs_and_key_order(built: list[simulator.Sample]) -> None:
+def test_envelopes_seqs_and_key_order(built: list[Sample]) -> None:
     for rel, data in _logs(built).items():
         _, events = _parse(data)
         assert [e["seq"] for e in events] == list(range(len(events))), rel
@@ -272,7 +314,7 @@ def test_envelopes_seqs_and_key_order(built: list[simulator.Sample]) -> None:
                 assert all(s < event["seq"] for s in event["sourceEventSeqs"])
 
 
-def test_compaction_shape(built: list[simulator.Sample]) -> None:
+def test_compaction_shape(built: list[Sample]) -> None:
     _, events = _parse(_logs(built)["compaction.jsonl"])
     replaces = [e for e in events if isinstance(e.get("surfaceOp"), dict)]
     assert len(replaces) == 2
@@ -292,8 +334,13 @@ def test_torn_and_repaired_tails() -> None:
         orjson.loads(torn.rsplit(b"\n", 1)[1])
     repaired = simulator.sample_repaired_resume().files["repaired-resume.jsonl"]
     events = [orjson.loads(line) for line in repaired.splitlines()[1:]]
-    closers = [e for e in events if e["type"] == "tool/result" and e["data"].get("isError") and
-               e["data"].get("error", {}).get("code") == "interrupted"]
+    closers = [
+        e
+        for e in events
+        if e["type"] == "tool/result"
+        and e["data"].get("isError")
+        and e["data"].get("error", {}).get("code") == "interrupted"
+    ]
     assert len(closers) == 2 and "sourceEventSeqs" in closers[0] and "sourceEventSeqs" not in closers[1]
     end = next(e for e in events if e["type"] == "turn/end" and e["data"]["reason"]["kind"] == "interrupted")
     assert {e["time"] for e in closers} == {end["time"]}

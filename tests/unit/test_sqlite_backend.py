@@ -15,7 +15,15 @@ from hypothesis import strategies as st
 from invariants.gate.pipeline import run_check
 from invariants.read.discover import discover
 from invariants.read.sqlite_backend import (
-    APPLICATION_ID, HEAD_DDL, HEAD_SCHEMA, SEED_DDL, SEED_SCHEMA, RowError, decode_source_seqs, encode_source_seqs, write_database,
+    APPLICATION_ID,
+    HEAD_DDL,
+    HEAD_SCHEMA,
+    SEED_DDL,
+    SEED_SCHEMA,
+    RowError,
+    decode_source_seqs,
+    encode_source_seqs,
+    write_database,
 )
 from tests.support.latebuilder import LateLog, one_turn
 from tests.support.logbuilder import Log
@@ -74,7 +82,10 @@ def test_head_schema_reads_like_the_jsonl_log(tmp_path):
     kinds = {(r[0], type(r[1]).__name__) for r in con.execute("SELECT ignorable, data FROM events")}
     assert (0, "str") in kinds  # a packed text-chunks row
     assert (None, "bytes") in kinds  # data >= 4 KiB, zstd-compressed
-    assert con.execute("SELECT typeof(source_event_seqs) FROM events WHERE type='assistant/message'").fetchone()[0] == "blob"
+    assert (
+        con.execute("SELECT typeof(source_event_seqs) FROM events WHERE type='assistant/message'").fetchone()[0]
+        == "blob"
+    )
     con.close()
     before = _digest(db)
     a, b = run_check([tmp_path / "jsonl"]), run_check([db])
@@ -136,7 +147,9 @@ def _bad_row(tmp_path, where: str, after_turn_end: bool):
     con = sqlite3.connect(db)
     target = log.seq - 1 if after_turn_end else 2  # seq 2 is the user/message of turn 1
     if where == "varint":
-        con.execute("UPDATE events SET source_event_seqs = x'80' WHERE seq = (SELECT min(seq) FROM events WHERE type = 'assistant/message')")
+        con.execute(
+            "UPDATE events SET source_event_seqs = x'80' WHERE seq = (SELECT min(seq) FROM events WHERE type = 'assistant/message')"
+        )
     else:
         con.execute("UPDATE events SET data = x'28b52ffd0000' WHERE seq = ?", (target,))
     con.commit()
@@ -195,8 +208,10 @@ def test_long_runs_split_at_the_row_cap(tmp_path):
     db = tmp_path / "s.sqlite"
     write_database(db, [(log.header, log.events)])
     con = sqlite3.connect(db)
-    sizes = [len(orjson.loads(zstandard.ZstdDecompressor().decompress(d) if isinstance(d, bytes) else d)["texts"])
-             for (d,) in con.execute("SELECT data FROM events WHERE ignorable = 0 ORDER BY seq")]
+    sizes = [
+        len(orjson.loads(zstandard.ZstdDecompressor().decompress(d) if isinstance(d, bytes) else d)["texts"])
+        for (d,) in con.execute("SELECT data FROM events WHERE ignorable = 0 ORDER BY seq")
+    ]
     con.close()
     assert sizes == [1024, 1024, 452]
     result = run_check([db])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
 import random
 
 import pytest
@@ -58,7 +57,7 @@ class Trickle(io.RawIOBase):
 
     def read(self, n=-1):
         n = self._step if n < 0 else min(n, self._step)
-        chunk = self._data[self.given:self.given + n]
+        chunk = self._data[self.given : self.given + n]
         self.given += len(chunk)
         return chunk
 
@@ -74,7 +73,9 @@ def test_multi_frame_round_trip(tmp_path):
     for batch, start in zip(BATCHES, frame_starts(BATCHES)):
         params = zstandard.get_frame_parameters(data[start:])
         assert params.has_checksum
-        assert zstandard.ZstdDecompressor().decompressobj().decompress(data[start:start + len(encode([batch]))]) == batch
+        assert (
+            zstandard.ZstdDecompressor().decompressobj().decompress(data[start : start + len(encode([batch]))]) == batch
+        )
     # a plain one-shot decode stops after the first frame; iter_frames does not
     assert b"".join(iter_frames(io.BytesIO(data))) == b"".join(BATCHES)
 
@@ -134,7 +135,7 @@ def test_torn_last_frame_at_every_offset():
         assert exc is not None and exc.kind == "torn", end
         assert (exc.frame_index, exc.offset) == (len(BATCHES) - 1, last)
         assert out[: len(BATCHES) - 1] == BATCHES[:-1]
-        partial = out[len(BATCHES) - 1:]
+        partial = out[len(BATCHES) - 1 :]
         assert len(partial) <= 1
         if partial:
             assert partial[0] and BATCHES[-1].startswith(partial[0])
@@ -221,7 +222,7 @@ def test_reserved_header_bit_and_block_type_are_corrupt():
     single_segment, size_flag = descriptor & 0x20, descriptor >> 6
     size_bytes = (1 if single_segment else 0) if size_flag == 0 else 1 << size_flag
     header_len = 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[descriptor & 3] + size_bytes
-    assert int.from_bytes(frame[header_len:header_len + 3], "little") & 1  # the one (last) block
+    assert int.from_bytes(frame[header_len : header_len + 3], "little") & 1  # the one (last) block
     bad = bytearray(frame)
     bad[header_len] |= 0x06  # block type 3
     out, exc = read_all(bytes(bad))
@@ -248,16 +249,19 @@ def test_is_zstd_path():
     assert is_zstd_path("a/session.jsonl.zstd")
     assert is_zstd_path(b"x.jsonl.zst")
     from pathlib import Path
+
     assert is_zstd_path(Path("s.jsonl.zstd"))
     assert not is_zstd_path("session.jsonl")
     assert not is_zstd_path("session.zstd.jsonl")
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(
-    st.binary(max_size=200),
-    st.tuples(st.integers(0, 10_000), st.integers(0, 255), st.integers(0, 10_000)),
-))
+@given(
+    st.one_of(
+        st.binary(max_size=200),
+        st.tuples(st.integers(0, 10_000), st.integers(0, 255), st.integers(0, 10_000)),
+    )
+)
 def test_hostile_input_raises_only_frame_error(case):
     if isinstance(case, bytes):
         data = b"\x28\xb5\x2f\xfd" + case if case[:1] == b"\x00" else case

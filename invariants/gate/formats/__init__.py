@@ -18,49 +18,10 @@ to stderr in the CLI, never into a machine format.
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
+from invariants.gate.formats.context import FORMATS, MACHINE_FORMATS, ReportContext, statistics, statistics_text
 from invariants.gate.pipeline import CheckResult
-from invariants.model.registry import RULES
 
-FORMATS = ("text", "json", "jsonl", "junit", "sarif", "github")
-MACHINE_FORMATS = frozenset(FORMATS) - {"text"}
-
-
-@dataclass
-class ReportContext:
-    fail_on: str = "error"
-    verbose: bool = False
-    statistics: bool = False
-    baseline: Any = None  # invariants.gate.baseline.BaselineOutcome
-    base_dir: Path | None = None  # SARIF: paths are made relative to this
-    tool_version: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-def statistics(result: CheckResult) -> list[dict[str, Any]]:
-    """Findings per rule, most frequent first."""
-    counts = Counter(f.rule for f in result.findings)
-    severities: dict[str, Counter] = {}
-    for f in result.findings:
-        severities.setdefault(f.rule, Counter())[f.severity] += 1
-    rows = []
-    for rule, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        r = RULES.get(rule)
-        sev = severities[rule].most_common(1)[0][0]
-        rows.append({"rule": rule, "name": r.name if r else "", "category": r.category if r else "", "severity": sev, "count": n})
-    return rows
-
-
-def statistics_text(result: CheckResult) -> str:
-    rows = statistics(result)
-    if not rows:
-        return "no findings"
-    width = max(len(str(r["count"])) for r in rows)
-    return "\n".join(f"{r['count']:>{width}}  {r['rule']:<7} {r['severity']:<7} {r['name']}" for r in rows)
+__all__ = ["FORMATS", "MACHINE_FORMATS", "ReportContext", "render", "statistics", "statistics_text"]
 
 
 def render(result: CheckResult, fmt: str, ctx: ReportContext | None = None) -> str:
@@ -88,8 +49,8 @@ def render(result: CheckResult, fmt: str, ctx: ReportContext | None = None) -> s
 
         return render_junit(result, ctx)
     if fmt == "sarif":
-        from invariants.gate.report import dumps_json
         from invariants.gate.formats.sarif import sarif_log
+        from invariants.gate.report import dumps_json
 
         return dumps_json(sarif_log(result, ctx), indent=True)
     if fmt == "github":

@@ -18,7 +18,9 @@ from invariants.gate.pipeline import CheckResult
 from invariants.model.findings import SEVERITY_RANK
 
 # Not representable in XML 1.0, or a terminal control when the file is printed (DEL, C1: U+009B is CSI).
-_XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]")
+_XML_BAD = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff\ufffe\uffff]"
+)
 
 
 def xml_safe(text: str) -> str:
@@ -40,7 +42,9 @@ def _line(f) -> str:
     return f"{f.severity} {f.rule} {', '.join(loc)}{': ' if loc else ''}{f.message}"
 
 
-def _case(suite: ET.Element, classname: str, name: str, file: str | None, findings: list, threshold: int) -> tuple[int, int]:
+def _case(
+    suite: ET.Element, classname: str, name: str, file: str | None, findings: list, threshold: int
+) -> tuple[int, int]:
     case = ET.SubElement(suite, "testcase", {"classname": xml_safe(classname), "name": xml_safe(name), "time": "0"})
     if file:
         case.set("file", xml_safe(file))
@@ -48,7 +52,9 @@ def _case(suite: ET.Element, classname: str, name: str, file: str | None, findin
     if failing:
         first = failing[0]
         more = f" (+{len(failing) - 1} more)" if len(failing) > 1 else ""
-        fail = ET.SubElement(case, "failure", {"type": first.rule, "message": xml_safe(f"{first.rule}: {first.message}{more}")})
+        fail = ET.SubElement(
+            case, "failure", {"type": first.rule, "message": xml_safe(f"{first.rule}: {first.message}{more}")}
+        )
         fail.text = xml_safe("\n".join(_line(f) for f in findings))
     elif findings:
         out = ET.SubElement(case, "system-out")
@@ -73,7 +79,9 @@ def render_junit(result: CheckResult, ctx) -> str:
         file = row["file"]
         findings = by_file.get(file, []) if file not in seen_files else []
         seen_files.add(file)
-        classname = "inspector." + PurePath(file).parent.as_posix().strip("/").replace("/", ".") if file else "inspector"
+        classname = (
+            "inspector." + PurePath(file).parent.as_posix().strip("/").replace("/", ".") if file else "inspector"
+        )
         failed, _ = _case(suite, classname, row["session"], file, findings, threshold)
         tests += 1
         failures += failed
@@ -85,7 +93,9 @@ def render_junit(result: CheckResult, ctx) -> str:
         tests += 1
         failures += failed
     for problem in result.problems:
-        case = ET.SubElement(suite, "testcase", {"classname": "inspector.inputs", "name": xml_safe(problem.split(": ")[0]), "time": "0"})
+        case = ET.SubElement(
+            suite, "testcase", {"classname": "inspector.inputs", "name": xml_safe(problem.split(": ")[0]), "time": "0"}
+        )
         err = ET.SubElement(case, "error", {"type": "unreadable-input", "message": xml_safe(problem)})
         err.text = xml_safe(problem)
         tests += 1

@@ -30,7 +30,9 @@ INFORMATION_URI = "https://github.com/toninfo/deepseek-harness"
 
 def _rule(r) -> dict[str, Any]:
     help_text = f"{r.summary}\n\nWhy it matters: {r.rationale}" + (f"\n\nExample: {r.example}" if r.example else "")
-    help_md = f"{r.summary}\n\n**Why it matters:** {r.rationale}" + (f"\n\n**Example:** `{r.example}`" if r.example else "")
+    help_md = f"{r.summary}\n\n**Why it matters:** {r.rationale}" + (
+        f"\n\n**Example:** `{r.example}`" if r.example else ""
+    )
     return {
         "id": r.code,
         "name": r.name,
@@ -111,12 +113,12 @@ def sarif_log(result: CheckResult, ctx) -> dict[str, Any]:
         },
         "originalUriBaseIds": {"SRCROOT": {"uri": base.resolve().as_uri().rstrip("/") + "/"}},
         "results": [_result(f, index, base) for f in result.findings],
-        "invocations": [{
-            "executionSuccessful": not result.problems,
-            "toolExecutionNotifications": [
-                {"level": "error", "message": {"text": p}} for p in result.problems
-            ],
-        }],
+        "invocations": [
+            {
+                "executionSuccessful": not result.problems,
+                "toolExecutionNotifications": [{"level": "error", "message": {"text": p}} for p in result.problems],
+            }
+        ],
         "columnKind": "unicodeCodePoints",
         "properties": {"summary": result.summary()},
     }

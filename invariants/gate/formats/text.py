@@ -5,12 +5,12 @@ baseline's account (suppressed findings, entries that no longer occur)."""
 from __future__ import annotations
 
 from invariants.gate.pipeline import CheckResult
-from invariants.model.inert import inert
 from invariants.gate.report import report_text
+from invariants.model.inert import inert
 
 
 def render_text(result: CheckResult, ctx) -> str:
-    from invariants.gate.formats import statistics_text
+    from invariants.gate.formats.context import statistics_text
 
     text = report_text(result, verbose=ctx.verbose)
     lines = text.split("\n")
@@ -19,10 +19,14 @@ def render_text(result: CheckResult, ctx) -> str:
         lines = [statistics_text(result)] if result.findings else []
     b = ctx.baseline
     if b is not None:
-        lines.append(f"baseline {inert(b.file)}: {b.suppressed} known finding(s) not shown"
-                     + (f"; {len(b.stale)} entr{'y' if len(b.stale) == 1 else 'ies'} no longer occur:" if b.stale else ""))
+        lines.append(
+            f"baseline {inert(b.file)}: {b.suppressed} known finding(s) not shown"
+            + (f"; {len(b.stale)} entr{'y' if len(b.stale) == 1 else 'ies'} no longer occur:" if b.stale else "")
+        )
         for e in b.stale:
             where = f"turn {e.get('turn')} step {e.get('step')}: " if e.get("turn") is not None else ""
-            lines.append(f"  gone    {inert(str(e.get('rule')))}  session {inert(str(e.get('session')))}, {where}{inert(str(e.get('message', '')))}")
+            lines.append(
+                f"  gone    {inert(str(e.get('rule')))}  session {inert(str(e.get('session')))}, {where}{inert(str(e.get('message', '')))}"
+            )
     lines.append(tail)
     return "\n".join(lines)
