@@ -36,13 +36,11 @@ def index(tmp_path_factory) -> Path:
     return db
 
 
-@pytest.fixture(scope="module")
-def report(index) -> dict:
+@pytest.fixture
+def report(capsys) -> dict:
     """What `inspector check sample_logs --format json` says, for comparison."""
-    from invariants.gate.formats import render
-    from invariants.gate.pipeline import CheckOptions, run_check
-
-    return json.loads(render(run_check([SAMPLES], CheckOptions()), "json"))
+    assert main(["check", str(SAMPLES), "--format", "json", "--no-cache", "-q"]) == 1
+    return json.loads(capsys.readouterr().out)
 
 
 def served(db: Path) -> Datasette:
