@@ -6,6 +6,8 @@ import json
 import os
 import re
 
+import pytest
+
 from invariants.analysis.cache_report import provider_prompt, session_cache
 from invariants.read.source import LogSource
 from invariants.replay.session import replay
@@ -120,3 +122,37 @@ def test_a_version_1_baseline_is_rejected_with_how_to_rewrite_it(capsys, tmp_pat
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "version 1 baseline matches findings by session id alone" in err[0]
     assert f"--write-baseline {old}" in err[0]
+
+
+# --------------------------------------------------------------------------- 9. fields the harness does not compare
+
+
+@pytest.mark.parametrize("t", ["t00", "t01", "t02", "t03", "t05", "t06", "t07"])
+def test_no_div011_for_provider_on_the_harness_invariant_tests(t):
+    """The agent-loop invariant compares model, system, temperature, maxTokens, stop, tools and messages,
+    never provider or reasoningEffort: a hand-built request without them (or with another provider) is no
+    divergence."""
+    from invariants.gate.pipeline import run_check
+
+    folder = corpus_dir(f"upstream-late-era/core__agent-loop__invariant/{t}")
+    assert [f.message for f in run_check([folder]).findings if f.rule == "DIV011"] == []
+
+
+@pytest.mark.parametrize(
+    "overrides", [{"provider": None}, {"provider": "other"}, {"reasoningEffort": "high"}, {"topP": 0.9}]
+)
+def test_spread_config_fields_are_not_compared_but_unknown_fields_are(tmp_path, overrides):
+    from invariants.gate.pipeline import run_check
+    from tests.support.latebuilder import one_turn
+
+    log = one_turn()
+    request = log.requests[0]["request"]
+    for key, value in overrides.items():
+        if value is None:
+            request.pop(key)
+        else:
+            request[key] = value
+    log.write(tmp_path / "late-1.jsonl")
+    log.write_requests(tmp_path / "requests.jsonl")
+    rules = [f.rule for f in run_check([tmp_path]).findings]
+    assert rules == (["DIV011"] if "topP" in overrides else [])
