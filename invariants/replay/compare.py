@@ -62,7 +62,8 @@ def deep_summary(expected: Any, recorded: Any, limit: int = 8, start: int = 0) -
 
     Bounded whatever the input: for message lists only ``DEEP_WINDOW`` messages
     from ``start`` (the first differing one) are compared, and deepdiff stops
-    after ``DEEP_MAX_DIFFS`` differences.  (Unbounded, a capture of 2,000
+    after ``DEEP_MAX_DIFFS`` differences (``truncated_after`` then says so; its
+    own warning about it is kept off stderr).  (Unbounded, a capture of 2,000
     one-line requests against a 2,000-message history took 133 s and 12 GB.)
     """
     from deepdiff import DeepDiff  # deferred: only paid for when a difference exists
@@ -72,6 +73,7 @@ def deep_summary(expected: Any, recorded: Any, limit: int = 8, start: int = 0) -
         start = max(0, min(start, len(expected), len(recorded)))
         window = [start, start + DEEP_WINDOW]
         expected, recorded = expected[start : start + DEEP_WINDOW], recorded[start : start + DEEP_WINDOW]
+    _quiet_deepdiff()
     try:
         diff = DeepDiff(
             expected,
@@ -92,9 +94,28 @@ def deep_summary(expected: Any, recorded: Any, limit: int = 8, start: int = 0) -
         }
     if window is not None:
         out["window"] = window
+    if diff.get_stats().get("MAX DIFF LIMIT REACHED"):
+        out["truncated_after"] = DEEP_MAX_DIFFS  # the counts above stop there
     del diff
     _collect_young()
     return out
+
+
+def _quiet_deepdiff() -> None:
+    """deepdiff logs a warning when it stops at ``max_diffs``; without a handler Python prints it on
+    stderr, in the middle of a report.  The summary says so instead (``truncated_after``)."""
+    import logging
+
+    logger = logging.getLogger("deepdiff.diff")
+    if not any(isinstance(f, _LimitNotice) for f in logger.filters):
+        logger.addFilter(_LimitNotice())
+
+
+class _LimitNotice:
+    """Drops deepdiff's "has reached the max number of ..." warnings (a ``logging`` filter)."""
+
+    def filter(self, record) -> bool:
+        return "has reached the max number of" not in record.getMessage()
 
 
 def _collect_young() -> None:

@@ -156,3 +156,43 @@ def test_spread_config_fields_are_not_compared_but_unknown_fields_are(tmp_path, 
     log.write_requests(tmp_path / "requests.jsonl")
     rules = [f.rule for f in run_check([tmp_path]).findings]
     assert rules == (["DIV011"] if "topP" in overrides else [])
+
+
+# --------------------------------------------------------------------------- 11. deepdiff's limit warning
+
+
+def test_a_truncated_deepdiff_says_so_in_the_detail_not_on_stderr(tmp_path, capfd):
+    """A recorded message with 400 extra content parts: deepdiff stops at its limit, silently, and the
+    finding's detail says where."""
+    from invariants.gate.pipeline import run_check
+    from invariants.replay.compare import DEEP_MAX_DIFFS
+
+    log = Log()
+    log.clean_turn(1, "hi", header_reason="initial")
+    path = log.write(tmp_path / "s1.jsonl")
+    model = replay(LogSource(path, path.parent))
+    request = json.loads(json.dumps(model.rebuild_request(model.steps[0]).request))
+    request["messages"][0]["content"] = [{"type": "text", "text": f"part {i}"} for i in range(400)]
+    line = {"sessionId": "s1", "logLength": model.steps[0].first_chunk_seq, "turn": 1, "step": 1, "request": request}
+    log.write_requests(tmp_path / "requests.jsonl", [line])
+    capfd.readouterr()
+    (div,) = [f for f in run_check([path]).findings if f.rule == "DIV001"]
+    out, err = capfd.readouterr()
+    assert err == "" and out == ""
+    assert div.detail["deepdiff"]["truncated_after"] == DEEP_MAX_DIFFS == 200
+    assert sum(v["count"] for k, v in div.detail["deepdiff"].items() if isinstance(v, dict)) <= DEEP_MAX_DIFFS + 1
+
+
+def test_an_untruncated_deepdiff_has_no_truncation_mark(tmp_path):
+    from invariants.gate.pipeline import run_check
+
+    log = Log()
+    log.clean_turn(1, "hi", header_reason="initial")
+    path = log.write(tmp_path / "s1.jsonl")
+    model = replay(LogSource(path, path.parent))
+    request = json.loads(json.dumps(model.rebuild_request(model.steps[0]).request))
+    request["messages"][0]["content"][0]["text"] = "edited"
+    line = {"sessionId": "s1", "logLength": model.steps[0].first_chunk_seq, "turn": 1, "step": 1, "request": request}
+    log.write_requests(tmp_path / "requests.jsonl", [line])
+    (div,) = [f for f in run_check([path]).findings if f.rule == "DIV001"]
+    assert "truncated_after" not in div.detail["deepdiff"] and div.detail["deepdiff"]["values_changed"]["count"] == 1
