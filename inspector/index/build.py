@@ -540,7 +540,7 @@ def _delete_session(conn: sqlite3.Connection, sid: int, keep_row: bool = False) 
         "WHERE session_id = ?",
         [sid],
     )
-    for table in ("steps", "cache_steps", "versions", "instances", "messages", "tool_calls", "checkpoints"):
+    for table in ("steps", "cache_steps", "versions", "instances", "messages", "tool_calls", "streams", "checkpoints"):
         conn.execute(f"DELETE FROM {table} WHERE session_id = ?", [sid])
     conn.execute("DELETE FROM findings WHERE session_id = ? AND source IN ('log', 'fork')", [sid])
     if not keep_row:
@@ -779,6 +779,12 @@ class _Writer:
         conn.executemany(
             f"INSERT INTO tool_calls(session_id, {', '.join(R.TOOL_CALL_COLUMNS)}) VALUES ({', '.join('?' * (len(R.TOOL_CALL_COLUMNS) + 1))})",
             [(sid, *r) for r in res.tool_calls],
+        )
+        conn.execute("DELETE FROM streams WHERE session_id = ? AND step_idx >= ?", [sid, res.cache_start])
+        conn.executemany(
+            f"INSERT INTO streams(session_id, {', '.join(R.STREAM_COLUMNS)}) "
+            f"VALUES ({', '.join('?' * (len(R.STREAM_COLUMNS) + 1))})",
+            [(sid, *r) for r in res.streams],
         )
         conn.execute("DELETE FROM findings WHERE session_id = ? AND source = 'log'", [sid])
         conn.executemany(_FINDING_INSERT, [(sid, None, None, "log", *r) for r in res.findings])

@@ -54,7 +54,7 @@ def fts_consistent(db: Path) -> bool:
     """FTS5's own check of both full-text indexes against their content tables."""
     conn = sqlite3.connect(db)
     try:
-        for table in ("messages_fts", "findings_fts"):
+        for table in ("messages_fts", "findings_fts", "streams_fts"):
             conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
         return True
     except sqlite3.DatabaseError:
@@ -92,6 +92,7 @@ def snapshot(db: Path) -> dict[str, list]:
         "instances",
         "messages",
         "tool_calls",
+        "streams",
         "findings",
         "requests",
         "headers",
