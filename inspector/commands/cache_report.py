@@ -142,7 +142,10 @@ def run(args: argparse.Namespace) -> int:
         )
         text = "\n".join(lines)
     if args.output:
-        args.output.write_text(text + "\n", encoding="utf-8")
+        try:
+            args.output.write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            return fail(f"{args.output}: cannot write report ({exc.strerror or exc})")
     else:
         sys.stdout.write(text + "\n")
     return 2 if problems else 0

@@ -184,6 +184,8 @@ def run(args: argparse.Namespace) -> int:
         from invariants.gate.result_cache import DEFAULT_CACHE_DIR, ResultCache
 
         cache = ResultCache(args.cache_dir or cfg.cache_dir or DEFAULT_CACHE_DIR)
+        if unwritable := cache.unwritable():
+            return fail(unwritable)
     stats = RunStats()
     result = check_paths(args.paths, options, jobs=jobs, cache=cache, stats=stats)
     for problem in result.problems:

@@ -155,3 +155,35 @@ def test_a_cut_off_stream_that_completes_later_leaves_no_stale_stream_row(tmp_pa
     fresh = tmp_path / "fresh.db"
     build_index([root], fresh, jobs=1)
     assert_same(db, fresh)
+
+
+# --------------------------------------------------------------------------- 19. nothing to index, nothing created
+
+
+def test_indexing_a_missing_root_creates_no_database(tmp_path, capsys):
+    db = tmp_path / "x.db"
+    assert main(["index", str(tmp_path / "missing"), "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'missing'}: no such file or directory" in err and "was not created" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_indexing_an_empty_folder_creates_no_database(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    db = tmp_path / "x.db"
+    assert main(["index", str(tmp_path / "empty"), "--db", str(db)]) == 0
+    assert "no session logs to index" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]
+
+
+def test_an_existing_index_of_a_root_that_emptied_is_still_pruned(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    log = Log("gone")
+    _turns(log, 1, 1)
+    path = log.write(root / "gone.jsonl")
+    db = tmp_path / "index.db"
+    build_index([root], db, jobs=1)
+    path.unlink()
+    stats = build_index([root], db, jobs=1)
+    assert stats.written and stats.removed == 1 and q(db, "SELECT count(*) FROM sessions") == [(0,)]
