@@ -3,8 +3,9 @@
 For each step: the rebuilt request's size, how much of it is a
 byte-identical prefix of the previous step's request (render order: model,
 system, tools, messages), what broke the prefix, and the provider's own
-``cacheReadTokens`` / ``inputTokens`` beside it; per session, the tokens
-re-paid.  Token counts are estimates (bytes/4).  See
+cache reads over the prompt it counted beside it (the harness's usage is
+disjoint: ``inputTokens`` excludes cache reads, so the prompt is
+``inputTokens + cacheReadTokens``); per session, the tokens re-paid.  Token counts are estimates (bytes/4).  See
 ``invariants/cache_report.py`` for the breaker classes.
 """
 
@@ -46,8 +47,18 @@ def _n(x: int | None) -> str:
     return inert(shorten(x, 24))
 
 
+def _usage_cell(usage: dict | None, prompt: tuple[int, int] | None) -> str:
+    """``cacheRead/prompt (hit%)``; a usage without an integer ``inputTokens`` shows its raw values inert."""
+    if prompt is not None:
+        read, total = prompt
+        return f"{read:,}/{total:,}" + (f" ({round(100 * read / total)}%)" if total else "")
+    if usage:
+        return f"{_n(usage.get('cacheReadTokens'))}/{_n(usage.get('inputTokens'))}?"
+    return "-"
+
+
 def session_text(sc, breaks_only: bool = False) -> list[str]:
-    from invariants.analysis.cache_report import est_tokens
+    from invariants.analysis.cache_report import est_tokens, provider_prompt
     from invariants.model.inert import inert
 
     s = sc.summary()
@@ -57,13 +68,13 @@ def session_text(sc, breaks_only: bool = False) -> list[str]:
         + ")"
     ]
     lines.append(
-        f"  {'step':>4}  {'turn.step':<9} {'seq':>6} {'~tokens':>9} {'reused':>7} {'~re-paid':>9} {'cacheRead/input':>17}  breaker"
+        f"  {'step':>4}  {'turn.step':<9} {'seq':>6} {'~tokens':>9} {'reused':>7} {'~re-paid':>9} "
+        f"{'cacheRead/prompt':>22}  breaker"
     )
     for k, st in enumerate(sc.steps):
         if breaks_only and st.breaker is None:
             continue
-        u = st.usage or {}
-        usage = f"{_n(u.get('cacheReadTokens'))}/{_n(u.get('inputTokens'))}" if u else "-"
+        usage = _usage_cell(st.usage, provider_prompt(st.usage))
         ratio = f"{round(100 * st.reused_bytes / st.bytes)}%" if st.bytes else "-"
         if k == 0:
             why = "(first request)"
@@ -76,7 +87,7 @@ def session_text(sc, breaks_only: bool = False) -> list[str]:
         ts = f"{st.turn}.{st.step}"
         lines.append(
             f"  {st.index + 1:>4}  {inert(ts):<9} {st.seq:>6} {_n(est_tokens(st.bytes)):>9} {ratio:>7} "
-            f"{_n(est_tokens(st.repaid_bytes)):>9} {usage:>17}  {why}"
+            f"{_n(est_tokens(st.repaid_bytes)):>9} {usage:>22}  {why}"
         )
     bk = ", ".join(f"{k} {v}" for k, v in s["breakers"].items()) or "none"
     tail = (
@@ -85,15 +96,18 @@ def session_text(sc, breaks_only: bool = False) -> list[str]:
         + f", ~{_n(s['repaid_tokens_est'])} re-paid; breakers: {bk}"
     )
     if s["usage_steps"]:
-        tail += f"; provider usage: {_n(s['cache_read_tokens'])} cacheRead of {_n(s['input_tokens'])} input"
+        tail += (
+            f"; provider usage: {_n(s['cache_read_tokens'])} of {_n(s['prompt_tokens'])} prompt tokens read from cache"
+        )
         if s["cache_read_ratio"] is not None:
             tail += f" ({round(100 * s['cache_read_ratio'])}%)"
+        tail += f", {_n(s['input_tokens'])} uncached"
     lines.append(tail)
     return lines
 
 
 def run(args: argparse.Namespace) -> int:
-    from invariants.analysis.cache_report import BYTES_PER_TOKEN, report_document, session_cache
+    from invariants.analysis.cache_report import BYTES_PER_TOKEN, est_tokens, report_document, session_cache
     from invariants.gate.report import dumps_json
     from invariants.read.discover import discover
     from invariants.replay.session import replay
@@ -121,13 +135,17 @@ def run(args: argparse.Namespace) -> int:
             lines += session_text(r, args.breaks_only) + [""]
         total = sum(r.summary()["repaid_bytes"] for r in reports)
         lines.append(
-            f"{len(reports)} session(s); ~{_n((total + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN)} tokens re-paid in all. "
+            f"{len(reports)} session(s); ~{_n(est_tokens(total))} tokens re-paid in all. "
             f"Tokens are estimated as bytes/{BYTES_PER_TOKEN}; 'reused' is the byte-identical prefix shared with the "
-            "previous step's request (render order model, system, tools, messages)."
+            "previous step's request (render order model, system, tools, messages); 'cacheRead/prompt' is the "
+            "provider's count of cached prompt tokens over its whole prompt (inputTokens + cacheReadTokens)."
         )
         text = "\n".join(lines)
     if args.output:
-        args.output.write_text(text + "\n", encoding="utf-8")
+        try:
+            args.output.write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            return fail(f"{args.output}: cannot write report ({exc.strerror or exc})")
     else:
         sys.stdout.write(text + "\n")
     return 2 if problems else 0

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import add_input_flags, fail, split_codes
+from .common import add_input_flags, fail, missing_captures, split_codes
 
 FORMATS = ("text", "json", "jsonl", "junit", "sarif", "github")
 
@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     use_cache = not args.no_cache and (cfg.cache if cfg.cache is not None else True)
     baseline_file = args.baseline or (cfg.baseline if not args.write_baseline else None)
 
-    clash = _written_input(args)
+    clash = _written_input(args) or missing_captures(args.captures)
     if clash:
         return fail(clash)
     options = CheckOptions(
@@ -184,6 +184,8 @@ def run(args: argparse.Namespace) -> int:
         from invariants.gate.result_cache import DEFAULT_CACHE_DIR, ResultCache
 
         cache = ResultCache(args.cache_dir or cfg.cache_dir or DEFAULT_CACHE_DIR)
+        if unwritable := cache.unwritable():
+            return fail(unwritable)
     stats = RunStats()
     result = check_paths(args.paths, options, jobs=jobs, cache=cache, stats=stats)
     for problem in result.problems:

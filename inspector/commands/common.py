@@ -22,6 +22,12 @@ def add_input_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
+def missing_captures(captures: list[Path] | None) -> str | None:
+    """The error for ``--captures`` files that do not exist (a check without them would look clean)."""
+    missing = [f"{c}: capture file not found" for c in captures or [] if not Path(c).is_file()]
+    return "; ".join(missing) or None
+
+
 def split_codes(values: list[str] | None) -> list[str] | None:
     if values is None:
         return None

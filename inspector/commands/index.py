@@ -83,11 +83,13 @@ def run(args: argparse.Namespace) -> int:
         print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
     for problem in stats.problems:
         fail(problem)
+    if not stats.written:
+        print(inert(f"inspector: no session logs to index; {db} was not created"), file=sys.stderr)
     if args.json:
         from invariants.gate.report import dumps_json
 
         print(dumps_json({**stats.summary(), "db": os.path.abspath(db)}, indent=True))
-    elif not args.quiet:
+    elif not args.quiet and stats.written:
         s = stats
         print(
             inert(

@@ -46,7 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--id", dest="uid", metavar="ID", help="this session id (or id prefix)")
     p.add_argument("--diverged", action="store_true", help="with a request/header divergence or unexplained request")
     p.add_argument(
-        "--search", metavar="FTS", help="full-text search over message text and finding messages (FTS5 syntax)"
+        "--search",
+        metavar="FTS",
+        help="full-text search over message text, streamed text no message holds, and finding messages (FTS5 syntax)",
     )
     p.add_argument(
         "--sort", choices=("created", "path", "errors", "size"), default="created", help="order (default created)"

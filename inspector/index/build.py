@@ -77,6 +77,7 @@ class IndexStats:
     steps_added: int = 0
     findings: int = 0
     seconds: float = 0.0
+    written: bool = True  # False: nothing to index and no database yet, so none was created
     problems: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
@@ -219,22 +220,41 @@ def build_index(
     t0 = time.perf_counter()
     stats = IndexStats()
     db_path = str(db_path)
-    lock = _Lock(db_path)  # before any write, the schema included
+    roots = [os.path.abspath(p) for p in paths]
+    sources, problems = discover(roots)
+    if not sources and not os.path.lexists(db_path):  # nothing to index, nothing to prune: create nothing
+        stats.problems.extend(problems)
+        stats.written = False
+        stats.seconds = time.perf_counter() - t0
+        return stats
+    try:
+        lock = _Lock(db_path)  # before any write, the schema included
+    except OSError as exc:
+        raise IndexBuildError(_cannot_write(db_path, exc)) from None
     try:
         db = open_index(db_path)
-    except BaseException:
+    except BaseException as exc:
         lock.release()
+        if isinstance(exc, sqlite3.OperationalError):
+            raise IndexBuildError(_cannot_write(db_path, exc)) from None
         raise
     db._index_lock_fd = lock.fd  # type: ignore[attr-defined]  # closed in worker processes
     try:
         run_id = _start_run(db, paths)
-        stats = _build(db, [os.path.abspath(p) for p in paths], jobs, full, progress, stats, run_id)
+        stats = _build(db, roots, sources, problems, jobs, full, progress, stats, run_id)
         stats.seconds = time.perf_counter() - t0
         _finish_run(db, run_id, stats)
+    except sqlite3.OperationalError as exc:  # a read-only file or folder, a full disk: what SQLite says
+        raise IndexBuildError(_cannot_write(db_path, exc)) from None
     finally:
         lock.release()
         db.conn.close()
     return stats
+
+
+def _cannot_write(db_path: str, exc: BaseException) -> str:
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return f"{db_path}: cannot write the index ({reason})"
 
 
 def _start_run(db: sqlite_utils.Database, paths: Iterable[str | os.PathLike]) -> int:
@@ -413,13 +433,14 @@ def _attach_state(db: sqlite_utils.Database, task: GroupTask) -> None:
 def _build(
     db: sqlite_utils.Database,
     roots: list[str],
+    sources: list[LogSource],
+    problems: list[str],
     jobs: int | None,
     full: bool,
     progress: Callable[[IndexStats], None] | None,
     stats: IndexStats,
     run_id: int,
 ) -> IndexStats:
-    sources, problems = discover(roots)
     stats.problems.extend(problems)
     dirty = _prune(db, roots, sources, stats)
     tasks = _plan(db, sources, full, stats, dirty)
@@ -540,7 +561,7 @@ def _delete_session(conn: sqlite3.Connection, sid: int, keep_row: bool = False) 
         "WHERE session_id = ?",
         [sid],
     )
-    for table in ("steps", "cache_steps", "versions", "instances", "messages", "tool_calls", "checkpoints"):
+    for table in ("steps", "cache_steps", "versions", "instances", "messages", "tool_calls", "streams", "checkpoints"):
         conn.execute(f"DELETE FROM {table} WHERE session_id = ?", [sid])
     conn.execute("DELETE FROM findings WHERE session_id = ? AND source IN ('log', 'fork')", [sid])
     if not keep_row:
@@ -779,6 +800,12 @@ class _Writer:
         conn.executemany(
             f"INSERT INTO tool_calls(session_id, {', '.join(R.TOOL_CALL_COLUMNS)}) VALUES ({', '.join('?' * (len(R.TOOL_CALL_COLUMNS) + 1))})",
             [(sid, *r) for r in res.tool_calls],
+        )
+        conn.execute("DELETE FROM streams WHERE session_id = ? AND step_idx >= ?", [sid, res.cache_start])
+        conn.executemany(
+            f"INSERT INTO streams(session_id, {', '.join(R.STREAM_COLUMNS)}) "
+            f"VALUES ({', '.join('?' * (len(R.STREAM_COLUMNS) + 1))})",
+            [(sid, *r) for r in res.streams],
         )
         conn.execute("DELETE FROM findings WHERE session_id = ? AND source = 'log'", [sid])
         conn.executemany(_FINDING_INSERT, [(sid, None, None, "log", *r) for r in res.findings])

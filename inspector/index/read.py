@@ -298,10 +298,12 @@ def session_filter_sql(
     if search:
         where.append(
             "(s.id IN (SELECT m.session_id FROM messages m JOIN messages_fts ON messages_fts.rowid = m.id "
-            "WHERE messages_fts MATCH ?) OR s.id IN (SELECT f.session_id FROM findings f "
-            "JOIN findings_fts ON findings_fts.rowid = f.id WHERE findings_fts MATCH ?))"
+            "WHERE messages_fts MATCH ?) OR s.id IN (SELECT t.session_id FROM streams t "
+            "JOIN streams_fts ON streams_fts.rowid = t.id WHERE streams_fts MATCH ?) OR s.id IN "
+            "(SELECT f.session_id FROM findings f JOIN findings_fts ON findings_fts.rowid = f.id "
+            "WHERE findings_fts MATCH ?))"
         )
-        params += [search, search]
+        params += [search, search, search]
     return (" WHERE " + " AND ".join(where)) if where else "", params
 
 

@@ -60,6 +60,7 @@ INSTANCE_COLUMNS = (
 )
 MESSAGE_COLUMNS = ("seq", "line", "step_idx", "role", "source", "text", "truncated")
 TOOL_CALL_COLUMNS = ("seq", "step_idx", "call_id", "name")
+STREAM_COLUMNS = ("step_idx", "attempt", "seq", "line", "text", "truncated")
 FINDING_COLUMNS = ("rule", "category", "severity", "seq", "line", "turn", "step", "path", "file", "message", "detail")
 CACHE_COLUMNS = (
     "idx",
@@ -371,6 +372,80 @@ def message_rows(model: SessionModel, since_seq: int = -1) -> tuple[list[tuple],
         for call_id, name in calls:
             calls_out.append((seq, step_idx, call_id, name))
     return rows, calls_out
+
+
+def unheld_streams(model: SessionModel, start: int = 0) -> list[StepState]:
+    """Steps ``start..`` that streamed but whose output no assistant message holds (a failed or cut-off
+    stream, a crash mid-step): their text exists only split across chunks."""
+    held = sorted(
+        seq for seq, msg in model.surface.messages.items() if isinstance(msg, dict) and msg.get("role") == "assistant"
+    )
+    out = []
+    steps = model.steps
+    for i in range(start, len(steps)):
+        st = steps[i]
+        if st.first_chunk_seq is None:
+            continue
+        end = steps[i + 1].seq if i + 1 < len(steps) else float("inf")
+        k = bisect.bisect_right(held, st.first_chunk_seq)
+        if k == len(held) or held[k] >= end:
+            out.append(st)
+    return out
+
+
+def stream_rows(model: SessionModel, start: int = 0) -> list[tuple]:
+    """The text streamed by each attempt of the steps :func:`unheld_streams` names, assembled from
+    its text and reasoning deltas, so full-text search finds what the model said though no message
+    recorded it.  Only those steps' lines are read back (the model keeps no chunk payloads)."""
+    steps = unheld_streams(model, start)
+    if not steps:
+        return []
+    from invariants.analysis.events_view import LineIndex, read_events
+
+    index = LineIndex(model.source)
+    rows = []
+    for st in steps:
+        last = st.end_seq if st.end_seq is not None else st.last_seq
+        events = read_events(model.source, st.first_chunk_seq, last, start_line=st.line, index=index)
+        for attempt, (seq, line, text) in enumerate(_streamed_attempts(events), 1):
+            truncated = int(len(text) > MAX_MESSAGE_TEXT)
+            rows.append((st.index, attempt, seq, line, text[:MAX_MESSAGE_TEXT], truncated))
+    return rows
+
+
+def _streamed_attempts(events: list) -> list[tuple[int, int, str]]:
+    """(first chunk seq, its line, assembled text) per attempt with any text: an attempt ends at a
+    failed ``finish`` or a retry event; pieces join per content block, blocks by a newline."""
+    out: list[tuple[int, int, str]] = []
+    blocks: dict[Any, list[str]] = {}
+    first: tuple[int, int] | None = None
+
+    def close() -> None:
+        nonlocal first
+        text = "\n".join("".join(p) for p in blocks.values())
+        if first is not None and text:
+            out.append((*first, text))
+        blocks.clear()
+        first = None
+
+    for ev in events:
+        if ev.type in ("llm/retry", "llm/retry-started"):
+            close()
+            continue
+        data = ev.obj.get("data")
+        chunk = data.get("chunk") if ev.type == "assistant/chunk" and isinstance(data, dict) else None
+        if not isinstance(chunk, dict):
+            continue
+        if first is None:
+            first = (ev.seq, ev.line)
+        kind, piece = chunk.get("type"), chunk.get("text")
+        if kind in ("text-delta", "reasoning-delta") and isinstance(piece, str):
+            key = (kind, chunk.get("index") if isinstance(chunk.get("index"), (int, str)) else None)
+            blocks.setdefault(key, []).append(piece)
+        elif kind == "finish" and isinstance(chunk.get("reason"), dict) and chunk["reason"].get("kind") == "error":
+            close()
+    close()
+    return out
 
 
 def session_facts(model: SessionModel) -> dict:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlite_utils
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the streams table (text streamed but held by no message)
 
 # (table, columns, pk, foreign keys, not_null)
 TABLES: list[tuple[str, dict, object, list, set]] = [
@@ -312,6 +312,22 @@ TABLES: list[tuple[str, dict, object, list, set]] = [
         {"session_id", "seq"},
     ),
     (
+        "streams",
+        {
+            "id": int,
+            "session_id": int,
+            "step_idx": int,
+            "attempt": int,
+            "seq": int,
+            "line": int,
+            "text": str,
+            "truncated": int,
+        },
+        "id",
+        [("session_id", "sessions", "id")],
+        {"session_id", "step_idx"},
+    ),
+    (
         "tool_calls",
         {
             "id": int,
@@ -350,6 +366,7 @@ INDEXES: list[tuple[str, list[str], bool]] = [
     ("findings", ["category"], False),
     ("messages", ["session_id", "seq"], True),
     ("tool_calls", ["session_id", "seq"], False),
+    ("streams", ["session_id", "step_idx"], False),
     ("tool_calls", ["name"], False),
 ]
 
@@ -478,8 +495,12 @@ SELECT * FROM (
 # (external content, no triggers) is kept by the indexer with one INSERT ... SELECT per
 # session, about 3x faster than a trigger per row on megabytes of message text; a tool
 # that edits ``messages`` by hand must run ``INSERT INTO messages_fts(messages_fts)
-# VALUES ('rebuild')``.
-FTS: list[tuple[str, list[str], bool]] = [("messages", ["text"], False), ("findings", ["message"], True)]
+# VALUES ('rebuild')``.  streams_fts (few rows: only streams no message holds) has triggers.
+FTS: list[tuple[str, list[str], bool]] = [
+    ("messages", ["text"], False),
+    ("findings", ["message"], True),
+    ("streams", ["text"], True),
+]
 
 
 def create_schema(db: sqlite_utils.Database) -> None:

@@ -12,7 +12,8 @@ log, between:
 - ``new`` / ``replace``: a full replay;
 - ``append``: the log only grew (same inode, larger, the bytes before the
   old end unchanged): ``invariants.replay.session.resume`` from the stored
-  checkpoint reads only the appended bytes;
+  checkpoint reads only the appended bytes (a log shorter than the era
+  sniff's head is sniffed again, and re-read in full if its era changed);
 - ``context``: unchanged, but a capture in the folder must be (re)checked
   against it: the model comes from the checkpoint with nothing to read.
 """
@@ -30,7 +31,7 @@ from invariants.gate.pipeline import check_sessions
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
 from invariants.read.capture import Recorded, read_capture
-from invariants.read.era import SNIFF_LINES
+from invariants.read.era import SNIFF_LINES, sniff
 from invariants.read.source import LogSource
 from invariants.replay.session import SessionModel, replay, resume
 
@@ -162,6 +163,7 @@ class SessionResult:
     cache: list[tuple] | None = None  # cache_report rows from cache_start on (None: module absent)
     cache_start: int = 0
     tool_calls: list[tuple] = field(default_factory=list)
+    streams: list[tuple] = field(default_factory=list)  # from step cache_start on, like cache
     findings: list[tuple] = field(default_factory=list)
     problem: str | None = None
 
@@ -287,15 +289,21 @@ def _load(lt: LogTask) -> tuple[SessionResult, SessionModel]:
         prev is not None
         and prev.checkpoint
         and resumable(src)
-        and prev.lines >= SNIFF_LINES  # the era sniff reads the head: it must not change
         and grew_in_place(str(src.path), lt.stat, prev, prev.bytes_at)
     ):
         model = resume(src, prev.checkpoint)
-        if model is not None:
+        if model is not None and (prev.lines >= SNIFF_LINES or _same_era(src, model)):
             model.findings.extend(_carried(prev.carry, model))
             return _result(lt, "append"), model
     model = _replay(src)
     return _result(lt, "replace" if prev is not None else "new"), model
+
+
+def _same_era(src: LogSource, model: SessionModel) -> bool:
+    """Whether the era sniff, which reads the head of a log, judges the grown log as it judged it
+    before (a short log's new lines are part of that head).  If not, the log is re-read."""
+    guess = sniff(src)
+    return guess.profile == model.profile.name and guess.evidence == model.era_evidence
 
 
 def _carried(rows: list[tuple], model: SessionModel) -> list[Finding]:
@@ -351,6 +359,7 @@ def _fill(res: SessionResult, model: SessionModel, prev: Previous | None) -> Non
             .replace("indexing", "making the cache account")
             .replace("the file was skipped", "its cache account is missing"),
         )
+    res.streams = R.stream_rows(model, res.cache_start)
     res.facts["messages_new"] = len(res.messages)
     res.findings = [R.finding_row(f) for f in model.findings]
     res.headers = list(headers.rows.values())

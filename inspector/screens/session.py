@@ -267,6 +267,9 @@ class SessionScreen(Screen):
 
     def _initial_status(self, state: SessionState) -> None:
         c = state.counts()
+        if state.result.problems:  # e.g. a capture file that cannot be read: never an all-clear
+            self.say(Text("cannot check fully: " + safe("; ".join(state.result.problems)), style="bold red"))
+            return
         if not state.findings:
             compared = sum(1 for r in state.model.requests if r.status not in ("one-shot", "unexplained"))
             self.say(Text(f"✓ no findings · {compared} recorded request(s) compared", style="green"))
@@ -300,6 +303,8 @@ class SessionScreen(Screen):
             f" · {len(m.compactions)} compaction{'s' if len(m.compactions) != 1 else ''} · {len(m.requests)} recorded",
             "",
         )
+        if state.result.problems:
+            t.append("  ✗ " + safe("; ".join(state.result.problems)), "bold red")
         if self.follow:
             t.append("  ◉ following", "bold #9ece6a")
         if self.category:

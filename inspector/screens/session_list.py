@@ -255,6 +255,8 @@ class SessionListScreen(Screen):
                         SessionSummaryReady(replace(s, problem=f"{type(exc).__name__}: {exc}", loaded=True))
                     )
                 continue
+            if result.sessions:  # what the check could not read beside a readable log (e.g. a capture file)
+                problems.extend(p for p in result.problems if p not in problems)
             for s in group:
                 model = next((m for m in result.sessions if getattr(m.source, "member", None) == s.member), None)
                 if model is None:

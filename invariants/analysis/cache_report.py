@@ -17,7 +17,12 @@ listed but does not break the prefix.
 Token figures are estimates: **bytes / 4** (the usual rule of thumb for
 English text and JSON under BPE tokenizers), marked ``~`` or ``*_est``.
 Beside them stand the provider's own ``usage.inputTokens`` and
-``usage.cacheReadTokens`` when the log recorded them.
+``usage.cacheReadTokens`` when the log recorded them.  The harness keeps
+usage counts *disjoint* (its DeepSeek adapter subtracts the cache hits out of
+the wire's ``prompt_tokens``): ``inputTokens`` excludes cache reads, so the
+prompt the provider saw is ``inputTokens + cacheReadTokens (+ cacheWriteTokens)``
+and the provider's hit rate is ``cacheReadTokens`` over that prompt, the same
+definition as the byte ``reused`` share of the estimated request.
 
 Breaker classes (``breaker.kind``), decided at the first differing part:
 
@@ -66,6 +71,25 @@ _KIND_RANK = {"key": 0, "system": 1, "tools": 2, "message": 3}
 
 def est_tokens(nbytes: int) -> int:
     return (nbytes + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN
+
+
+def _count(usage: dict, key: str) -> int | None:
+    v = usage.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def provider_prompt(usage: dict | None) -> tuple[int, int] | None:
+    """``(cacheRead, prompt)`` from a step's usage, or None without an integer ``inputTokens``.
+
+    The harness's counts are disjoint, so the prompt is the sum of the prompt-side buckets
+    (uncached input, cache reads and, where a provider reports them, cache writes).
+    """
+    inp = _count(usage or {}, "inputTokens")
+    if inp is None:
+        return None
+    read = _count(usage, "cacheReadTokens") or 0  # type: ignore[arg-type]
+    write = _count(usage, "cacheWriteTokens") or 0  # type: ignore[arg-type]
+    return read, inp + read + write
 
 
 def _dumps(value: Any) -> bytes:
@@ -204,6 +228,7 @@ class StepCache:
             "config_changes": self.config_changes,
             "input_tokens": u.get("inputTokens"),
             "cache_read_tokens": u.get("cacheReadTokens"),
+            "prompt_tokens": (provider_prompt(self.usage) or (None, None))[1],
         }
 
 
@@ -223,13 +248,10 @@ class SessionCache:
         for s in self.steps:
             if s.breaker:
                 breakers[s.breaker["kind"]] = breakers.get(s.breaker["kind"], 0) + 1
-        with_usage = [s for s in self.steps if s.usage and isinstance(s.usage.get("inputTokens"), int)]
-        inp = sum(s.usage["inputTokens"] for s in with_usage)  # type: ignore[index]
-        cache_read = sum(
-            s.usage.get("cacheReadTokens") or 0
-            for s in with_usage
-            if isinstance(s.usage.get("cacheReadTokens") or 0, int)
-        )  # type: ignore[union-attr]
+        prompts = [p for p in (provider_prompt(s.usage) for s in self.steps) if p is not None]
+        cache_read = sum(r for r, _ in prompts)
+        prompt = sum(t for _, t in prompts)
+        inp = sum(s.usage["inputTokens"] for s in self.steps if provider_prompt(s.usage))  # type: ignore[index]
         return {
             "steps": len(self.steps),
             "skipped": self.skipped,
@@ -241,10 +263,11 @@ class SessionCache:
             "repaid_bytes": repaid,
             "repaid_tokens_est": est_tokens(repaid),
             "breakers": dict(sorted(breakers.items(), key=lambda kv: (-kv[1], kv[0]))),
-            "usage_steps": len(with_usage),
-            "input_tokens": inp if with_usage else None,
-            "cache_read_tokens": cache_read if with_usage else None,
-            "cache_read_ratio": round(cache_read / inp, 4) if with_usage and inp else None,
+            "usage_steps": len(prompts),
+            "input_tokens": inp if prompts else None,
+            "cache_read_tokens": cache_read if prompts else None,
+            "prompt_tokens": prompt if prompts else None,
+            "cache_read_ratio": round(cache_read / prompt, 4) if prompt else None,
         }
 
     def to_json(self) -> dict[str, Any]:

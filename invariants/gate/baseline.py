@@ -4,22 +4,32 @@
 then reports only findings that are not in it, and lists the baseline
 entries that no longer occur.
 
-A finding is matched by ``(session, rule, fingerprint)``, never by its line
-or seq: the fingerprint hashes the rule, the session, the turn and step, the
-JSON path and the message with positional numbers (``line 12``, ``seq 40``,
-``requests.jsonl:7``) blanked out.  So an edit that shifts lines or seqs
-(an extra event in an earlier turn, a capture line inserted above) keeps
-the baseline valid, while a finding that moves to another step, changes its
-path or says something else is new.  Matching is by multiset: a baseline
-entry absorbs one finding, so a second identical finding is reported.
+A finding is matched by ``(file, session, rule, fingerprint)``, never by its
+line or seq.  ``file`` is the log's path relative to the baseline file's
+folder (the baseline's root), so the match does not depend on the working
+directory, and real logs that reuse a session id in several files (every
+``t<NN>`` folder of the corpus does) keep separate entries.  The fingerprint
+hashes the rule, the turn and step, the JSON path and the message with
+positional numbers (``line 12``, ``seq 40``, ``requests.jsonl:7``) blanked
+out.  So an edit that shifts lines or seqs (an extra event in an earlier
+turn, a capture line inserted above) keeps the baseline valid, while a
+finding that moves to another step, changes its path or says something else
+is new.  Matching is by multiset: a baseline entry absorbs one finding, so a
+second identical finding is reported.  An entry is *stale* (no longer occurs)
+only when its file was checked in this run; entries of other files are
+counted as unchecked.
 
 File format (JSON, sorted, stable for code review)::
 
-    {"version": 1, "tool": "inspector 0.1.0",
-     "findings": [{"session", "rule", "fingerprint", "file", "line", "turn", "step", "message"}]}
+    {"version": 2, "tool": "inspector 0.1.0",
+     "findings": [{"file", "session", "rule", "fingerprint", "line", "turn", "step", "message"}]}
 
-Only ``session``, ``rule`` and ``fingerprint`` are used for matching; the
-other fields are there for a human reading the file.
+Only ``file``, ``session``, ``rule`` and ``fingerprint`` are used for
+matching; the other fields are there for a human reading the file.
+Version 1 files (matched by session id alone, so one file's entries hid
+another's findings) are rejected with a message that says how to rewrite
+them: their entries cannot be tied to a file reliably, and a gate must not
+guess.
 """
 
 from __future__ import annotations
@@ -35,7 +45,7 @@ from typing import Any, Iterable
 
 from invariants.model.findings import Finding
 
-BASELINE_VERSION = 1
+BASELINE_VERSION = 2
 
 # Positional numbers in messages: they move when unrelated content moves.
 _POSITIONAL = re.compile(
@@ -54,43 +64,48 @@ def normalize_message(message: str) -> str:
     return _POSITIONAL.sub(sub, message)
 
 
-def file_owner(file: str | None) -> str:
-    """A session-less finding's owner: its file, relative to the working directory when under it."""
+def _absolute(file: str | os.PathLike) -> str:
+    """A file as an absolute, normalised path (symlinks kept, so both sides of a match agree)."""
+    return os.path.abspath(os.fspath(file))
+
+
+def _root_of(baseline: str | os.PathLike) -> str:
+    """The baseline's root: the folder of the baseline file (the working directory for none)."""
+    return os.path.dirname(_absolute(baseline)) if baseline else os.getcwd()
+
+
+def relative_file(file: str | None, root: str) -> str:
+    """A finding's file relative to the baseline's root, in ``/`` form (``""`` for none)."""
     if not file:
         return ""
-    p = Path(file)
-    if p.is_absolute():
-        try:
-            p = p.relative_to(Path.cwd())
-        except ValueError:
-            pass
-    return PurePath(os.path.normpath(p)).as_posix()
-
-
-def _owner(f: Finding) -> str:
-    """What the finding belongs to: its session, else its file."""
-    if f.session:
-        return f.session
-    return file_owner(f.file)
+    return PurePath(os.path.relpath(_absolute(file), root)).as_posix()
 
 
 def fingerprint(f: Finding) -> str:
     """A line-independent identity of a finding's content and step (16 hex digits)."""
-    payload = [f.rule, _owner(f), f.turn, f.step, f.path, normalize_message(f.message)]
+    payload = [f.rule, f.turn, f.step, f.path, normalize_message(f.message)]
     text = json.dumps(payload, ensure_ascii=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _key(session: str, rule: str, fp: str) -> tuple[str, str, str]:
-    return (session, rule, fp)
+def _key(file: str, session: str, rule: str, fp: str) -> tuple[str, str, str, str]:
+    return (file, session, rule, fp)
 
 
-def entry_of(f: Finding) -> dict[str, Any]:
+def _entry_key(e: dict[str, Any]) -> tuple[str, str, str, str]:
+    return _key(e.get("file") or "", e.get("session") or "", e["rule"], e["fingerprint"])
+
+
+def _finding_key(f: Finding, root: str) -> tuple[str, str, str, str]:
+    return _key(relative_file(f.file, root), f.session or "", f.rule, fingerprint(f))
+
+
+def entry_of(f: Finding, root: str) -> dict[str, Any]:
     return {
-        "session": _owner(f),
+        "file": relative_file(f.file, root),
+        "session": f.session or "",
         "rule": f.rule,
         "fingerprint": fingerprint(f),
-        "file": f.file,
         "line": f.line,
         "turn": f.turn,
         "step": f.step,
@@ -100,21 +115,22 @@ def entry_of(f: Finding) -> dict[str, Any]:
 
 def _entry_sort_key(e: dict) -> tuple:
     return (
+        e.get("file") or "",
         e.get("session") or "",
         e.get("rule") or "",
         e.get("fingerprint") or "",
-        e.get("file") or "",
         e.get("line") or 0,
     )
 
 
-def baseline_document(findings: Iterable[Finding], tool_version: str) -> dict[str, Any]:
-    entries = sorted((entry_of(f) for f in findings), key=_entry_sort_key)
+def baseline_document(findings: Iterable[Finding], tool_version: str, root: str) -> dict[str, Any]:
+    entries = sorted((entry_of(f, root) for f in findings), key=_entry_sort_key)
     return {"version": BASELINE_VERSION, "tool": f"inspector {tool_version}", "findings": entries}
 
 
 def write_baseline(path: str | os.PathLike, findings: Iterable[Finding], tool_version: str) -> int:
-    doc = baseline_document(findings, tool_version)
+    """Write the baseline of ``findings`` to ``path`` (files relative to its folder); the entry count."""
+    doc = baseline_document(findings, tool_version, _root_of(path))
     text = json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
     target = Path(path)
     tmp = target.with_name(target.name + ".tmp")
@@ -134,6 +150,12 @@ def read_baseline(path: str | os.PathLike) -> list[dict[str, Any]]:
         raise BaselineError(f"{path}: baseline file not found") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise BaselineError(f"{path}: not a readable baseline ({exc})") from None
+    if isinstance(doc, dict) and doc.get("version") == 1 and isinstance(doc.get("findings"), list):
+        raise BaselineError(
+            f"{path}: a version 1 baseline matches findings by session id alone, so it hides findings of other "
+            "logs that reuse the id; write it again with `inspector check PATH... --write-baseline "
+            f"{path}` (version {BASELINE_VERSION} keys each entry by its log file)"
+        )
     if not isinstance(doc, dict) or doc.get("version") != BASELINE_VERSION or not isinstance(doc.get("findings"), list):
         raise BaselineError(
             f'{path}: not an inspector baseline (expected {{"version": {BASELINE_VERSION}, "findings": [...]}})'
@@ -142,11 +164,12 @@ def read_baseline(path: str | os.PathLike) -> list[dict[str, Any]]:
     for i, e in enumerate(doc["findings"]):
         if not (
             isinstance(e, dict)
+            and isinstance(e.get("file"), str)
             and isinstance(e.get("rule"), str)
             and isinstance(e.get("fingerprint"), str)
             and isinstance(e.get("session", ""), str)
         ):
-            raise BaselineError(f"{path}: entry {i} lacks session, rule or fingerprint")
+            raise BaselineError(f"{path}: entry {i} lacks file, session, rule or fingerprint")
         entries.append(e)
     return entries
 
@@ -158,8 +181,8 @@ class BaselineOutcome:
     file: str
     new: list[Finding]  # findings not in the baseline: these are reported
     suppressed: int  # findings the baseline absorbed
-    stale: list[dict[str, Any]] = field(default_factory=list)  # entries of checked sessions that no longer occur
-    unchecked: int = 0  # entries whose session was not checked in this run
+    stale: list[dict[str, Any]] = field(default_factory=list)  # entries of checked files that no longer occur
+    unchecked: int = 0  # entries whose file was not checked in this run
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -174,32 +197,35 @@ class BaselineOutcome:
 def apply_baseline(
     findings: list[Finding], entries: list[dict[str, Any]], checked: Iterable[str], file: str = ""
 ) -> BaselineOutcome:
-    """Split ``findings`` into new ones and ones the baseline knows.
+    """Split ``findings`` into new ones and ones the baseline at ``file`` knows.
 
-    ``checked`` names the owners (session ids, or file names for findings
-    without a session) this run looked at: a stale entry is one of a checked
-    owner that no longer occurs; entries of owners not checked are ignored.
+    ``file`` is the baseline's path: entry files are relative to its folder.
+    ``checked`` names the files (logs, capture files, files of findings) this
+    run looked at, as :func:`checked_owners` gives them: a stale entry is one
+    of a checked file that no longer occurs; entries of other files are only
+    counted.
     """
-    budget: Counter = Counter(_key(e.get("session") or "", e["rule"], e["fingerprint"]) for e in entries)
+    root = _root_of(file)
+    budget: Counter = Counter(_entry_key(e) for e in entries)
     new: list[Finding] = []
     suppressed = 0
     for f in findings:
-        k = _key(_owner(f), f.rule, fingerprint(f))
+        k = _finding_key(f, root)
         if budget[k] > 0:
             budget[k] -= 1
             suppressed += 1
         else:
             new.append(f)
-    checked_set = set(checked)
+    checked_files = {relative_file(c, root) for c in checked}
     stale: list[dict[str, Any]] = []
     unchecked = 0
     left = Counter(budget)
     for e in sorted(entries, key=_entry_sort_key):
-        k = _key(e.get("session") or "", e["rule"], e["fingerprint"])
+        k = _entry_key(e)
         if left[k] <= 0:
             continue
         left[k] -= 1
-        if (e.get("session") or "") in checked_set:
+        if k[0] in checked_files:
             stale.append(e)
         else:
             unchecked += 1
@@ -209,20 +235,19 @@ def apply_baseline(
 def checked_owners(
     sessions: Iterable[Any], findings: Iterable[Finding], captures: Iterable[Any] | None = None
 ) -> set[str]:
-    """Owners a run looked at: every checked session, the capture files beside
-    them (or given explicitly), and the files of session-less findings."""
+    """Files a run looked at, as absolute paths: every checked log (``db#session`` for a session of
+    a database), the capture files beside them (or given explicitly), and the files of findings."""
     from invariants.read.capture import find_capture
 
     out: set[str] = set()
     for m in sessions:
-        out.add(m.id)
+        out.add(_absolute(m.file))
         path = getattr(m, "path", None) or getattr(getattr(m, "source", None), "path", None)
         if path is not None:
             cp = find_capture(Path(path))
             if cp is not None:
-                out.add(file_owner(str(cp)))
+                out.add(_absolute(cp))
     for c in captures or []:
-        out.add(file_owner(str(c)))
-    out |= {_owner(f) for f in findings}
-    out.discard("")
+        out.add(_absolute(c))
+    out |= {_absolute(f.file) for f in findings if f.file}
     return out

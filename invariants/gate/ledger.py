@@ -157,9 +157,12 @@ def apply_ledger(ledger_file: str | os.PathLike, sessions: Iterable[Any], update
     if update and changed:
         target = Path(ledger_file)
         tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(
-            json.dumps({"version": LEDGER_VERSION, "sessions": dict(sorted(entries.items()))}, indent=1) + "\n",
-            encoding="utf-8",
-        )
-        os.replace(tmp, target)
+        try:
+            tmp.write_text(
+                json.dumps({"version": LEDGER_VERSION, "sessions": dict(sorted(entries.items()))}, indent=1) + "\n",
+                encoding="utf-8",
+            )
+            os.replace(tmp, target)
+        except OSError as exc:
+            raise LedgerError(f"{ledger_file}: cannot write ledger ({exc.strerror or exc})") from None
     return findings

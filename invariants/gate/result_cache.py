@@ -142,6 +142,17 @@ class ResultCache:
         except OSError:
             pass
 
+    def unwritable(self) -> str | None:
+        """Why this cache cannot be written (creating its folder now), or None.  A run asks first:
+        a cache the user cannot write is a usage error, not a silent slowdown."""
+        try:
+            self._prepare()
+        except OSError as exc:
+            return (
+                f"{self.root}: cannot write the result cache ({exc.strerror or exc}); use --no-cache or --cache-dir DIR"
+            )
+        return None
+
     def _prepare(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         tag = self.root / "CACHEDIR.TAG"

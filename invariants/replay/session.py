@@ -27,6 +27,7 @@ from invariants.rules.head_header import header_findings, relax_fixture
 
 RETRY_TYPES = frozenset({"llm/retry", "llm/retry-started"})
 COMPACTION_SUMMARY = frozenset({"compact/summary", "compaction/summary"})
+SPREAD_CONFIG = frozenset({"provider", "reasoningEffort"})  # config fields a request carries beyond the checked ones
 
 
 @dataclass(slots=True)
@@ -167,17 +168,20 @@ class SessionModel:
         suffix = header.get("messageSuffix", [])
         suffix = suffix if isinstance(suffix, list) else [suffix]
         config = header.get("config") or {}
-        request: dict = {}
-        if "provider" in config:
-            request["provider"] = config["provider"]
-        request["model"] = config.get("model")
+        # Keys in the order the recorded requests of both eras carry them (so a replayed request is
+        # byte-identical to the captured one): model, system, tools, messages, the call settings, then
+        # the config fields the late era spreads unchecked (provider, reasoningEffort) in the config's order.
+        request: dict = {"model": config.get("model")}
         for key in ("system", "tools"):
             if key in header:
                 request[key] = header[key]
-        for key in ("temperature", "maxTokens", "stop", "reasoningEffort"):
+        request["messages"] = [*prefix, *derived, *suffix]
+        for key in ("temperature", "maxTokens", "stop"):
             if key in config:
                 request[key] = config[key]
-        request["messages"] = [*prefix, *derived, *suffix]
+        for key in config:
+            if key in SPREAD_CONFIG:
+                request[key] = config[key]
         return RebuiltRequest(request, len(prefix), len(derived), len(suffix), origins, version, step.seq)
 
 

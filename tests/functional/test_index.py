@@ -54,7 +54,7 @@ def fts_consistent(db: Path) -> bool:
     """FTS5's own check of both full-text indexes against their content tables."""
     conn = sqlite3.connect(db)
     try:
-        for table in ("messages_fts", "findings_fts"):
+        for table in ("messages_fts", "findings_fts", "streams_fts"):
             conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
         return True
     except sqlite3.DatabaseError:
@@ -92,6 +92,7 @@ def snapshot(db: Path) -> dict[str, list]:
         "instances",
         "messages",
         "tool_calls",
+        "streams",
         "findings",
         "requests",
         "headers",
@@ -521,7 +522,8 @@ def test_terminal_output_is_inert(tmp_path, capsys):
     from inspector.cli import main
 
     db = tmp_path / "x.db"
-    build_index([tmp_path], db)  # an empty index
+    make_root(tmp_path / "root", n=1)  # a folder with nothing to index creates no index (issue 12, item 19)
+    build_index([tmp_path / "root"], db)
     assert main(["query", "--db", str(db), "SELECT 'a' || char(27) || '[2J' AS evil"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "[2J" in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import orjson
@@ -97,13 +98,15 @@ def test_new_findings_and_entries_that_no_longer_occur(capsys, tmp_path):
     doc = json.loads(base.read_text())
     (sid,) = {e["session"] for e in doc["findings"]}
     gone = {**doc["findings"][0], "rule": "PFX001", "fingerprint": "0123456789abcdef", "message": "a fixed problem"}
-    other = {**gone, "session": "not-checked-here"}
+    other = {**gone, "file": "not-checked-here/x.jsonl"}
     doc["findings"] += [gone, other]
     base.write_text(json.dumps(doc))
     code, out, _ = run(capsys, "check", str(tmp_path), "--baseline", str(base), "--no-cache")
     assert code == 0
     assert (
-        "1 entry no longer occur" in out and f"gone    PFX001  session {sid}" in out and "not-checked-here" not in out
+        "1 entry no longer occur" in out
+        and f"gone    PFX001  corrupt-delta.jsonl session {sid}" in out
+        and "not-checked-here" not in out
     )
     # a genuinely new finding is reported even with a baseline
     shutil.copy(SAMPLES / "resume-prefix-drift.jsonl", tmp_path / "resume-prefix-drift.jsonl")
@@ -128,8 +131,11 @@ def test_matching_is_a_multiset_and_ignores_positions():
     result = run_check([SAMPLES / "fallback-tool-reorder.jsonl"])
     same = [f for f in result.findings if f.rule == "HDR014"]
     assert len(same) == 2 and len({fingerprint(f) for f in same}) == 2  # two steps, two identities
-    entries = [{"session": f.session, "rule": f.rule, "fingerprint": fingerprint(f)} for f in same[:1]]
-    outcome = apply_baseline(same + [same[0]], entries, {same[0].session})
+    entries = [
+        {"file": os.path.relpath(f.file), "session": f.session, "rule": f.rule, "fingerprint": fingerprint(f)}
+        for f in same[:1]
+    ]
+    outcome = apply_baseline(same + [same[0]], entries, {same[0].file}, "baseline.json")
     assert outcome.suppressed == 1 and len(outcome.new) == 2
     assert (
         normalize_message("line 12, seq 40 follows seq 38 in requests.jsonl:7")
