@@ -282,6 +282,18 @@ _TABLE: list[Rule] = [
         "The harness's typed readers would throw or mis-project such an event.",
         '{"type":"step/start","data":{"turn":"1","step":1}}',
     ),
+    Rule(
+        "EVT012",
+        "turn-closed-after-step-failure",
+        "event-contract",
+        "warning",
+        "Late era: a turn/end with reason error or aborted while a step is still open.",
+        "The late-era loop (agent.ts) always appends step/end before turn/end; when that step/end append is itself "
+        "rejected, the failure ends the turn in error (aborted when cancelled) with the step left open. The store "
+        "accepts the log; HEAD's dev-mode session invariant would flag it. A completed, max-tokens or blocked turn "
+        "with a step open has no such path and stays EVT006.",
+        'step/start 1/1 ... turn/end {"turn":1,"reason":{"kind":"error",...}} with no step/end',
+    ),
     # ---- header-codec ------------------------------------------------------
     Rule(
         "HDR001",

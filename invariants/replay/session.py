@@ -22,10 +22,12 @@ from invariants.read.source import LogSource
 from invariants.replay.derive import PROJECTIONS, LegacyIds, project
 from invariants.replay.header_fold import HeaderFold, HeaderVersion, Instance, prefix_of
 from invariants.replay.surface import Surface
-from invariants.rules.contract import ContractTracer, surface_op_problem
+from invariants.rules.contract import Cause, ContractTracer, annotate, surface_op_problem
 from invariants.rules.head_header import header_findings, relax_fixture
 
 RETRY_TYPES = frozenset({"llm/retry", "llm/retry-started"})
+# What a lost header event would explain: no header in force, a delta or resume with nothing to apply to.
+HEADER_LOSS_RULES = frozenset({"REQ001", "HDR001", "HDR008", "HDR009", "HDR015"})
 COMPACTION_SUMMARY = frozenset({"compact/summary", "compaction/summary"})
 
 
@@ -187,7 +189,9 @@ class _Replay:
         self.profile = profile
         self.findings: list[Finding] = []
         self.tracer = ContractTracer(profile, self._emit)
-        self.fold = HeaderFold(profile, self._emit)
+        self.fold = HeaderFold(profile, self._fold_emit)
+        self.header_loss: Cause | None = None  # events lost since the last anchor snapshot: one may be a header
+        self.unplaced: dict[int, Cause] = {}  # replaces that could not apply because a node they name was lost
         self.surface = Surface()
         self.steps: list[StepState] = []
         self.current: StepState | None = None
@@ -203,6 +207,7 @@ class _Replay:
         self.chunks_total = 0
         self.evidence = list(evidence)
         self.want_checkpoint = False
+        self.due_seq = 0  # the seq the next event should carry
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -210,11 +215,32 @@ class _Replay:
         state["last_event"] = None
         return state
 
-    def _emit(self, code: str, message: str, **where: Any) -> None:
+    def _emit(self, code: str, message: str, **where: Any) -> Finding:
         hdr = self.reader.header
-        self.findings.append(
-            make_finding(code, message, file=self.reader.file, session=hdr.id if hdr else None, **where)
-        )
+        finding = make_finding(code, message, file=self.reader.file, session=hdr.id if hdr else None, **where)
+        self.findings.append(finding)
+        return finding
+
+    def _fold_emit(self, code: str, message: str, **where: Any) -> Finding | None:
+        """Emit, unless events lost since the last anchor snapshot explain it (they may hold the header)."""
+        cause = self.header_loss if code in HEADER_LOSS_RULES else None
+        if cause is not None:
+            cause.touch(where.get("seq") or 0)
+            return None
+        return self._emit(code, message, **where)
+
+    def _never_placed(self, seq: int) -> Cause | None:
+        """The loss that kept ``seq`` off the surface (it was lost, or a replace that named a lost node)."""
+        if seq in self.unplaced:
+            return self.unplaced[seq]
+        for cause in self.tracer.losses:
+            if cause.seq <= seq < cause.seq + cause.size:
+                return cause
+        return None
+
+    def _lost(self, first_seq: int, count: int) -> None:
+        self.tracer.lost(first_seq, count)
+        self.header_loss = self.tracer.unsure
 
     def _where(self) -> dict:
         t = self.tracer
@@ -226,8 +252,13 @@ class _Replay:
         tracer = self.tracer
         chunks = self.chunks_total
         last = self.last
+        due = self.due_seq
         for obj, line, offset in self.reader.iter_objects():
             if type(obj) is ChunkRun:
+                first = obj.objs[0]["seq"]
+                if first != due:
+                    self._lost(due, first - due)
+                due = obj.objs[-1]["seq"] + 1
                 done = self._chunk_run(obj, line)
                 chunks += done
                 k = obj.line_step  # 0 when the run is one packed row
@@ -242,6 +273,9 @@ class _Replay:
                     last = (o, line + i * k, -1)
                 continue
             seq = obj["seq"]
+            if seq != due:
+                self._lost(due, seq - due)  # a damaged line or a seq gap: the reader reports it
+            due = seq + 1
             if obj["type"] == "assistant/chunk" and len(obj) == 4:
                 # Hot path: a plain chunk inside its open step, after the step's
                 # first chunk. Anything else takes the full route below.
@@ -274,6 +308,7 @@ class _Replay:
             self._event(event_from(obj, line, offset))
             last = (obj, line, offset)
         self.last = last
+        self.due_seq = due
         self.chunks_total = self.model.chunks = chunks
         self.checkpoint = self._checkpoint() if self.want_checkpoint else None
         self.last_event = event_from(*last) if last else None
@@ -411,7 +446,10 @@ class _Replay:
     def _header(self, ev: Event) -> None:
         where = self._where()
         cur = self.current
-        if cur is None:
+        unsure = self.tracer.unsure
+        if unsure is not None and ((cur is None and not self.profile.head_contract) or self.chunks_since_attempt):
+            unsure.touch(ev.seq)  # its step/start may be among the events lost just before
+        elif cur is None:
             if not self.profile.head_contract:  # HEAD only asks for an open turn (the tracer's rule)
                 self._emit(
                     "HDR010",
@@ -429,7 +467,10 @@ class _Replay:
                 **where,
             )
         before = len(self.fold.versions)
+        anchors = len(self.fold.instances)
         self.fold.observe(ev, where)
+        if len(self.fold.instances) > anchors:
+            self.header_loss = None
         if cur is not None and len(self.fold.versions) > before:
             cur.header_event = len(self.fold.versions) - 1
             inst = self.fold.instances
@@ -447,7 +488,7 @@ class _Replay:
             cur.first_chunk_seq = ev.seq
             self._settle_header(cur)
             if cur.header_version is None:
-                self._emit(
+                self._fold_emit(
                     "REQ001",
                     "this step streamed a response but no request header was in force: the log cannot explain its request",
                     seq=ev.seq,
@@ -487,6 +528,11 @@ class _Replay:
         outcome = self.surface.check_replace(op["start"], op["end"])
         where = self._where()
         if not outcome.ok:
+            cause = self._never_placed(op["start"]) or self._never_placed(op["end"])
+            if cause is not None:  # it names a surface event that was lost: that loss is the finding
+                cause.touch(ev.seq)
+                self.unplaced[ev.seq] = cause
+                return
             self._emit("EVT004", f"surface replace: {outcome.problem}", seq=ev.seq, line=ev.line, **where)
             return
         recorded = (
@@ -514,7 +560,7 @@ class _Replay:
         m.events, m.chunk_rows, m.lines, m.bytes, m.torn = r.events, r.chunk_rows, r.lines, r.bytes, r.ended_torn
         if self.current is not None:
             self._settle_header(self.current)
-        if self.tracer.open_turn is not None and self.last_event is not None:
+        if self.tracer.open_turn is not None and self.tracer.turn_started and self.last_event is not None:
             m.open_turn_at_end = True
             self._emit(
                 "LOG006",
@@ -526,11 +572,26 @@ class _Replay:
                 turn=self.tracer.open_turn,
                 step=self.tracer.open_step,
             )
+        self.tracer.finish()
+        _annotate_losses(r.findings + self.findings, self.tracer.losses)
         self.findings[:0] = r.findings
         self.findings[:0] = header_findings(
             m.header.raw if m.header else None, self.profile.era, self.reader.source.member is not None, r.file, m.id
         )
         self.findings[:] = relax_fixture(self.findings, m.header.raw if m.header else None)
+
+
+def _annotate_losses(findings: list[Finding], losses: list) -> None:
+    """Say in the finding about lost events (a damaged line, a gap) how many later events they put out of step."""
+    if not any(c.affected for c in losses):
+        return
+    at: dict[int, Finding] = {}
+    for f in findings:
+        if f.seq is not None and f.severity != "info":
+            at.setdefault(f.seq, f)
+    for cause in losses:  # the reader names a damaged line by its due seq, a gap by the seq after it
+        if cause.affected:
+            annotate(at.get(cause.seq) or at.get(cause.seq + cause.size), cause)
 
 
 # What a checkpoint may name.  A checkpoint comes back from an index file, which
@@ -556,7 +617,7 @@ def _handler(obj: Any, name: str) -> Any:
 
     if not name.startswith("__") and (
         (type(obj) is ContractTracer and callable(getattr(ContractTracer, name, None)))
-        or (type(obj) is _Replay and name == "_emit")
+        or (type(obj) is _Replay and name in ("_emit", "_fold_emit"))
     ):
         return getattr(obj, name)
     raise ValueError(f"a checkpoint may not fetch {name!r}")

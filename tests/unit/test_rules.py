@@ -464,6 +464,7 @@ TESTED_ELSEWHERE = {
     "FRK003": "test_forks.py",
     "FRK004": "test_forks.py",
     "RSM001": "test_cli_check.py",
+    "EVT012": "test_trust_contract.py",
 }
 
 
