@@ -205,7 +205,7 @@ class LogReader:
         for obj, line, offset in self.iter_objects():
             if type(obj) is ChunkRun:
                 for i, o in enumerate(obj.objs):
-                    yield event_from(o, line + i, -1)
+                    yield event_from(o, line + i * obj.line_step, -1)  # a packed row's members share its line
             else:
                 yield event_from(obj, line, offset)
 
