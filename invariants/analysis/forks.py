@@ -230,7 +230,7 @@ def check_fork_sides(child: ForkSide, parent: ForkSide | None, emit: Callable[..
     child_head = _head(child.source, n)
     last, last_line = child_head[-1] if child_head else (None, None)
     boundary_ok = True
-    if child.era == "seed":
+    if child.era != "late":  # seed, or undetermined (judged by the seed rules)
         boundary_ok = last is not None and last[0] == "turn/end"
     else:
         for ev, _line in reversed(child_head):

@@ -11,11 +11,13 @@ whole session costs one pass plus the requests someone asks for.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from itertools import chain
+from typing import Any, Iterable, Iterator
 
 from invariants.model.findings import Finding
 from invariants.model.records import Event, SessionHeader
 from invariants.model.registry import make_finding
+from invariants.read.era import SNIFF_LINES, EraGuess, classify_header, classify_object, is_decisive, profile_for
 from invariants.read.load import ChunkRun, LogReader, event_from
 from invariants.read.profiles import PROFILES, Profile
 from invariants.read.source import LogSource
@@ -184,12 +186,17 @@ class SessionModel:
 
 
 class _Replay:
-    def __init__(self, reader: LogReader, profile: Profile, evidence: list[str]) -> None:
+    """One pass over a log.  Without a profile it also gathers the era evidence of every event
+    (``sniffing``): the profile is taken provisionally from the first lines (see
+    :mod:`invariants.read.era`), and :meth:`verdict` gives the whole file's."""
+
+    def __init__(self, reader: LogReader, profile: Profile | None, evidence: list[str]) -> None:
         self.reader = reader
-        self.profile = profile
         self.findings: list[Finding] = []
-        self.tracer = ContractTracer(profile, self._emit)
-        self.fold = HeaderFold(profile, self._fold_emit)
+        self.evidence = list(evidence)
+        self.profile: Profile | None = None  # set by _judge_by: given, or provisional from the first lines
+        self.sniffing = profile is None
+        self.seen: dict[str, str] = {}  # era evidence: marker -> era
         self.header_loss: Cause | None = None  # events lost since the last anchor snapshot: one may be a header
         self.unplaced: dict[int, Cause] = {}  # replaces that could not apply because a node they name was lost
         self.surface = Surface()
@@ -197,17 +204,52 @@ class _Replay:
         self.current: StepState | None = None
         self.chunks_since_attempt = 0
         self.compaction_pending = False
-        self.model = SessionModel(
-            reader.source, None, profile, evidence, self.steps, self.fold, self.surface, self.findings
-        )
         self.last_event: Event | None = None
         self.last: tuple | None = None
         self.seed_length: int | None = None
         self.checkpoint: bytes | None = None
         self.chunks_total = 0
-        self.evidence = list(evidence)
         self.want_checkpoint = False
         self.due_seq = 0  # the seq the next event should carry
+        if profile is not None:
+            self._judge_by(profile)
+
+    def _judge_by(self, profile: Profile) -> None:
+        self.profile = profile
+        self.tracer = ContractTracer(profile, self._emit)
+        self.fold = HeaderFold(profile, self._fold_emit)
+        self.model = SessionModel(
+            self.reader.source, None, profile, self.evidence, self.steps, self.fold, self.surface, self.findings
+        )
+
+    def _provisional(self, items: Iterator) -> Iterator:
+        """Read ahead to a provisional era verdict, take its profile, and give back every item."""
+        seen = self.seen
+        if self.reader.source.member is not None:
+            from invariants.read.sqlite_backend import schema_era_evidence
+
+            schema_era_evidence(self.reader.source, seen)
+        ahead = []
+        for item in items:
+            ahead.append(item)
+            if type(item[0]) is not ChunkRun:
+                classify_object(item[0], seen)
+            if item[1] >= SNIFF_LINES or is_decisive(seen):
+                break
+        self._header_evidence()
+        self._judge_by(PROFILES[profile_for(seen).profile])
+        return chain(ahead, items)
+
+    def _header_evidence(self) -> None:
+        hdr = self.reader.header
+        classify_header(hdr.raw if hdr else None, self.seen)
+        if self.reader.chunk_rows:
+            self.seen.setdefault("packed chunk rows", "late")
+
+    def verdict(self) -> EraGuess:
+        """The era verdict over everything read so far."""
+        self._header_evidence()
+        return profile_for(self.seen)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -249,11 +291,15 @@ class _Replay:
     def run(self) -> SessionModel:
         """Fold every (remaining) event of the log, then close the model."""
         seed_length = self.seed_length
+        items = self.reader.iter_objects()
+        if self.profile is None:
+            items = self._provisional(items)
+        sniffing, seen = self.sniffing, self.seen
         tracer = self.tracer
         chunks = self.chunks_total
         last = self.last
         due = self.due_seq
-        for obj, line, offset in self.reader.iter_objects():
+        for obj, line, offset in items:
             if type(obj) is ChunkRun:
                 first = obj.objs[0]["seq"]
                 if first != due:
@@ -305,11 +351,15 @@ class _Replay:
                 seed_length = self.seed_length = hdr.seed_length if hdr else 0
             if seed_length and seq == seed_length:
                 self.fold.expect_anchor = True  # a forked child's own first request must anchor
+            if sniffing:
+                classify_object(obj, seen)
             self._event(event_from(obj, line, offset))
             last = (obj, line, offset)
         self.last = last
         self.due_seq = due
         self.chunks_total = self.model.chunks = chunks
+        if sniffing:
+            self._header_evidence()
         self.checkpoint = self._checkpoint() if self.want_checkpoint else None
         self.last_event = event_from(*last) if last else None
         self._finish()
@@ -657,13 +707,14 @@ def resume(source: LogSource, checkpoint: bytes) -> SessionModel | None:
 
     Returns None when the checkpoint does not fit this file (shorter than the
     recorded position, unreadable state, or a stream that names anything but
-    the fold's own classes): the caller then replays from scratch.
+    the fold's own classes), or when what was appended changes the era verdict
+    (another profile, or a mix of eras): the caller then replays from scratch.
     """
     try:
         state = _load_checkpoint(checkpoint)
     except Exception:
         return None
-    if not isinstance(state, _Replay):
+    if not isinstance(state, _Replay) or state.profile is None:
         return None
     reader = state.reader
     try:
@@ -672,6 +723,7 @@ def resume(source: LogSource, checkpoint: bytes) -> SessionModel | None:
         return None
     if reader._start[0] > size:
         return None
+    before = profile_for(dict(state.seen)) if state.sniffing else None
     reader.source = source
     reader.file = source.display
     state.model = SessionModel(
@@ -684,7 +736,13 @@ def resume(source: LogSource, checkpoint: bytes) -> SessionModel | None:
             list(counts[1]),
             list(counts[2]),
         )
-    return state.run()
+    model = state.run()
+    if before is not None:
+        after = state.verdict()
+        if (after.profile, after.conflicts) != (before.profile, before.conflicts):
+            return None
+        model.era_evidence = after.evidence
+    return model
 
 
 def replay(
@@ -694,30 +752,39 @@ def replay(
     max_line: int | None = None,
     checkpoint: bool = False,
 ) -> SessionModel:
-    """Read and fold one log. ``profile`` None means: sniff the era from the log's shapes.
+    """Read and fold one log. ``profile`` None means: judge the era from the log's shapes.
 
+    The era evidence of the whole log is gathered during the pass; a log whose
+    evidence past the provisional window calls for another profile is read once
+    more with it (rare: its first era-specific shape comes late).
     ``checkpoint`` asks for ``model.checkpoint``, the state :func:`resume` continues from.
     """
-    from invariants.read.era import sniff
-
-    conflicts: list[str] = []
-    if profile is None:
-        guess = sniff(source) if max_line is None else sniff(source, max_line=max_line)
-        profile, evidence, conflicts = guess.profile, guess.evidence, guess.conflicts
     if isinstance(profile, str):
         profile = PROFILES[profile]
-    reader = LogReader(source) if max_line is None else LogReader(source, max_line=max_line)
-    state = _Replay(reader, profile, list(evidence))
-    state.want_checkpoint = checkpoint
-    model = state.run()
-    if conflicts:
+
+    def run(judge_by: Profile | None, seen: dict[str, str] | None = None) -> tuple[_Replay, SessionModel]:
+        reader = LogReader(source) if max_line is None else LogReader(source, max_line=max_line)
+        state = _Replay(reader, judge_by, list(evidence))
+        if seen is not None:  # judged again: keep gathering, so a resume still notices a change
+            state.sniffing, state.seen = True, dict(seen)
+        state.want_checkpoint = checkpoint
+        return state, state.run()
+
+    state, model = run(profile)
+    if not state.sniffing:
+        return model
+    guess = state.verdict()
+    if guess.profile != model.profile.name:
+        state, model = run(PROFILES[guess.profile], state.seen)
+    model.era_evidence = guess.evidence
+    if guess.conflicts:
         model.findings.append(
             make_finding(
                 "LOG011",
-                f"log mixes format eras; judged as {profile.name}, but it also shows {', '.join(conflicts)}",
+                f"log mixes format eras; judged as {model.profile.name}, but it also shows {', '.join(guess.conflicts)}",
                 file=model.file,
                 session=model.id,
-                detail={"evidence": list(evidence)},
+                detail={"evidence": list(guess.evidence)},
             )
         )
     return model
