@@ -26,6 +26,7 @@ from invariants.replay.header_fold import HeaderFold, HeaderVersion, Instance, p
 from invariants.replay.surface import Surface
 from invariants.rules.contract import Cause, ContractTracer, annotate, surface_op_problem
 from invariants.rules.head_header import header_findings, relax_fixture
+from invariants.rules.values import DELTA_CHUNK_TYPES, ValueChecker
 
 RETRY_TYPES = frozenset({"llm/retry", "llm/retry-started"})
 # What a lost header event would explain: no header in force, a delta or resume with nothing to apply to.
@@ -217,6 +218,7 @@ class _Replay:
     def _judge_by(self, profile: Profile) -> None:
         self.profile = profile
         self.tracer = ContractTracer(profile, self._emit)
+        self.values = ValueChecker(profile, self._emit)
         self.fold = HeaderFold(profile, self._fold_emit)
         self.model = SessionModel(
             self.reader.source, None, profile, self.evidence, self.steps, self.fold, self.surface, self.findings
@@ -336,7 +338,7 @@ class _Replay:
                     and d.get("step") == tracer.open_step
                     and type(d["step"]) is int
                     and type(d.get("chunk")) is dict
-                    and d["chunk"].get("type") != "usage"
+                    and d["chunk"].get("type") in DELTA_CHUNK_TYPES
                 ):
                     chunks += 1
                     cur.chunks += 1
@@ -401,6 +403,8 @@ class _Replay:
             or set(map(type, map(dict.get, datas, ["chunk"] * len(datas)))) != {dict}
         ):
             return taken
+        if not {d["chunk"].get("type") for d in datas} <= DELTA_CHUNK_TYPES:
+            self._chunk_values(run, line, taken, datas)
         if run.maybe_usage:
             for d in reversed(datas):
                 if d["chunk"].get("type") == "usage":
@@ -415,6 +419,15 @@ class _Replay:
         self.chunks_since_attempt += n
         self.fold.dispatched_in_instance = True
         return taken + n
+
+    def _chunk_values(self, run: ChunkRun, line: int, taken: int, datas: list) -> None:
+        """The value checks of the chunks of a run folded at once that are not plain deltas."""
+        turn, step = self.tracer.open_turn, self.tracer.open_step
+        for i, d in enumerate(datas, taken):
+            chunk = d["chunk"]
+            if chunk.get("type") not in DELTA_CHUNK_TYPES:
+                at = {"type": "assistant/chunk", "seq": run.objs[i]["seq"], "line": line + i * run.line_step}
+                self.values.chunk({**at, "turn": turn, "step": step, "data": d}, chunk)
 
     def _checkpoint(self) -> bytes | None:
         """The fold state at a clean end of file, so a grown log resumes here."""
@@ -442,6 +455,7 @@ class _Replay:
             return
         surface_type = ev.type in self.profile.surface_types
         self.tracer.observe(ev, surface_type)
+        self.values.observe(ev)
         t = ev.type
         if t == "step/start":
             self._step_start(ev)
@@ -646,7 +660,7 @@ def _annotate_losses(findings: list[Finding], losses: list) -> None:
 
 # What a checkpoint may name.  A checkpoint comes back from an index file, which
 # may not be ours: pickle calls whatever a stream names, so only the fold's own
-# classes are allowed, and ``getattr`` only fetches a ContractTracer's handlers.
+# classes are allowed, and ``getattr`` only fetches the tracer's and value checker's handlers.
 _CHECKPOINT_MODULES = (
     "invariants.replay.session",
     "invariants.model.records",
@@ -657,16 +671,17 @@ _CHECKPOINT_MODULES = (
     "invariants.read.source",
     "invariants.replay.header_fold",
     "invariants.rules.contract",
+    "invariants.rules.values",
     "invariants.read.line_records",
 )
 
 
 def _handler(obj: Any, name: str) -> Any:
-    """The only bound methods a fold holds: the tracer's handlers and the emitters they call."""
+    """The only bound methods a fold holds: the tracer's and value checker's handlers, and the emitters."""
     from invariants.rules.contract import ContractTracer
 
     if not name.startswith("__") and (
-        (type(obj) is ContractTracer and callable(getattr(ContractTracer, name, None)))
+        (type(obj) in (ContractTracer, ValueChecker) and callable(getattr(type(obj), name, None)))
         or (type(obj) is _Replay and name in ("_emit", "_fold_emit"))
     ):
         return getattr(obj, name)

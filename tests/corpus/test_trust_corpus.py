@@ -60,3 +60,12 @@ def test_one_wrong_turn_number_in_a_real_log_is_one_error(tmp_path, era, name):
 @pytest.mark.parametrize(("era", "name"), [("seed", SEED_LOG), ("late", LATE_LOG)])
 def test_one_damaged_line_of_a_real_log_is_one_error(tmp_path, era, name):
     assert one_finding_per_defect(_lines(era, name), tmp_path) == []
+
+
+# ---------------------------------------------------------------- item 7
+def test_no_value_the_harness_wrote_is_flagged():
+    """Every enumerated value and typed field in the real logs is one its era defines."""
+    result = run_check([corpus_dir("fixtures-seed-era").parent])
+    assert len(result.sessions) == 1777
+    flagged = [(f.file, f.rule, f.message) for f in result.findings if f.rule in ("EVT011", "EVT013")]
+    assert flagged == []
