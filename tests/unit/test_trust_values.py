@@ -130,3 +130,21 @@ def test_a_tool_call_with_non_string_arguments_is_an_error(tmp_path):
     log.turn_end(1)
     (f,) = _findings(log, tmp_path, "EVT011")
     assert f.seq == call and f.path == "data.arguments"
+
+
+def test_the_enumerations_other_rules_check_name_their_allowed_values(tmp_path):
+    """Header reasons (HDR011), delta arms (HDR006) and surface ops (EVT002) already had rules; pin their words."""
+    log = Log()
+    log.turn_start(1)
+    log.user("hi")
+    log.step_start(1, 1)
+    log.snapshot("refresh")
+    log.delta({"sytem": {"keepStart": 0, "keepEnd": 0, "insert": []}})
+    log.add("user/message", {"content": [], "source": {"kind": "user"}}, surfaceOp="prepend")
+    log.step_end(1, 1)
+    log.turn_end(1)
+    path = log.write(tmp_path / "s.jsonl")
+    found = {f.rule: f.message for f in replay(LogSource(path, tmp_path)).findings}
+    assert "refresh" in found["HDR011"] and "(fallback, initial, resume)" in found["HDR011"]
+    assert "sytem" in found["HDR006"] and "system, tools, config, messagePrefix, messageSuffix" in found["HDR006"]
+    assert 'surfaceOp must be "append" or {op:"replace", start, end}' in found["EVT002"]
