@@ -182,9 +182,10 @@ class ForkSide:
     seed_length: int = 0
 
 
-def _head(source: LogSource, n: int) -> list:
+def _head(source: LogSource, n: int) -> list[tuple[tuple, int]]:
+    """The first ``n`` events as (compared fields, physical line)."""
     reader = LogReader(source)
-    return [(e.type, e.seq, e.time, e.data, e.surface_op, e.source_seqs) for e in islice(iter(reader), n)]
+    return [((e.type, e.seq, e.time, e.data, e.surface_op, e.source_seqs), e.line) for e in islice(iter(reader), n)]
 
 
 def side_of(model: SessionModel) -> ForkSide:
@@ -227,22 +228,56 @@ def check_fork_sides(child: ForkSide, parent: ForkSide | None, emit: Callable[..
     if n == 0:
         return
     child_head = _head(child.source, n)
-    last = child_head[-1] if child_head else None
+    last, last_line = child_head[-1] if child_head else (None, None)
     boundary_ok = True
-    if child.era == "seed":
+    if child.era != "late":  # seed, or undetermined (judged by the seed rules)
         boundary_ok = last is not None and last[0] == "turn/end"
     else:
-        for ev in reversed(child_head):
+        for ev, _line in reversed(child_head):
             if ev[0] in ("turn/start", "turn/end"):
                 boundary_ok = ev[0] == "turn/end"
                 break
+    parent_head = _parent_head(child, parent, n, where, emit)
     if not boundary_ok:
+        # At the seed's last event; the parent's copy of it is where the fork was taken.
+        at = {**where, "line": last_line or 1}
+        parent_at = _parent_line(parent, parent_head, n - 1)
         emit(
             "FRK002",
-            f"the fork seed ends at seq {n - 1} ({last[0] if last else 'nothing'}), not on a closed turn",
+            f"the fork seed ends at seq {n - 1} ({last[0] if last else 'nothing'}), not on a closed turn"
+            + (f" (the parent's line {parent_at[1]} in {parent_at[0]})" if parent_at else ""),
             seq=n - 1,
-            **where,
+            **at,
+            detail=({"parent_file": parent_at[0], "parent_line": parent_at[1]} if parent_at else {}),
         )
+    if parent_head is None:
+        return
+    fields = ("type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs")
+    for (a, a_line), (b, b_line) in zip(child_head, parent_head):
+        for name, x, y in zip(fields, a, b):
+            path = first_difference(x, y, name)
+            if path is not None:
+                emit(
+                    "FRK001",
+                    f"seed event seq {a[1]} differs from the parent's at {path} "
+                    f"(the parent's line {b_line} in {parent.source.display})",
+                    seq=a[1],
+                    path=path,
+                    detail={
+                        "parent_file": parent.source.display,
+                        "parent_line": b_line,
+                        "child": shorten(x, 200),
+                        "parent": shorten(y, 200),
+                    },
+                    **{**where, "line": a_line},
+                )
+                return
+
+
+def _parent_head(
+    child: ForkSide, parent: ForkSide | None, n: int, where: dict, emit: Callable[..., None]
+) -> list[tuple[tuple, int]] | None:
+    """The parent's first ``n`` events, or None after saying why they cannot be compared."""
     if parent is None:
         emit(
             "FRK003",
@@ -250,14 +285,14 @@ def check_fork_sides(child: ForkSide, parent: ForkSide | None, emit: Callable[..
             "or under the same root; the seed was not compared",
             **where,
         )
-        return
+        return None
     if parent.events is not None and n > parent.events:
         emit(
             "FRK004",
             f"seedLength {n} exceeds the {parent.events} events of the parent log {parent.source.display}",
             **where,
         )
-        return
+        return None
     parent_head = _head(parent.source, n)
     if len(parent_head) < n:
         emit(
@@ -265,18 +300,11 @@ def check_fork_sides(child: ForkSide, parent: ForkSide | None, emit: Callable[..
             f"seedLength {n} exceeds the {len(parent_head)} events of the parent log {parent.source.display}",
             **where,
         )
-        return
-    fields = ("type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs")
-    for a, b in zip(child_head, parent_head):
-        for name, x, y in zip(fields, a, b):
-            path = first_difference(x, y, name)
-            if path is not None:
-                emit(
-                    "FRK001",
-                    f"seed event seq {a[1]} differs from the parent's at {path}",
-                    seq=a[1],
-                    path=path,
-                    detail={"parent_file": parent.source.display, "child": shorten(x, 200), "parent": shorten(y, 200)},
-                    **where,
-                )
-                return
+        return None
+    return parent_head
+
+
+def _parent_line(parent: ForkSide | None, head: list | None, index: int) -> tuple[str, int] | None:
+    if parent is None or not head or index >= len(head):
+        return None
+    return parent.source.display, head[index][1]

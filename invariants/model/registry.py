@@ -278,9 +278,35 @@ _TABLE: list[Rule] = [
         "bad-event-data",
         "event-contract",
         "error",
-        "A known event type carries data of the wrong shape (e.g. a non-integer turn, content that is not an array).",
-        "The harness's typed readers would throw or mis-project such an event.",
+        "A known event type carries data of the wrong shape (e.g. a non-integer turn, content that is not an array, "
+        "a turn/end reason without a string kind, a late-era message without an id or with the wrong role).",
+        "The harness's typed readers would throw or mis-project such an event; HEAD's load path refuses it.",
         '{"type":"step/start","data":{"turn":"1","step":1}}',
+    ),
+    Rule(
+        "EVT012",
+        "turn-closed-after-step-failure",
+        "event-contract",
+        "warning",
+        "Late era: a turn/end with reason error or aborted while a step is still open.",
+        "The late-era loop (agent.ts) always appends step/end before turn/end; when that step/end append is itself "
+        "rejected, the failure ends the turn in error (aborted when cancelled) with the step left open. The store "
+        "accepts the log; HEAD's dev-mode session invariant would flag it. A completed, max-tokens or blocked turn "
+        "with a step open has no such path and stays EVT006.",
+        'step/start 1/1 ... turn/end {"turn":1,"reason":{"kind":"error",...}} with no step/end',
+    ),
+    Rule(
+        "EVT013",
+        "unknown-value",
+        "event-contract",
+        "warning",
+        "An enumerated field holds a value its era's format does not define (a turn/end reason kind, a message "
+        "source kind, a content block or stream chunk type, a finish reason, a todo status, a trigger kind, an inbox "
+        "target); the finding names the field and the allowed values.",
+        "The store keeps any lossless JSON and most of these unions are merge-extensible, so the log still loads; but "
+        "no part of the harness of that era writes the value, and every consumer that switches on it falls through: "
+        "a foreign writer, a plugin's own kind, or a typo.",
+        '{"type":"turn/end","data":{"turn":2,"reason":{"kind":"weird"}}}',
     ),
     # ---- header-codec ------------------------------------------------------
     Rule(

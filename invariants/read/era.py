@@ -4,13 +4,17 @@ Every era writes ``version: 0``, so the profile is chosen from evidence
 (LOG-FORMAT.md §9).  Each marker names the era it proves:
 
 * ``seed``: a ``request/header-delta``, a ``fallback`` snapshot reason;
+* ``pre-provider``: a call config without ``provider`` (required from
+  e547980d77, one day into the late era; HEAD refuses such a header), seed
+  evidence only while nothing late shows, never a conflict;
 * ``late``: reason ``change``, ``provider`` in a call config, packed chunk rows,
   ``delegationDepth``/``origin``/``agentPreset`` in the session header, a
   SQLite schema-17 database;
 * ``pre-objects``: shapes HEAD no longer writes (it only migrates them on
   load): a ``user/message`` without ``role``, an ``assistant/message`` with
   top-level ``content``, a ``tool/result`` with top-level ``callId``,
-  ``context/message``/``steering/message`` events, a ``messagePrefix``;
+  ``context/message``/``steering/message`` events, a ``messagePrefix``.  The
+  seed era and the early late era share them, so alone they decide nothing;
 * ``wrapped``: ``context/message`` with an ``envelope`` field (3fe196a751,
   only before f593ef5ab5), so the wrapped projections still apply;
 * ``head``: identified message objects (6816e8a3d5+), ``turn/start`` without
@@ -21,18 +25,24 @@ Choice: any ``head`` marker -> ``head`` (HEAD reads and migrates older late
 shapes, so a log resumed across an upgrade mixes both); otherwise a late log
 with pre-object shapes -> ``late-unwrapped`` (``late-early`` when a wrapped
 context envelope shows); a late log with nothing older -> ``head``, because
-that is what a current harness writes; no late marker -> ``seed``.  Seed
-markers next to late ones are a mixed log (reported, judged by the late
-profile).  Only shapes count, not the container: the same events judge the
-same whether they sit in ``.jsonl``, ``.jsonl.zstd`` or a database (a seed
-database schema is evidence too, as its rows can hold nothing else).  The
-sniffer reads a bounded head of the log.
+that is what a current harness writes; seed evidence and no late marker ->
+``seed``; no era-specific shape at all (a header-only log, a chunk-only replay
+script) -> ``undetermined``, which is judged by the seed profile's rules.  Seed
+markers next to late ones are a mixed log (reported once as LOG011, judged by
+the late profile).  Only shapes count, not the container: the same events judge
+the same whether they sit in ``.jsonl``, ``.jsonl.zstd`` or a database (a seed
+database schema is evidence too, as its rows can hold nothing else).
+
+The whole log decides.  The replay gathers this evidence during its one pass
+(:func:`classify_object` per event); it takes a provisional verdict after at
+most :data:`SNIFF_LINES` lines (or at the first ``head`` marker, which nothing
+later overturns) and judges the log again only when the evidence of the whole
+file says otherwise.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any
 
 from invariants.read.line_records import DEFAULT_MAX_LINE, RawLine
@@ -40,7 +50,10 @@ from invariants.read.lines import iter_source_lines
 from invariants.read.load import parse_json
 from invariants.read.source import LogSource
 
-SNIFF_LINES = 400
+SNIFF_LINES = 400  # lines read before the replay takes its provisional verdict
+UNDETERMINED = "undetermined"
+SEED_MARKS = frozenset({"seed", "seed-suffix"})
+LATE_MARKS = frozenset({"late", "head", "wrapped"})
 
 LATE_HEADER_FIELDS = ("delegationDepth", "origin", "agentPreset")
 _ROW_TYPES = ("text-chunks", "reasoning-chunks", "tool-call-chunks")
@@ -56,6 +69,8 @@ class EraGuess:
 
     @property
     def era(self) -> str:
+        if self.profile == UNDETERMINED:
+            return UNDETERMINED
         return "seed" if self.profile.startswith("seed") else "late"
 
 
@@ -92,6 +107,8 @@ def classify_object(obj: dict, seen: dict[str, str]) -> None:
         config = header.get("config") if isinstance(header.get("config"), dict) else {}
         if "provider" in config:
             seen.setdefault("config.provider", "late")
+        elif "model" in config:
+            seen.setdefault("call config without provider", "pre-provider")
         if "adapterDefaults" in header:
             seen.setdefault("adapterDefaults", "head")
         if "messageSuffix" in header:
@@ -128,7 +145,7 @@ def classify_object(obj: dict, seen: dict[str, str]) -> None:
 def profile_for(seen: dict[str, str]) -> EraGuess:
     eras = set(seen.values())
     evidence = [f"{k} ({v})" for k, v in seen.items()]
-    late = bool(eras & {"late", "head", "wrapped"})
+    late = bool(eras & LATE_MARKS)
     if "head" in eras:
         profile = "head"
     elif late and "wrapped" in eras:
@@ -139,21 +156,34 @@ def profile_for(seen: dict[str, str]) -> EraGuess:
         profile = "head"
     elif "seed-suffix" in eras:
         profile = "seed-suffix"
-    else:
+    elif eras & (SEED_MARKS | {"pre-provider"}):
         profile = "seed"
+    else:
+        profile = UNDETERMINED
     conflicts = []
-    if late and eras & {"seed", "seed-suffix"}:
-        conflicts = [k for k, v in seen.items() if v in ("seed", "seed-suffix")]
+    if late and eras & SEED_MARKS:
+        conflicts = [k for k, v in seen.items() if v in SEED_MARKS]
     return EraGuess(profile, evidence, conflicts)
 
 
-def sniff(source: LogSource, max_lines: int = SNIFF_LINES, max_line: int = DEFAULT_MAX_LINE) -> EraGuess:
+def is_decisive(seen: dict[str, str]) -> bool:
+    """Whether nothing later in the log can change the verdict (a ``head`` marker wins over every other)."""
+    return "head" in seen.values()
+
+
+def classify_header(raw: Any, seen: dict[str, str]) -> None:
+    if isinstance(raw, dict):
+        classify_object({**raw, "type": "session"}, seen)
+
+
+def sniff(source: LogSource, max_line: int = DEFAULT_MAX_LINE) -> EraGuess:
+    """The era verdict over the whole log, read on its own (the replay gathers the same in its pass)."""
     seen: dict[str, str] = {}
     if source.member is not None:
         from invariants.read.sqlite_backend import schema_era_evidence
 
         schema_era_evidence(source, seen)
-    for raw in islice(iter_source_lines(source, max_line), max_lines):
+    for raw in iter_source_lines(source, max_line):
         if not isinstance(raw, RawLine) or raw.oversized:
             continue
         obj, err = parse_json(raw.data)

@@ -127,12 +127,30 @@ class ChunkRun:
 
 
 class _ReadState:
-    __slots__ = ("start_offset", "start_line", "expected_seq", "bad_since_good", "defects")
+    __slots__ = ("start_offset", "start_line", "expected_seq", "bad_since_good", "defects", "held", "skipped")
 
     def __init__(self, start_offset: int, start_line: int, expected_seq: int) -> None:
         self.start_offset, self.start_line, self.expected_seq = start_offset, start_line, expected_seq
         self.bad_since_good = 0
         self.defects: list[_Defect] = []
+        self.held: _Held | None = None  # an event whose seq jumps ahead, until the next line says which is wrong
+        self.skipped: _Skipped | None = None  # the run of events skipped for a seq that does not increase
+
+
+@dataclass(slots=True)
+class _Held:
+    obj: dict
+    line: int
+    offset: int
+    due: int  # the seq its position calls for
+
+
+@dataclass(slots=True)
+class _Skipped:
+    finding: Finding
+    first: int
+    expected: int
+    count: int = 1
 
 
 @dataclass(slots=True)
@@ -187,7 +205,7 @@ class LogReader:
         for obj, line, offset in self.iter_objects():
             if type(obj) is ChunkRun:
                 for i, o in enumerate(obj.objs):
-                    yield event_from(o, line + i, -1)
+                    yield event_from(o, line + i * obj.line_step, -1)  # a packed row's members share its line
             else:
                 yield event_from(obj, line, offset)
 
@@ -210,7 +228,11 @@ class LogReader:
                 n = len(raw.lines)
                 self.lines = raw.number + n - 1
                 self.bytes = raw.offset + raw.nbytes
-                run = self._batch(raw, st.expected_seq) if not first and st.bad_since_good == 0 else None
+                run = (
+                    self._batch(raw, st.expected_seq)
+                    if not first and st.bad_since_good == 0 and st.held is None
+                    else None
+                )
                 if run is not None:
                     st.expected_seq += n
                     self.events += n
@@ -256,6 +278,8 @@ class LogReader:
                 if self._read_header(raw):
                     continue
             yield from self._line(raw, st)
+        if st.held is not None:
+            yield from self._release(st, None)
         if first and self.header is None and self.frame_problem is None:
             self._emit("LOG005", "empty file: no session header line", line=1)
         if not st.defects and last_complete and self.header is not None and self.source.resumable:
@@ -364,31 +388,74 @@ class LogReader:
             return
         for ev in objs:
             seq = ev["seq"]
+            if st.held is not None:
+                yield from self._release(st, seq)
             if seq != st.expected_seq:
                 if seq < st.expected_seq:
-                    self._emit(
-                        "LOG003",
-                        f"seq {seq} does not increase (expected {st.expected_seq}); event skipped",
-                        line=number,
-                        seq=seq,
-                    )
+                    self._skip(st, seq, number)
                     continue
                 missing = seq - st.expected_seq
                 if missing != st.bad_since_good:
-                    defects.append(
-                        _Defect(
-                            "LOG003",
-                            number,
-                            seq,
-                            f"seq {seq} follows seq {st.expected_seq - 1}: {missing} event(s) missing",
-                        )
-                    )
-            st.bad_since_good = 0
-            st.expected_seq = seq + 1
-            if defects and ev["type"] == "turn/end":
-                self._flush_defects(defects, torn=False)
-            self.events += 1
-            yield ev, number, raw.offset
+                    if len(objs) == 1:  # the next line tells a wrong seq from missing events
+                        st.held = _Held(ev, number, raw.offset, st.expected_seq + st.bad_since_good)
+                        return
+                    defects.append(_gap(number, seq, st.expected_seq))
+            yield from self._accept(ev, number, raw.offset, st)
+
+    def _accept(
+        self, ev: dict, number: int, offset: int, st: _ReadState, commits: bool = True
+    ) -> Iterator[tuple[dict, int, int]]:
+        st.bad_since_good = 0
+        st.skipped = None
+        st.expected_seq = ev["seq"] + 1
+        if commits and st.defects and ev["type"] == "turn/end":
+            self._flush_defects(st.defects, torn=False)
+        self.events += 1
+        yield ev, number, offset
+
+    def _release(self, st: _ReadState, next_seq: int | None) -> Iterator[tuple[dict, int, int]]:
+        """Settle a held event: a wrong seq when the next line goes on from its due seq, else a gap."""
+        held, st.held = st.held, None
+        assert held is not None
+        seq = held.obj["seq"]
+        if next_seq == held.due + 1:
+            st.defects.append(
+                _Defect(
+                    "LOG003",
+                    held.line,
+                    held.due,
+                    f"line {held.line}: seq {seq} where seq {held.due} was due, and the next line goes on at "
+                    f"{held.due + 1}: read as seq {held.due}",
+                )
+            )
+            yield from self._accept({**held.obj, "seq": held.due}, held.line, held.offset, st, commits=False)
+            return
+        st.defects.append(_gap(held.line, seq, st.expected_seq))
+        # The line with the wrong seq is the defect: a turn/end there commits nothing after it.
+        yield from self._accept(held.obj, held.line, held.offset, st, commits=False)
+
+    def _skip(self, st: _ReadState, seq: int, number: int) -> None:
+        """An event whose seq does not increase is skipped; a run of them is one finding."""
+        st.bad_since_good += 1  # it holds a place in the log: the seq after it is not a gap
+        run = st.skipped
+        if run is None:
+            f = make_finding(
+                "LOG003",
+                f"seq {seq} does not increase (expected {st.expected_seq}); event skipped",
+                file=self.file,
+                session=self.header.id if self.header else None,
+                line=number,
+                seq=seq,
+            )
+            self.findings.append(f)
+            st.skipped = _Skipped(f, seq, st.expected_seq)
+            return
+        run.count += 1
+        run.finding.message = (
+            f"seq {run.first} does not increase (expected {run.expected}); "
+            f"{run.count} events skipped, up to seq {seq} on line {number}"
+        )
+        run.finding.detail = {"skipped_events": run.count, "last_skipped_seq": seq}
 
     def resume_from(self, point: tuple[int, int, int]) -> None:
         """Continue a later iteration at a recorded :attr:`resume_point`."""
@@ -437,6 +504,10 @@ class LogReader:
             return None
         self.chunk_rows += 1
         return expanded
+
+
+def _gap(line: int, seq: int, expected: int) -> _Defect:
+    return _Defect("LOG003", line, seq, f"seq {seq} follows seq {expected - 1}: {seq - expected} event(s) missing")
 
 
 def event_from(obj: dict, line: int, offset: int = -1) -> Event:

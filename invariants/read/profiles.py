@@ -20,7 +20,7 @@ HEAD_READ_SURFACE = HEAD_SURFACE | {"steering/message"}
 @dataclass(frozen=True)
 class Profile:
     name: str
-    era: str  # "seed" | "late"
+    era: str  # "seed" | "late" | "undetermined" (no era-specific shape: the seed rules)
     description: str
     surface_types: frozenset[str]
     projection: str  # a key of invariants.replay.derive.PROJECTIONS
@@ -111,6 +111,19 @@ PROFILES: dict[str, Profile] = {
             True,
             ("model", "temperature", "maxTokens", "provider", "reasoningEffort"),
             head_contract=True,
+        ),
+        Profile(
+            "undetermined",
+            "undetermined",
+            "no era-specific shape in the whole log (a header-only log, a chunk-only replay script): judged by the seed profile's rules",
+            SEED_SURFACE,
+            "seed",
+            frozenset({"initial", "resume", "fallback"}),
+            True,
+            "boundary",
+            True,
+            False,
+            ("model", "temperature", "maxTokens"),
         ),
     )
 }

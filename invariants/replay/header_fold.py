@@ -270,7 +270,13 @@ class HeaderFold:
             self.expect_anchor = False
         unknown = unknown_delta_keys(d)
         if unknown:
-            self._err("HDR006", ev, f"delta has unknown arm(s) {', '.join(unknown)}", where)
+            self._err(
+                "HDR006",
+                ev,
+                f"delta has unknown arm(s) {', '.join(k[:60] for k in unknown[:5])}"
+                f" (a delta's arms: {', '.join(DELTA_ARMS)})",
+                where,
+            )
         if isinstance(d, dict) and not any(k in d for k in DELTA_ARMS):
             self._err("HDR004", ev, "empty delta: it names no arm", where)
             return

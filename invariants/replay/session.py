@@ -11,21 +11,26 @@ whole session costs one pass plus the requests someone asks for.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from itertools import chain
+from typing import Any, Iterable, Iterator
 
 from invariants.model.findings import Finding
 from invariants.model.records import Event, SessionHeader
 from invariants.model.registry import make_finding
+from invariants.read.era import SNIFF_LINES, EraGuess, classify_header, classify_object, is_decisive, profile_for
 from invariants.read.load import ChunkRun, LogReader, event_from
 from invariants.read.profiles import PROFILES, Profile
 from invariants.read.source import LogSource
 from invariants.replay.derive import PROJECTIONS, LegacyIds, project
 from invariants.replay.header_fold import HeaderFold, HeaderVersion, Instance, prefix_of
 from invariants.replay.surface import Surface
-from invariants.rules.contract import ContractTracer, surface_op_problem
+from invariants.rules.contract import Cause, ContractTracer, annotate, surface_op_problem
 from invariants.rules.head_header import header_findings, relax_fixture
+from invariants.rules.values import DELTA_CHUNK_TYPES, ValueChecker
 
 RETRY_TYPES = frozenset({"llm/retry", "llm/retry-started"})
+# What a lost header event would explain: no header in force, a delta or resume with nothing to apply to.
+HEADER_LOSS_RULES = frozenset({"REQ001", "HDR001", "HDR008", "HDR009", "HDR015"})
 COMPACTION_SUMMARY = frozenset({"compact/summary", "compaction/summary"})
 SPREAD_CONFIG = frozenset({"provider", "reasoningEffort"})  # config fields a request carries beyond the checked ones
 
@@ -186,27 +191,71 @@ class SessionModel:
 
 
 class _Replay:
-    def __init__(self, reader: LogReader, profile: Profile, evidence: list[str]) -> None:
+    """One pass over a log.  Without a profile it also gathers the era evidence of every event
+    (``sniffing``): the profile is taken provisionally from the first lines (see
+    :mod:`invariants.read.era`), and :meth:`verdict` gives the whole file's."""
+
+    def __init__(self, reader: LogReader, profile: Profile | None, evidence: list[str]) -> None:
         self.reader = reader
-        self.profile = profile
         self.findings: list[Finding] = []
-        self.tracer = ContractTracer(profile, self._emit)
-        self.fold = HeaderFold(profile, self._emit)
+        self.evidence = list(evidence)
+        self.profile: Profile | None = None  # set by _judge_by: given, or provisional from the first lines
+        self.sniffing = profile is None
+        self.seen: dict[str, str] = {}  # era evidence: marker -> era
+        self.header_loss: Cause | None = None  # events lost since the last anchor snapshot: one may be a header
+        self.unplaced: dict[int, Cause] = {}  # replaces that could not apply because a node they name was lost
         self.surface = Surface()
         self.steps: list[StepState] = []
         self.current: StepState | None = None
         self.chunks_since_attempt = 0
         self.compaction_pending = False
-        self.model = SessionModel(
-            reader.source, None, profile, evidence, self.steps, self.fold, self.surface, self.findings
-        )
         self.last_event: Event | None = None
         self.last: tuple | None = None
         self.seed_length: int | None = None
         self.checkpoint: bytes | None = None
         self.chunks_total = 0
-        self.evidence = list(evidence)
         self.want_checkpoint = False
+        self.due_seq = 0  # the seq the next event should carry
+        if profile is not None:
+            self._judge_by(profile)
+
+    def _judge_by(self, profile: Profile) -> None:
+        self.profile = profile
+        self.tracer = ContractTracer(profile, self._emit)
+        self.values = ValueChecker(profile, self._emit)
+        self.fold = HeaderFold(profile, self._fold_emit)
+        self.model = SessionModel(
+            self.reader.source, None, profile, self.evidence, self.steps, self.fold, self.surface, self.findings
+        )
+
+    def _provisional(self, items: Iterator) -> Iterator:
+        """Read ahead to a provisional era verdict, take its profile, and give back every item."""
+        seen = self.seen
+        if self.reader.source.member is not None:
+            from invariants.read.sqlite_backend import schema_era_evidence
+
+            schema_era_evidence(self.reader.source, seen)
+        ahead = []
+        for item in items:
+            ahead.append(item)
+            if type(item[0]) is not ChunkRun:
+                classify_object(item[0], seen)
+            if item[1] >= SNIFF_LINES or is_decisive(seen):
+                break
+        self._header_evidence()
+        self._judge_by(PROFILES[profile_for(seen).profile])
+        return chain(ahead, items)
+
+    def _header_evidence(self) -> None:
+        hdr = self.reader.header
+        classify_header(hdr.raw if hdr else None, self.seen)
+        if self.reader.chunk_rows:
+            self.seen.setdefault("packed chunk rows", "late")
+
+    def verdict(self) -> EraGuess:
+        """The era verdict over everything read so far."""
+        self._header_evidence()
+        return profile_for(self.seen)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -214,11 +263,32 @@ class _Replay:
         state["last_event"] = None
         return state
 
-    def _emit(self, code: str, message: str, **where: Any) -> None:
+    def _emit(self, code: str, message: str, **where: Any) -> Finding:
         hdr = self.reader.header
-        self.findings.append(
-            make_finding(code, message, file=self.reader.file, session=hdr.id if hdr else None, **where)
-        )
+        finding = make_finding(code, message, file=self.reader.file, session=hdr.id if hdr else None, **where)
+        self.findings.append(finding)
+        return finding
+
+    def _fold_emit(self, code: str, message: str, **where: Any) -> Finding | None:
+        """Emit, unless events lost since the last anchor snapshot explain it (they may hold the header)."""
+        cause = self.header_loss if code in HEADER_LOSS_RULES else None
+        if cause is not None:
+            cause.touch(where.get("seq") or 0)
+            return None
+        return self._emit(code, message, **where)
+
+    def _never_placed(self, seq: int) -> Cause | None:
+        """The loss that kept ``seq`` off the surface (it was lost, or a replace that named a lost node)."""
+        if seq in self.unplaced:
+            return self.unplaced[seq]
+        for cause in self.tracer.losses:
+            if cause.seq <= seq < cause.seq + cause.size:
+                return cause
+        return None
+
+    def _lost(self, first_seq: int, count: int) -> None:
+        self.tracer.lost(first_seq, count)
+        self.header_loss = self.tracer.unsure
 
     def _where(self) -> dict:
         t = self.tracer
@@ -227,11 +297,20 @@ class _Replay:
     def run(self) -> SessionModel:
         """Fold every (remaining) event of the log, then close the model."""
         seed_length = self.seed_length
+        items = self.reader.iter_objects()
+        if self.profile is None:
+            items = self._provisional(items)
+        sniffing, seen = self.sniffing, self.seen
         tracer = self.tracer
         chunks = self.chunks_total
         last = self.last
-        for obj, line, offset in self.reader.iter_objects():
+        due = self.due_seq
+        for obj, line, offset in items:
             if type(obj) is ChunkRun:
+                first = obj.objs[0]["seq"]
+                if first != due:
+                    self._lost(due, first - due)
+                due = obj.objs[-1]["seq"] + 1
                 done = self._chunk_run(obj, line)
                 chunks += done
                 k = obj.line_step  # 0 when the run is one packed row
@@ -246,6 +325,9 @@ class _Replay:
                     last = (o, line + i * k, -1)
                 continue
             seq = obj["seq"]
+            if seq != due:
+                self._lost(due, seq - due)  # a damaged line or a seq gap: the reader reports it
+            due = seq + 1
             if obj["type"] == "assistant/chunk" and len(obj) == 4:
                 # Hot path: a plain chunk inside its open step, after the step's
                 # first chunk. Anything else takes the full route below.
@@ -260,7 +342,7 @@ class _Replay:
                     and d.get("step") == tracer.open_step
                     and type(d["step"]) is int
                     and type(d.get("chunk")) is dict
-                    and d["chunk"].get("type") != "usage"
+                    and d["chunk"].get("type") in DELTA_CHUNK_TYPES
                 ):
                     chunks += 1
                     cur.chunks += 1
@@ -275,10 +357,15 @@ class _Replay:
                 seed_length = self.seed_length = hdr.seed_length if hdr else 0
             if seed_length and seq == seed_length:
                 self.fold.expect_anchor = True  # a forked child's own first request must anchor
+            if sniffing:
+                classify_object(obj, seen)
             self._event(event_from(obj, line, offset))
             last = (obj, line, offset)
         self.last = last
+        self.due_seq = due
         self.chunks_total = self.model.chunks = chunks
+        if sniffing:
+            self._header_evidence()
         self.checkpoint = self._checkpoint() if self.want_checkpoint else None
         self.last_event = event_from(*last) if last else None
         self._finish()
@@ -320,6 +407,8 @@ class _Replay:
             or set(map(type, map(dict.get, datas, ["chunk"] * len(datas)))) != {dict}
         ):
             return taken
+        if not {d["chunk"].get("type") for d in datas} <= DELTA_CHUNK_TYPES:
+            self._chunk_values(run, line, taken, datas)
         if run.maybe_usage:
             for d in reversed(datas):
                 if d["chunk"].get("type") == "usage":
@@ -334,6 +423,15 @@ class _Replay:
         self.chunks_since_attempt += n
         self.fold.dispatched_in_instance = True
         return taken + n
+
+    def _chunk_values(self, run: ChunkRun, line: int, taken: int, datas: list) -> None:
+        """The value checks of the chunks of a run folded at once that are not plain deltas."""
+        turn, step = self.tracer.open_turn, self.tracer.open_step
+        for i, d in enumerate(datas, taken):
+            chunk = d["chunk"]
+            if chunk.get("type") not in DELTA_CHUNK_TYPES:
+                at = {"type": "assistant/chunk", "seq": run.objs[i]["seq"], "line": line + i * run.line_step}
+                self.values.chunk({**at, "turn": turn, "step": step, "data": d}, chunk)
 
     def _checkpoint(self) -> bytes | None:
         """The fold state at a clean end of file, so a grown log resumes here."""
@@ -361,6 +459,7 @@ class _Replay:
             return
         surface_type = ev.type in self.profile.surface_types
         self.tracer.observe(ev, surface_type)
+        self.values.observe(ev)
         t = ev.type
         if t == "step/start":
             self._step_start(ev)
@@ -415,7 +514,10 @@ class _Replay:
     def _header(self, ev: Event) -> None:
         where = self._where()
         cur = self.current
-        if cur is None:
+        unsure = self.tracer.unsure
+        if unsure is not None and ((cur is None and not self.profile.head_contract) or self.chunks_since_attempt):
+            unsure.touch(ev.seq)  # its step/start may be among the events lost just before
+        elif cur is None:
             if not self.profile.head_contract:  # HEAD only asks for an open turn (the tracer's rule)
                 self._emit(
                     "HDR010",
@@ -433,7 +535,10 @@ class _Replay:
                 **where,
             )
         before = len(self.fold.versions)
+        anchors = len(self.fold.instances)
         self.fold.observe(ev, where)
+        if len(self.fold.instances) > anchors:
+            self.header_loss = None
         if cur is not None and len(self.fold.versions) > before:
             cur.header_event = len(self.fold.versions) - 1
             inst = self.fold.instances
@@ -451,7 +556,7 @@ class _Replay:
             cur.first_chunk_seq = ev.seq
             self._settle_header(cur)
             if cur.header_version is None:
-                self._emit(
+                self._fold_emit(
                     "REQ001",
                     "this step streamed a response but no request header was in force: the log cannot explain its request",
                     seq=ev.seq,
@@ -491,6 +596,11 @@ class _Replay:
         outcome = self.surface.check_replace(op["start"], op["end"])
         where = self._where()
         if not outcome.ok:
+            cause = self._never_placed(op["start"]) or self._never_placed(op["end"])
+            if cause is not None:  # it names a surface event that was lost: that loss is the finding
+                cause.touch(ev.seq)
+                self.unplaced[ev.seq] = cause
+                return
             self._emit("EVT004", f"surface replace: {outcome.problem}", seq=ev.seq, line=ev.line, **where)
             return
         recorded = (
@@ -518,7 +628,7 @@ class _Replay:
         m.events, m.chunk_rows, m.lines, m.bytes, m.torn = r.events, r.chunk_rows, r.lines, r.bytes, r.ended_torn
         if self.current is not None:
             self._settle_header(self.current)
-        if self.tracer.open_turn is not None and self.last_event is not None:
+        if self.tracer.open_turn is not None and self.tracer.turn_started and self.last_event is not None:
             m.open_turn_at_end = True
             self._emit(
                 "LOG006",
@@ -530,6 +640,8 @@ class _Replay:
                 turn=self.tracer.open_turn,
                 step=self.tracer.open_step,
             )
+        self.tracer.finish()
+        _annotate_losses(r.findings + self.findings, self.tracer.losses)
         self.findings[:0] = r.findings
         self.findings[:0] = header_findings(
             m.header.raw if m.header else None, self.profile.era, self.reader.source.member is not None, r.file, m.id
@@ -537,9 +649,22 @@ class _Replay:
         self.findings[:] = relax_fixture(self.findings, m.header.raw if m.header else None)
 
 
+def _annotate_losses(findings: list[Finding], losses: list) -> None:
+    """Say in the finding about lost events (a damaged line, a gap) how many later events they put out of step."""
+    if not any(c.affected for c in losses):
+        return
+    at: dict[int, Finding] = {}
+    for f in findings:
+        if f.seq is not None and f.severity != "info":
+            at.setdefault(f.seq, f)
+    for cause in losses:  # the reader names a damaged line by its due seq, a gap by the seq after it
+        if cause.affected:
+            annotate(at.get(cause.seq) or at.get(cause.seq + cause.size), cause)
+
+
 # What a checkpoint may name.  A checkpoint comes back from an index file, which
 # may not be ours: pickle calls whatever a stream names, so only the fold's own
-# classes are allowed, and ``getattr`` only fetches a ContractTracer's handlers.
+# classes are allowed, and ``getattr`` only fetches the tracer's and value checker's handlers.
 _CHECKPOINT_MODULES = (
     "invariants.replay.session",
     "invariants.model.records",
@@ -550,17 +675,18 @@ _CHECKPOINT_MODULES = (
     "invariants.read.source",
     "invariants.replay.header_fold",
     "invariants.rules.contract",
+    "invariants.rules.values",
     "invariants.read.line_records",
 )
 
 
 def _handler(obj: Any, name: str) -> Any:
-    """The only bound methods a fold holds: the tracer's handlers and the emitters they call."""
+    """The only bound methods a fold holds: the tracer's and value checker's handlers, and the emitters."""
     from invariants.rules.contract import ContractTracer
 
     if not name.startswith("__") and (
-        (type(obj) is ContractTracer and callable(getattr(ContractTracer, name, None)))
-        or (type(obj) is _Replay and name == "_emit")
+        (type(obj) in (ContractTracer, ValueChecker) and callable(getattr(type(obj), name, None)))
+        or (type(obj) is _Replay and name in ("_emit", "_fold_emit"))
     ):
         return getattr(obj, name)
     raise ValueError(f"a checkpoint may not fetch {name!r}")
@@ -600,13 +726,14 @@ def resume(source: LogSource, checkpoint: bytes) -> SessionModel | None:
 
     Returns None when the checkpoint does not fit this file (shorter than the
     recorded position, unreadable state, or a stream that names anything but
-    the fold's own classes): the caller then replays from scratch.
+    the fold's own classes), or when what was appended changes the era verdict
+    (another profile, or a mix of eras): the caller then replays from scratch.
     """
     try:
         state = _load_checkpoint(checkpoint)
     except Exception:
         return None
-    if not isinstance(state, _Replay):
+    if not isinstance(state, _Replay) or state.profile is None:
         return None
     reader = state.reader
     try:
@@ -615,6 +742,7 @@ def resume(source: LogSource, checkpoint: bytes) -> SessionModel | None:
         return None
     if reader._start[0] > size:
         return None
+    before = profile_for(dict(state.seen)) if state.sniffing else None
     reader.source = source
     reader.file = source.display
     state.model = SessionModel(
@@ -627,7 +755,13 @@ def resume(source: LogSource, checkpoint: bytes) -> SessionModel | None:
             list(counts[1]),
             list(counts[2]),
         )
-    return state.run()
+    model = state.run()
+    if before is not None:
+        after = state.verdict()
+        if (after.profile, after.conflicts) != (before.profile, before.conflicts):
+            return None
+        model.era_evidence = after.evidence
+    return model
 
 
 def replay(
@@ -637,30 +771,39 @@ def replay(
     max_line: int | None = None,
     checkpoint: bool = False,
 ) -> SessionModel:
-    """Read and fold one log. ``profile`` None means: sniff the era from the log's shapes.
+    """Read and fold one log. ``profile`` None means: judge the era from the log's shapes.
 
+    The era evidence of the whole log is gathered during the pass; a log whose
+    evidence past the provisional window calls for another profile is read once
+    more with it (rare: its first era-specific shape comes late).
     ``checkpoint`` asks for ``model.checkpoint``, the state :func:`resume` continues from.
     """
-    from invariants.read.era import sniff
-
-    conflicts: list[str] = []
-    if profile is None:
-        guess = sniff(source) if max_line is None else sniff(source, max_line=max_line)
-        profile, evidence, conflicts = guess.profile, guess.evidence, guess.conflicts
     if isinstance(profile, str):
         profile = PROFILES[profile]
-    reader = LogReader(source) if max_line is None else LogReader(source, max_line=max_line)
-    state = _Replay(reader, profile, list(evidence))
-    state.want_checkpoint = checkpoint
-    model = state.run()
-    if conflicts:
+
+    def run(judge_by: Profile | None, seen: dict[str, str] | None = None) -> tuple[_Replay, SessionModel]:
+        reader = LogReader(source) if max_line is None else LogReader(source, max_line=max_line)
+        state = _Replay(reader, judge_by, list(evidence))
+        if seen is not None:  # judged again: keep gathering, so a resume still notices a change
+            state.sniffing, state.seen = True, dict(seen)
+        state.want_checkpoint = checkpoint
+        return state, state.run()
+
+    state, model = run(profile)
+    if not state.sniffing:
+        return model
+    guess = state.verdict()
+    if guess.profile != model.profile.name:
+        state, model = run(PROFILES[guess.profile], state.seen)
+    model.era_evidence = guess.evidence
+    if guess.conflicts:
         model.findings.append(
             make_finding(
                 "LOG011",
-                f"log mixes format eras; judged as {profile.name}, but it also shows {', '.join(conflicts)}",
+                f"log mixes format eras; judged as {model.profile.name}, but it also shows {', '.join(guess.conflicts)}",
                 file=model.file,
                 session=model.id,
-                detail={"evidence": list(evidence)},
+                detail={"evidence": list(guess.evidence)},
             )
         )
     return model

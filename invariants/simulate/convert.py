@@ -23,10 +23,32 @@ from typing import Iterable
 import orjson
 
 from invariants.analysis.forks import encode_id
+from invariants.model.inert import inert
+from invariants.model.jsonvalue import MAX_DEPTH, too_deep
 from invariants.read.chunk_rows import CHUNK_ROW_TYPES, ChunkRowError, expand_row, pack_events
 from invariants.read.discover import discover
 from invariants.read.source import strip_log_suffix
 from invariants.read.zstdio import write_frames
+
+
+class ConvertError(ValueError):
+    """A log that cannot be rewritten; the message names the file and line."""
+
+
+def _parse(raw: bytes, src: Path | str, number: int) -> object:
+    """One line as JSON, or the raw bytes when it does not parse (kept verbatim).
+
+    A line nested deeper than the reader's limit is refused before any parser
+    sees it: orjson recurses while it builds values, and very deep nesting
+    overflows the C stack.
+    """
+    if too_deep(raw):
+        raise ConvertError(f"{src}: line {number}: nesting deeper than {MAX_DEPTH} levels; the log was not converted")
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw
+
 
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 
@@ -62,7 +84,9 @@ def session_path(root: Path, header: dict, compressed: bool = True) -> Path:
     return root / project / encode_id(str(header["id"])) / ("session.jsonl.zstd" if compressed else "session.jsonl")
 
 
-def storage_lines(lines: list[bytes], pack: bool = True) -> tuple[bytes, list[tuple[bytes, bool]]]:
+def storage_lines(
+    lines: list[bytes], pack: bool = True, src: Path | str = "log"
+) -> tuple[bytes, list[tuple[bytes, bool]]]:
     """The header line and the stored lines after it, each with ``ends_batch``.
 
     Existing chunk rows are expanded first, so the output's rows are exactly
@@ -72,13 +96,11 @@ def storage_lines(lines: list[bytes], pack: bool = True) -> tuple[bytes, list[tu
     spans several frames.
     """
     header, rest = lines[0], lines[1:]
+    _parse(header, src, 1)
     parsed: list = []
     original: dict[int, bytes] = {}
-    for raw in rest:
-        try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            obj = raw  # kept verbatim
+    for number, raw in enumerate(rest, 2):
+        obj = _parse(raw, src, number)
         if isinstance(obj, dict) and obj.get("type") in CHUNK_ROW_TYPES and "seq0" in obj:
             try:
                 parsed.extend(expand_row(obj))
@@ -132,7 +154,7 @@ def convert_log(src: Path, dst: Path, pack: bool = True, compress: bool = True, 
     lines = read_lines(src)
     if not lines:
         raise ValueError(f"{src}: empty log")
-    header, stored = storage_lines(lines, pack)
+    header, stored = storage_lines(lines, pack, src)
     dst.parent.mkdir(parents=True, exist_ok=True)
     frames = batches(header, stored, max_lines)
     if compress:
@@ -154,7 +176,9 @@ def convert_tree(
     out = []
     for src in sources:
         if project_layout:
-            header = orjson.loads(read_lines(src)[0])
+            header = _parse(read_lines(src)[0], src, 1)
+            if not isinstance(header, dict) or "id" not in header:
+                raise ConvertError(f"{src}: line 1: not a session header; the log was not converted")
             dst = session_path(dest, header, compress)
         else:
             rel = src.relative_to(base) if base is not None and src.is_relative_to(base) else Path(src.name)
@@ -180,7 +204,13 @@ def main(argv: list[str] | None = None) -> int:
     base = Path(os.path.commonpath([str(Path(s).resolve()) for s in srcs])) if srcs else None
     base = base if base and base.is_dir() else None
     files = [s.path.resolve() for s in sources if s.member is None]
-    written = convert_tree(files, Path(dest), not args.no_pack, not args.plain, args.project_layout, base)
+    written: list[Path] = []
+    for f in files:
+        try:
+            written += convert_tree([f], Path(dest), not args.no_pack, not args.plain, args.project_layout, base)
+        except ConvertError as exc:
+            print(f"convert: {inert(str(exc))}", file=sys.stderr)
+            problems.append(str(exc))
     print(f"{len(written)} log(s) written under {dest}")
     return 2 if problems else 0
 

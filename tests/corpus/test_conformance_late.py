@@ -18,12 +18,6 @@ UNOBSERVABLE = ("a loop-built request must carry a frozen messages array", "a lo
 # (path relative to upstream-late-era, rule).
 KNOWN = {
     (
-        "core__agent-loop__coverage-edges/t11/stepend-double-veto.jsonl",
-        "EVT006",
-    ): "the test vetoes both step/end appends, so turn/end arrives with the step open: HEAD's own "
-    "session invariant.ts fails exactly this ('turn/end 1 while step 1 is still open'); the test ran "
-    "without that companion mounted",
-    (
         "session__session-title__provider/t05/quiet.jsonl",
         "REQ002",
     ): "a test marks a hand-made llm.stream request as loop-built; with no step/start in the log, HEAD's "

@@ -94,7 +94,7 @@ def test_profile_override_is_applied(tmp_path):
         ),
         ([{"type": "request/header-delta", "data": {"system": {"keepStart": 0, "keepEnd": 0, "insert": []}}}], "seed"),
         ([{"type": "request/header", "data": {"header": {"config": {"model": "m"}}, "reason": "fallback"}}], "seed"),
-        ([{"type": "user/message", "data": {"content": [], "source": {"kind": "user"}}}], "seed"),
+        ([{"type": "user/message", "data": {"content": [], "source": {"kind": "user"}}}], "undetermined"),
     ],
 )
 def test_era_is_sniffed_from_shapes(tmp_path, lines, profile):

@@ -464,6 +464,8 @@ TESTED_ELSEWHERE = {
     "FRK003": "test_forks.py",
     "FRK004": "test_forks.py",
     "RSM001": "test_cli_check.py",
+    "EVT012": "test_trust_contract.py",
+    "EVT013": "test_trust_values.py",
 }
 
 
