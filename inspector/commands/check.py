@@ -4,7 +4,7 @@ Exit codes: 0 clean, 1 findings at or above ``--fail-on`` (0 with
 ``--exit-zero``), 2 usage error or unreadable input.  The report goes to
 stdout (or ``--output``); for machine formats the one-line summary goes to
 stderr, so stdout stays parseable.  Settings come from the command line,
-then ``inspector.toml`` / ``[tool.inspector]`` (see ``inspector/config.py``),
+then ``inspector.toml`` / ``[tool.inspector]`` (see ``invariants/gate/config.py``),
 then defaults.
 """
 
@@ -104,7 +104,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _severity_flags(values: list[str] | None) -> dict[str, str]:
-    from inspector.config import ConfigError, parse_severity_table
+    from invariants.gate.config import ConfigError, parse_severity_table
 
     table: dict[str, str] = {}
     for item in split_codes(values) or []:
@@ -137,7 +137,7 @@ def _written_input(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from inspector.config import ConfigError, expand_severity, load_config, path_ignored, validate_selectors
+    from invariants.gate.config import ConfigError, expand_severity, load_config, path_ignored, validate_selectors
     from invariants import __version__
     from invariants.gate.formats import MACHINE_FORMATS, ReportContext, render, statistics_text
     from invariants.gate.pipeline import CheckOptions, filter_findings

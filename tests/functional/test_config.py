@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from inspector.cli import main
-from inspector.config import ConfigError, expand_severity, find_config, load_config, path_ignored
+from invariants.gate.config import ConfigError, expand_severity, find_config, load_config, path_ignored
 from tests.conftest import SAMPLES
 
 

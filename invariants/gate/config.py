@@ -1,4 +1,4 @@
-"""Project configuration for ``inspector check`` and ``inspector rules``.
+"""Project configuration: what ``inspector check``, the TUI, the index and ``cache-report`` judge findings by.
 
 Read from ``inspector.toml`` (top level) or ``pyproject.toml``
 (``[tool.inspector]``), found by walking up from the working directory; in
