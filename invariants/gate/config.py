@@ -34,7 +34,6 @@ typo cannot silently switch a gate off.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -237,49 +236,3 @@ def parse_severity_table(table: dict[str, Any], where: str) -> dict[str, str]:
         (norm,) = validate_selectors([sel], f"{where}: severity")
         out[norm] = level
     return out
-
-
-def expand_severity(table: dict[str, str]) -> dict[str, str]:
-    """Selector table -> rule code table (``CheckOptions.severity_overrides``).
-
-    Categories apply first, then code prefixes, then exact codes, so the most
-    specific entry wins whatever the order in the file.
-    """
-    from invariants.model.registry import RULES
-
-    out: dict[str, str] = {}
-    ordered = sorted(
-        table.items(), key=lambda kv: 2 if kv[0].upper() in RULES else (1 if kv[0].isalpha() and kv[0].isupper() else 0)
-    )
-    for sel, level in ordered:
-        key = sel.upper() if sel.upper() in RULES else sel
-        for code, rule in RULES.items():
-            if code == key or rule.category == sel or (key.isalpha() and key.isupper() and code.startswith(key)):
-                out[code] = level
-    return out
-
-
-def path_ignored(file: str | None, rule: str, per_path: dict[str, list[str]], root: Path) -> bool:
-    """Does a per-path-ignores entry drop ``rule`` for ``file``?
-
-    A glob matches the file's path relative to ``root`` (the config's folder),
-    its absolute path, or its bare name; ``*`` crosses folders, ``**/`` may
-    match no folder at all.
-    """
-    if not file or not per_path:
-        return False
-    from invariants.gate.pipeline import rule_matches
-
-    p = Path(file)
-    absolute = (p if p.is_absolute() else Path.cwd() / p).resolve()
-    candidates = {absolute.as_posix(), p.name, p.as_posix()}
-    try:
-        candidates.add(absolute.relative_to(root.resolve()).as_posix())
-    except ValueError:
-        pass
-    for glob, rules in per_path.items():
-        patterns = {glob, glob.replace("**/", "")}
-        if any(fnmatch.fnmatchcase(c, g) for c in candidates for g in patterns):
-            if rule_matches(rule, rules):
-                return True
-    return False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from invariants.gate.pipeline import run_check
+from invariants import check
 from tests.conftest import corpus_dir
 
 # Properties of process memory that no log can show (see ../shared/corpus/README.md).
@@ -13,15 +13,15 @@ UNOBSERVABLE = ("a loop-built request must carry a frozen messages array",)
 
 @pytest.fixture(scope="module")
 def upstream():
-    return run_check([corpus_dir("upstream-seed-era")])
+    return check([corpus_dir("upstream-seed-era")], keep_models=True)
 
 
 def test_fixture_logs_have_no_error_findings():
-    result = run_check([corpus_dir("fixtures-seed-era")])
+    result = check([corpus_dir("fixtures-seed-era")])
     assert len(result.sessions) == 49
     errors = [(f.file, f.rule, f.message) for f in result.findings if f.severity == "error"]
     assert errors == []
-    assert all(m.profile.era == "seed" for m in result.sessions)
+    assert all(m.era == "seed" for m in result.sessions)
 
 
 def _verdict(rc):
