@@ -29,6 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a log file, a folder of logs, or a sessions root")
     add_input_flags(p)
+    p.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="a PATH folder with no session logs is not an error (default: exit 2, `no session logs under PATH`)",
+    )
     out = p.add_argument_group("output")
     out.add_argument(
         "--format",
@@ -200,6 +205,7 @@ def run(args: argparse.Namespace) -> int:
             cache=cache,
             stats=stats,
             ledger=args.ledger,
+            allow_empty=args.allow_empty,
         )
     except (BaselineError, LedgerError) as exc:
         return fail(str(exc))

@@ -84,6 +84,7 @@ def check(
     stats: RunStats | None = None,
     ledger: PathLike | None = None,
     keep_models: bool = False,
+    allow_empty: bool = False,
 ) -> CheckResult:
     """Check the session logs under ``paths`` (files, folders, sessions roots, session databases).
 
@@ -94,7 +95,8 @@ def check(
     CPU) or an ``executor`` run the per-folder half; ``cache`` serves unchanged
     folders; ``ledger`` names a log ledger to verify and update (RSM001).
     ``keep_models`` keeps the replayed sessions in ``result.models`` (the run
-    then stays in this process and bypasses the cache).
+    then stays in this process and bypasses the cache).  A named folder with
+    no session log is a problem unless ``allow_empty``.
 
     Raises :class:`~invariants.gate.baseline.BaselineError` for an unreadable
     baseline and :class:`~invariants.gate.ledger.LedgerError` for a bad ledger.
@@ -104,6 +106,8 @@ def check(
     policy = FindingPolicy.of(config)
     with cyclic_gc_paused():
         sources, problems = discover(named)
+        if not allow_empty:
+            problems.extend(empty_inputs(named, sources))
         if cache is not None:
             cache.open_scope([_scope_path(p) for p in named] + [str(c) for c in options.captures or []])
         result = check_sources(
@@ -120,6 +124,19 @@ def check(
         if cache is not None:
             cache.flush()
     return result
+
+
+def empty_inputs(paths: list[PathLike], sources: list[LogSource]) -> list[str]:
+    """A sentence for each named folder under which discovery found no session log."""
+    found = [os.path.abspath(s.path) for s in sources]
+    out = []
+    for p in paths:
+        if not os.path.isdir(p):
+            continue  # a file is a log or already a problem
+        prefix = os.path.join(os.path.abspath(p), "")
+        if not any(f.startswith(prefix) for f in found):
+            out.append(f"no session logs under {p}")
+    return out
 
 
 def _scope_path(p: PathLike) -> str:
