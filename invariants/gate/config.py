@@ -63,6 +63,14 @@ class ConfigError(ValueError):
 
 @dataclass
 class Config:
+    """Settings from a file (:func:`load_config`) or made in code; rule selectors are checked either way.
+
+    ``select``, ``ignore``, ``severity``, ``per_path_ignores`` (globs against
+    paths relative to ``root``) and ``baseline`` decide which findings are
+    reported; ``profile`` how logs are judged; the rest are the command's
+    defaults (``fail_on``, ``format``, ``jobs``, ``cache``, ``cache_dir``).
+    """
+
     path: Path | None = None  # the file it came from; None = defaults only
     root: Path = field(default_factory=Path.cwd)  # per-path-ignores are relative to this
     select: list[str] | None = None
@@ -76,6 +84,23 @@ class Config:
     baseline: str | None = None
     severity: dict[str, str] = field(default_factory=dict)  # selector (code/category/prefix) -> level
     per_path_ignores: dict[str, list[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Normalise and check what decides the findings, so a typo in code fails as loudly as one in a file."""
+        if self.select is not None:
+            self.select = validate_selectors(_as_list(self.select), "select")
+        self.ignore = validate_selectors(_as_list(self.ignore), "ignore")
+        self.severity = parse_severity_table(dict(self.severity), "severity")
+        self.per_path_ignores = {
+            glob: validate_selectors(_as_list(rules), f"per-path-ignores {glob!r}")
+            for glob, rules in self.per_path_ignores.items()
+        }
+        if self.fail_on is not None and self.fail_on not in SEVERITY_LEVELS:
+            raise ConfigError(f"fail-on must be one of {', '.join(SEVERITY_LEVELS)}, not {self.fail_on!r}")
+
+
+def _as_list(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
 
 
 def find_config(start: Path | None = None) -> Path | None:

@@ -9,7 +9,6 @@ unit; any class with the same ``map`` (a Dask client, say) can stand in.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Protocol, Sequence, TypeVar
 
 T = TypeVar("T")
@@ -40,6 +39,8 @@ class ProcessExecutor:
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         if self.jobs == 1 or len(items) <= 1:
             return [fn(x) for x in items]
+        from concurrent.futures import ProcessPoolExecutor  # not on a serial run's import path
+
         workers = min(self.jobs, len(items))
         with ProcessPoolExecutor(max_workers=workers) as pool:
             return list(pool.map(fn, items, chunksize=max(1, len(items) // (workers * 8))))
