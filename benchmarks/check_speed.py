@@ -23,7 +23,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from invariants.gate.pipeline import run_check  # noqa: E402
+from invariants import check  # noqa: E402
 from invariants.simulate.seed_era import generate_large  # noqa: E402
 
 SIZES = [(50_000, 500), (100_000, 1_000)]
@@ -45,7 +45,7 @@ def best(fn, repeat: int) -> float:
 
 def timed_check(log: Path) -> float:
     start = time.perf_counter()
-    result = run_check([log])
+    result = check([log])
     elapsed = time.perf_counter() - start
     assert result.requests_checked > 0
     return elapsed

@@ -25,7 +25,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from invariants.gate.pipeline import run_check  # noqa: E402
+from invariants import check  # noqa: E402
 from invariants.read.zstdio import iter_frames, write_frames  # noqa: E402
 from invariants.simulate.late_era import TOOLS, LateRecorder, _call  # noqa: E402
 
@@ -104,7 +104,7 @@ def floor(path: Path) -> tuple[float, float]:
 
 def timed_check(path: Path) -> tuple[float, int, int]:
     start = time.perf_counter()
-    result = run_check([path])
+    result = check([path])
     elapsed = time.perf_counter() - start
     (m,) = result.sessions
     assert not [f for f in result.findings if f.severity == "error"], result.findings[:3]

@@ -17,7 +17,8 @@ from typing import Iterable
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
-from invariants.gate.pipeline import CheckOptions
+from invariants.gate.config import Config
+from invariants.gate.result import CheckOptions
 from invariants.read.source import LogSource
 
 
@@ -34,11 +35,13 @@ class InspectorApp(App):
         follow: bool = False,
         profile: str | None = None,
         db: str | os.PathLike | None = None,
+        config: Config | None = None,
     ) -> None:
         super().__init__()
         self.db = Path(db) if db is not None else None  # the index the session list reads (None: the default, if any)
         self.path = Path(path)
         self.options = CheckOptions(captures=[Path(c) for c in captures] if captures else None, profile=profile)
+        self.config = config  # what the screens report, as the gate does (None: every finding)
         self.session = session
         self.follow = follow
 
@@ -56,11 +59,20 @@ class InspectorApp(App):
 
         if self.path.is_dir() or self.path.name.endswith(SQLITE_SUFFIXES):  # a database holds many sessions
             self.push_screen(
-                SessionListScreen(self.path, options=self.options, session=self.session, follow=self.follow, db=self.db)
+                SessionListScreen(
+                    self.path,
+                    options=self.options,
+                    config=self.config,
+                    session=self.session,
+                    follow=self.follow,
+                    db=self.db,
+                )
             )
         else:
             self.push_screen(
-                SessionScreen(LogSource(self.path, self.path.parent), options=self.options, follow=self.follow)
+                SessionScreen(
+                    LogSource(self.path, self.path.parent), options=self.options, config=self.config, follow=self.follow
+                )
             )
 
     def on_unmount(self) -> None:
@@ -126,6 +138,7 @@ def create_app(
     follow: bool = False,
     profile: str | None = None,
     db: str | os.PathLike | None = None,
+    config: Config | None = None,
 ) -> InspectorApp:
     """The app ``inspector PATH`` runs (the CLI and the tests both call this)."""
-    return InspectorApp(path, captures=captures, session=session, follow=follow, profile=profile, db=db)
+    return InspectorApp(path, captures=captures, session=session, follow=follow, profile=profile, db=db, config=config)

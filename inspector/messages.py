@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from textual.widget import Widget
 
     from invariants.analysis.events_view import Match, RawEvent
-    from invariants.gate.pipeline import CheckResult
+    from invariants.gate.result import CheckResult
     from invariants.replay.session import SessionModel
 
 

@@ -20,12 +20,12 @@ def corpus_dir(name: str) -> Path:
 @pytest.fixture
 def check_log(tmp_path):
     """Write a tests.support.logbuilder.Log and run the checker on it; returns the CheckResult."""
-    from invariants.gate.pipeline import CheckOptions, run_check
+    from invariants import CheckOptions, check
 
     def run(log, requests: list[dict] | None = None, name: str = "s1.jsonl", **options):
         path = log.write(tmp_path / name)
         if requests is not None:
             log.write_requests(tmp_path / "requests.jsonl", requests)
-        return run_check([path], CheckOptions(**options))
+        return check([path], CheckOptions(**options), keep_models=True)
 
     return run

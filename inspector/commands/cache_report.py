@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .common import add_input_flags, check_profile, fail
+from .common import add_config_flags, add_input_flags, check_profile, fail, load_configuration
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a log file, a folder of logs, or a sessions root")
     add_input_flags(p)
+    add_config_flags(p)
     p.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json")
     p.add_argument("--output", "-o", metavar="FILE", type=Path, help="write the report here instead of stdout")
     p.add_argument("--session", metavar="ID", action="append", help="only this session (repeatable)")
@@ -108,21 +109,26 @@ def session_text(sc, breaks_only: bool = False) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from invariants.analysis.cache_report import BYTES_PER_TOKEN, est_tokens, report_document, session_cache
+    from invariants.gate.config import ConfigError
     from invariants.gate.report import dumps_json
+    from invariants.gate.result import CheckOptions
+    from invariants.gate.unit import replay_source
     from invariants.read.discover import discover
-    from invariants.replay.session import replay
 
-    profile = check_profile(args.profile)
+    try:
+        config = load_configuration(args)
+    except ConfigError as exc:
+        return fail(str(exc))
+    options = CheckOptions(profile=check_profile(args.profile if args.profile is not None else config.profile))
     sources, problems = discover(args.paths)
     for p in problems:
         fail(p)
     reports = []
     for src in sources:
-        try:
-            model = replay(src, profile)
-        except OSError as exc:
-            problems.append(f"{src.display}: cannot read ({exc.strerror or exc})")
-            fail(problems[-1])
+        model = replay_source(src, options)
+        if isinstance(model, str):
+            problems.append(model)
+            fail(model)
             continue
         if args.session and model.id not in args.session:
             continue

@@ -4,7 +4,7 @@ Exit codes: 0 clean, 1 findings at or above ``--fail-on`` (0 with
 ``--exit-zero``), 2 usage error or unreadable input.  The report goes to
 stdout (or ``--output``); for machine formats the one-line summary goes to
 stderr, so stdout stays parseable.  Settings come from the command line,
-then ``inspector.toml`` / ``[tool.inspector]`` (see ``inspector/config.py``),
+then ``inspector.toml`` / ``[tool.inspector]`` (see ``invariants/gate/config.py``),
 then defaults.
 """
 
@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import add_input_flags, fail, missing_captures, split_codes
+from .common import add_config_flags, add_input_flags, fail, missing_captures, split_codes
 
 FORMATS = ("text", "json", "jsonl", "junit", "sarif", "github")
 
@@ -29,6 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a log file, a folder of logs, or a sessions root")
     add_input_flags(p)
+    p.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="a PATH folder with no session logs is not an error (default: exit 2, `no session logs under PATH`)",
+    )
     out = p.add_argument_group("output")
     out.add_argument(
         "--format",
@@ -71,11 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="exit 0 even when findings reach --fail-on (unreadable input still exits 2)",
     )
-    cfg = p.add_argument_group("configuration")
-    cfg.add_argument(
-        "--config", metavar="FILE", type=Path, help="read settings from this inspector.toml or pyproject.toml"
-    )
-    cfg.add_argument("--isolated", action="store_true", help="ignore every configuration file")
+    add_config_flags(p)
     base = p.add_argument_group("baseline")
     base.add_argument(
         "--baseline",
@@ -104,7 +105,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _severity_flags(values: list[str] | None) -> dict[str, str]:
-    from inspector.config import ConfigError, parse_severity_table
+    from invariants.gate.config import ConfigError, parse_severity_table
 
     table: dict[str, str] = {}
     for item in split_codes(values) or []:
@@ -136,86 +137,89 @@ def _written_input(args: argparse.Namespace) -> str | None:
     return None
 
 
+def configuration(args: argparse.Namespace):
+    """The file's configuration with the command line merged on top (a flag's list replaces the file's)."""
+    from dataclasses import replace
+
+    from invariants.gate.config import ConfigError, validate_selectors
+
+    from .common import load_configuration
+
+    cfg = load_configuration(args)
+    select = validate_selectors(split_codes(args.select), "--select") if args.select is not None else cfg.select
+    ignore = validate_selectors(split_codes(args.ignore) or [], "--ignore") if args.ignore is not None else cfg.ignore
+    baseline = args.baseline or (cfg.baseline if not args.write_baseline else None)
+    profile = args.profile if args.profile is not None else cfg.profile
+    if profile is not None:
+        from invariants.read.profiles import PROFILES
+
+        if profile not in PROFILES:
+            raise ConfigError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
+    return replace(
+        cfg,
+        select=select,
+        ignore=ignore,
+        severity={**cfg.severity, **_severity_flags(args.severity)},
+        baseline=baseline,
+        profile=profile,
+        fail_on=args.fail_on or cfg.fail_on or "error",
+        format=args.format or cfg.format or "text",
+    )
+
+
 def run(args: argparse.Namespace) -> int:
-    from inspector.config import ConfigError, expand_severity, load_config, path_ignored, validate_selectors
     from invariants import __version__
+    from invariants.gate.baseline import BaselineError
+    from invariants.gate.config import ConfigError
     from invariants.gate.formats import MACHINE_FORMATS, ReportContext, render, statistics_text
-    from invariants.gate.pipeline import CheckOptions, filter_findings
-    from invariants.model.findings import SEVERITY_RANK
+    from invariants.gate.ledger import LedgerError
+    from invariants.gate.pipeline import RunStats, check
+    from invariants.gate.result import CheckOptions
 
     started = time.perf_counter()
     try:
-        cfg = load_config(args.config, isolated=args.isolated)
-        select = validate_selectors(split_codes(args.select), "--select") if args.select is not None else cfg.select
-        ignore = (
-            validate_selectors(split_codes(args.ignore) or [], "--ignore") if args.ignore is not None else cfg.ignore
-        )
-        severity = {**cfg.severity, **_severity_flags(args.severity)}
-        profile = args.profile if args.profile is not None else cfg.profile
-        if profile is not None:
-            from invariants.read.profiles import PROFILES
-
-            if profile not in PROFILES:
-                raise ConfigError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}")
+        cfg = configuration(args)
     except ConfigError as exc:
         return fail(str(exc))
-    fmt = args.format or cfg.format or "text"
-    fail_on = args.fail_on or cfg.fail_on or "error"
+    fmt, fail_on = cfg.format, cfg.fail_on
     jobs = args.jobs if args.jobs is not None else (cfg.jobs if cfg.jobs is not None else 1)
     if jobs < 0:
         return fail("--jobs must be >= 0")
     use_cache = not args.no_cache and (cfg.cache if cfg.cache is not None else True)
-    baseline_file = args.baseline or (cfg.baseline if not args.write_baseline else None)
 
     clash = _written_input(args) or missing_captures(args.captures)
     if clash:
         return fail(clash)
-    options = CheckOptions(
-        captures=args.captures,
-        profile=profile,
-        select=select,
-        ignore=ignore,
-        severity_overrides=expand_severity(severity),
-    )
-    from invariants.gate.parallel import RunStats, check_paths
-
     cache = None
     if use_cache:
         from invariants.gate.result_cache import DEFAULT_CACHE_DIR, ResultCache
 
-        cache = ResultCache(args.cache_dir or cfg.cache_dir or DEFAULT_CACHE_DIR)
+        chosen = args.cache_dir or cfg.cache_dir
+        cache = ResultCache(chosen or DEFAULT_CACHE_DIR)
         if unwritable := cache.unwritable():
-            return fail(unwritable)
+            if chosen:  # a cache the user asked for and cannot have is a usage error
+                return fail(unwritable)
+            # The default cache beside the working directory is a convenience: a read-only
+            # checkout still gets its verdict, only slower.  Say so once.
+            if not args.quiet:
+                print(f"inspector: {unwritable}; checking without it", file=sys.stderr)
+            cache = None
     stats = RunStats()
-    result = check_paths(args.paths, options, jobs=jobs, cache=cache, stats=stats)
+    try:
+        result = check(
+            args.paths,
+            CheckOptions(captures=args.captures, profile=cfg.profile),
+            config=cfg,
+            jobs=jobs,
+            cache=cache,
+            stats=stats,
+            ledger=args.ledger,
+            allow_empty=args.allow_empty,
+        )
+    except (BaselineError, LedgerError) as exc:
+        return fail(str(exc))
     for problem in result.problems:
         fail(problem)
-
-    if args.ledger:
-        from invariants.gate.ledger import LedgerError, apply_ledger
-
-        try:
-            extra = apply_ledger(args.ledger, result.sessions)
-        except LedgerError as exc:
-            return fail(str(exc))
-        if extra:
-            order = {m.file: i for i, m in enumerate(result.sessions)}
-            merged = result.findings + filter_findings(extra, options)
-            merged.sort(
-                key=lambda f: (
-                    order.get(f.file or "", len(order)),
-                    f.file or "",
-                    f.seq if f.seq is not None else -1,
-                    f.line or 0,
-                    f.rule,
-                )
-            )
-            result.findings = merged
-
-    if cfg.per_path_ignores:
-        result.findings = [
-            f for f in result.findings if not path_ignored(f.file, f.rule, cfg.per_path_ignores, cfg.root)
-        ]
 
     if args.write_baseline:
         from invariants.gate.baseline import write_baseline
@@ -228,27 +232,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"inspector: wrote {n} finding(s) to baseline {args.write_baseline}", file=sys.stderr)
         return 2 if result.problems else 0
 
-    outcome = None
-    if baseline_file:
-        from invariants.gate.baseline import BaselineError, apply_baseline, checked_owners, read_baseline
-
-        try:
-            entries = read_baseline(baseline_file)
-        except BaselineError as exc:
-            return fail(str(exc))
-        outcome = apply_baseline(
-            result.findings,
-            entries,
-            checked_owners(result.sessions, result.findings, args.captures),
-            str(baseline_file),
-        )
-        result.findings = outcome.new
-
     ctx = ReportContext(
         fail_on=fail_on,
         verbose=args.verbose,
         statistics=args.statistics,
-        baseline=outcome,
+        baseline=result.baseline,
         base_dir=cfg.root if cfg.path is not None else Path.cwd(),
         tool_version=__version__,
     )
@@ -267,8 +255,8 @@ def run(args: argparse.Namespace) -> int:
             f"inspector: {s['sessions']} session(s), {s['events']} events, {s['requests_checked']} request(s) checked: "
             f"{s['errors']} error(s), {s['warnings']} warning(s), {s['infos']} info(s)"
         )
-        if outcome is not None:
-            line += f"; baseline: {outcome.suppressed} known, {len(outcome.stale)} no longer occur"
+        if result.baseline is not None:
+            line += f"; baseline: {result.baseline.suppressed} known, {len(result.baseline.stale)} no longer occur"
         line += f" [{time.perf_counter() - started:.2f}s"
         if cache is not None:
             line += f", cache {stats.cache_hits}/{stats.units} folders"
@@ -280,5 +268,4 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.exit_zero:
         return 0
-    threshold = SEVERITY_RANK[fail_on]
-    return 1 if any(SEVERITY_RANK.get(f.severity, 0) >= threshold for f in result.findings) else 0
+    return 1 if result.failed(fail_on) else 0

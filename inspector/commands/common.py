@@ -28,6 +28,22 @@ def missing_captures(captures: list[Path] | None) -> str | None:
     return "; ".join(missing) or None
 
 
+def add_config_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("configuration")
+    g.add_argument(
+        "--config", metavar="FILE", type=Path, help="read settings from this inspector.toml or pyproject.toml"
+    )
+    g.add_argument("--isolated", action="store_true", help="ignore every configuration file")
+
+
+def load_configuration(args: argparse.Namespace):
+    """The configuration ``inspector check`` would use: ``--config``, else the nearest file from the
+    working directory up (``--isolated``: none).  Raises ``ConfigError``."""
+    from invariants.gate.config import load_config
+
+    return load_config(args.config, isolated=args.isolated)
+
+
 def split_codes(values: list[str] | None) -> list[str] | None:
     if values is None:
         return None

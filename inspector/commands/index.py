@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import fail
+from .common import add_config_flags, fail, load_configuration
 
 DEFAULT_DB = "inspector-index.db"  # same as inspector.index.DEFAULT_DB, without importing sqlite-utils for --help
 
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "index",
         help="index a sessions root into one SQLite file (incremental; opens in Datasette or sqlite3)",
         description="Index every session log under PATH (both eras, plain and zstd) with its capture, run the same "
-        "checks as `inspector check`, and store sessions, steps, findings, headers, loop instances and message text "
+        "checks as `inspector check` under the same configuration, and store sessions, steps, findings, headers, loop instances and message text "
         f"in one SQLite file (default ./{DEFAULT_DB}). Re-running reads only what changed: unchanged files are "
         "skipped, grown plain logs are read from where the last run stopped, replaced or compressed logs are "
         "re-read in full. Query it with `inspector sessions`, `inspector query`, Datasette or the sqlite3 shell.",
@@ -43,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="worker processes that replay logs (default: CPUs, at most 4; 1 = in this process)",
     )
+    add_config_flags(p)
     p.add_argument("--full", action="store_true", help="re-read every log even when its revision is unchanged")
     p.add_argument("--rebuild", action="store_true", help="delete the database first and index from scratch")
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but problems")
@@ -52,8 +53,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from inspector.index import IndexBuildError, build_index
     from inspector.index.build import is_index
+    from invariants.gate.baseline import BaselineError
+    from invariants.gate.config import ConfigError
+    from invariants.gate.policy import FindingPolicy
     from invariants.model.inert import inert
 
+    try:
+        config = load_configuration(args)
+        FindingPolicy.of(config)  # an unreadable baseline stops the run before the database is touched
+    except (ConfigError, BaselineError) as exc:
+        return fail(str(exc))
     db = args.db
     if args.jobs is not None and args.jobs < 1:
         return fail("--jobs must be at least 1")
@@ -76,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
             )
 
     try:
-        stats = build_index(args.paths, db, jobs=args.jobs, full=args.full, progress=progress)
+        stats = build_index(args.paths, db, jobs=args.jobs, full=args.full, progress=progress, config=config)
     except IndexBuildError as exc:
         return fail(str(exc))
     if show:

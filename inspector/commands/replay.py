@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import check_profile, fail
+from .common import add_config_flags, check_profile, fail, load_configuration
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,19 +30,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--session", metavar="ID", help="which session, when LOG holds several")
     p.add_argument("--profile", metavar="NAME", help="force a format profile")
+    add_config_flags(p)
 
 
 def run(args: argparse.Namespace) -> int:
     from invariants.analysis.attempts import step_attempts
+    from invariants.gate.config import ConfigError
     from invariants.gate.report import dumps_json
+    from invariants.gate.result import CheckOptions
+    from invariants.gate.unit import replay_sources
     from invariants.read.discover import discover
-    from invariants.replay.session import replay
 
+    try:
+        config = load_configuration(args)
+    except ConfigError as exc:
+        return fail(str(exc))
     sources, problems = discover([args.log])
     if problems:
         return fail("; ".join(problems))
-    profile = check_profile(args.profile)
-    models = [replay(s, profile) for s in sources]
+    profile = check_profile(args.profile if args.profile is not None else config.profile)
+    models, problems = replay_sources(sources, CheckOptions(profile=profile))
+    if problems:
+        return fail("; ".join(problems))
     if args.session is not None:
         models = [m for m in models if m.id == args.session]
         if not models:

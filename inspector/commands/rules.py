@@ -76,7 +76,8 @@ def one_line(text: str) -> str:
 
 
 def _configured(args: argparse.Namespace) -> dict[str, str] | int:
-    from inspector.config import ConfigError, expand_severity, load_config
+    from invariants.gate.config import ConfigError, load_config
+    from invariants.gate.policy import expand_severity
 
     from .common import fail
 

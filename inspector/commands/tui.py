@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import add_input_flags, check_profile, fail
+from .common import add_config_flags, add_input_flags, check_profile, fail, load_configuration
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,6 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("path", metavar="PATH", help="a log file, a folder of logs, or a sessions root")
     add_input_flags(p)
+    add_config_flags(p)
     p.add_argument("--session", metavar="ID", help="open this session directly")
     p.add_argument("--follow", action="store_true", help="watch a log that is still being written")
     p.add_argument(
@@ -30,7 +31,15 @@ def run(args: argparse.Namespace) -> int:
     if not Path(args.path).exists():
         return fail(f"{args.path}: no such file or directory")
     from inspector.app import create_app
+    from invariants.gate.baseline import BaselineError
+    from invariants.gate.config import ConfigError
+    from invariants.gate.policy import FindingPolicy
 
+    try:
+        config = load_configuration(args)
+        FindingPolicy.of(config)  # an unreadable baseline is a usage error here, not a per-log failure
+    except (ConfigError, BaselineError) as exc:
+        return fail(str(exc))
     if args.db is not None and not Path(args.db).is_file():
         return fail(f"{args.db}: no index here (build one with `inspector index PATH --db {args.db}`)")
     app = create_app(
@@ -38,8 +47,9 @@ def run(args: argparse.Namespace) -> int:
         captures=args.captures,
         session=args.session,
         follow=args.follow,
-        profile=check_profile(args.profile),
+        profile=check_profile(args.profile if args.profile is not None else config.profile),
         db=args.db,
+        config=config,
     )
     app.run()
     return getattr(app, "exit_code", 0) or 0

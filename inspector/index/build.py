@@ -7,6 +7,11 @@ revision or untouched at its old one.  The next run finds the rest changed
 and completes it.  Cross-folder work (prune, fork seeds, header GC) runs in
 transactions of its own, and is recomputed from the stored state on every
 run, so it too survives a kill.
+
+Findings are stored as ``inspector check`` reports them under the same
+configuration (its :class:`~invariants.gate.policy.FindingPolicy`); the
+policy's key is kept in ``meta``, and a run under another configuration
+re-reads everything (:func:`_adopt_policy`).
 """
 
 from __future__ import annotations
@@ -25,7 +30,10 @@ from typing import Any, Callable, Iterable
 
 import sqlite_utils
 
-from invariants.analysis.forks import ForkSide, check_fork_sides, could_be_parent, parent_candidates
+from invariants.analysis.forks import ForkSide, check_fork_sides
+from invariants.gate.config import Config
+from invariants.gate.fork_checks import resolve_parent
+from invariants.gate.policy import FindingPolicy
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
 from invariants.read.capture import find_capture
@@ -42,8 +50,10 @@ from .work import (
     Previous,
     SessionResult,
     Stat,
+    judged,
     process_group,
     source_stat,
+    use_policy,
 )
 
 DEFAULT_DB = "inspector-index.db"
@@ -215,9 +225,15 @@ def build_index(
     jobs: int | None = None,
     full: bool = False,
     progress: Callable[[IndexStats], None] | None = None,
+    config: Config | None = None,
 ) -> IndexStats:
-    """Index every log under ``paths`` into ``db_path``; only what changed is read."""
+    """Index every log under ``paths`` into ``db_path``; only what changed is read.
+
+    ``config`` decides which findings are stored, as it does for ``inspector check``
+    (None: every finding); an unreadable baseline raises ``BaselineError`` before anything is written.
+    """
     t0 = time.perf_counter()
+    policy = FindingPolicy.of(config)
     stats = IndexStats()
     db_path = str(db_path)
     roots = [os.path.abspath(p) for p in paths]
@@ -241,7 +257,7 @@ def build_index(
     db._index_lock_fd = lock.fd  # type: ignore[attr-defined]  # closed in worker processes
     try:
         run_id = _start_run(db, paths)
-        stats = _build(db, roots, sources, problems, jobs, full, progress, stats, run_id)
+        stats = _build(db, roots, sources, problems, jobs, full, progress, stats, run_id, policy)
         stats.seconds = time.perf_counter() - t0
         _finish_run(db, run_id, stats)
     except sqlite3.OperationalError as exc:  # a read-only file or folder, a full disk: what SQLite says
@@ -440,7 +456,9 @@ def _build(
     progress: Callable[[IndexStats], None] | None,
     stats: IndexStats,
     run_id: int,
+    policy: FindingPolicy,
 ) -> IndexStats:
+    _adopt_policy(db, policy)
     stats.problems.extend(problems)
     dirty = _prune(db, roots, sources, stats)
     tasks = _plan(db, sources, full, stats, dirty)
@@ -450,7 +468,7 @@ def _build(
     if pause_at:
         writer.batch = 1  # the test hook commits folder by folder, so a kill shows partial progress
     try:
-        for result in _run_tasks(db, tasks, jobs):
+        for result in _run_tasks(db, tasks, jobs, policy):
             writer.write(result)
             if progress:
                 progress(stats)
@@ -458,19 +476,38 @@ def _build(
     finally:
         if db.conn.in_transaction:
             db.conn.execute("ROLLBACK")
-    _fork_phase(db, roots, stats)
+    _fork_phase(db, roots, stats, policy)
     if stats.replaced or stats.removed:
         _gc_headers(db)
     stats.findings = db.execute("SELECT count(*) FROM findings").fetchone()[0]
     return stats
 
 
-def _run_tasks(db: sqlite_utils.Database, tasks: list[GroupTask], jobs: int | None) -> Iterable[GroupResult]:
+def _adopt_policy(db: sqlite_utils.Database, policy: FindingPolicy) -> None:
+    """Store under ``policy`` from now on.  Findings kept under another configuration are
+    not enough to derive this one's (what it hid is not stored), so every log and capture
+    is marked changed and every fork unchecked, in the same transaction as the new key:
+    a run killed after this still re-reads them next time."""
+    key = policy.key()
+    row = db.execute("SELECT value FROM meta WHERE key = 'policy'").fetchone()
+    if row is not None and row[0] == key:
+        return
+    conn = db.conn
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("UPDATE sessions SET mtime_ns = -1, head_hash = NULL, fork_checked = NULL")
+    conn.execute("UPDATE captures SET mtime_ns = -1, head_hash = NULL")
+    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('policy', ?)", [key])
+    conn.execute("COMMIT")
+
+
+def _run_tasks(
+    db: sqlite_utils.Database, tasks: list[GroupTask], jobs: int | None, policy: FindingPolicy
+) -> Iterable[GroupResult]:
     jobs = jobs if jobs is not None else default_jobs()
     if jobs <= 1 or len(tasks) <= 1:
         for task in tasks:
             _attach_state(db, task)
-            yield process_group(task)
+            yield process_group(task, policy)
         return
     import multiprocessing
 
@@ -478,7 +515,7 @@ def _run_tasks(db: sqlite_utils.Database, tasks: list[GroupTask], jobs: int | No
     window = jobs * 4  # results are written in order; a deeper queue keeps workers busy past a slow folder
     lock_fd = getattr(db, "_index_lock_fd", None)
     with ProcessPoolExecutor(
-        max_workers=jobs, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(), lock_fd)
+        max_workers=jobs, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(), lock_fd, policy)
     ) as pool:
         pending: deque[Future] = deque()
         it = iter(tasks)
@@ -496,8 +533,9 @@ def _run_tasks(db: sqlite_utils.Database, tasks: list[GroupTask], jobs: int | No
             yield result
 
 
-def _worker_init(parent: int, lock_fd: int | None) -> None:
+def _worker_init(parent: int, lock_fd: int | None, policy: FindingPolicy) -> None:
     """A worker never outlives a killed indexer, and never holds its lock or its database."""
+    use_policy(policy)
     if lock_fd is not None:
         try:
             os.close(lock_fd)  # our copy only: the parent's lock stays
@@ -935,12 +973,12 @@ def update_counts(conn: sqlite3.Connection, sids: Iterable[int]) -> None:
 # -- forks ---------------------------------------------------------------------
 
 
-def _fork_phase(db: sqlite_utils.Database, roots: list[str], stats: IndexStats) -> None:
+def _fork_phase(db: sqlite_utils.Database, roots: list[str], stats: IndexStats, policy: FindingPolicy) -> None:
     """Fork-seed checks for children whose log, parent or parent's log changed.
 
-    A parent is looked up only among indexed logs under the child's root, by
-    the id in its session header: a ``parentSession`` value never becomes a
-    path.
+    The parent is chosen as ``inspector check`` chooses it (:func:`_resolve_parent`),
+    by the id in the child's session header: a ``parentSession`` value never
+    becomes a path.
     """
     conn = db.conn
     children = conn.execute(
@@ -975,14 +1013,16 @@ def _fork_phase(db: sqlite_utils.Database, roots: list[str], stats: IndexStats) 
                 # A parent found by name (not the one checked log beside the child) is read
                 # only as far as the seed, as `inspector check` does: its length is not taken.
                 events = parent[2] if parent[7] == "checked" else None
-                side = ForkSide(_source(parent[5], root, parent[6]), parent_uid, events, parent[4])
+                side = ForkSide(_source(parent[5], root, parent[6]), parent_uid, events, parent[4] or "seed")
             try:
                 check_fork_sides(child, side, emit)
             except OSError as exc:
                 stats.problems.append(f"{path}: fork check could not read a log ({exc.strerror or exc})")
                 continue
             conn.execute("DELETE FROM findings WHERE session_id = ? AND source = 'fork'", [sid])
-            conn.executemany(_FINDING_INSERT, [(sid, None, None, "fork", *R.finding_row(f)) for f in emitted])
+            conn.executemany(
+                _FINDING_INSERT, [(sid, None, None, "fork", *R.finding_row(f)) for f in judged(policy, emitted)]
+            )
             conn.execute(
                 "UPDATE sessions SET parent_id = ?, fork_checked = ? WHERE id = ?",
                 [parent[0] if parent else None, key, sid],
@@ -999,19 +1039,26 @@ def _source(file: str, root: str, member: str | None) -> LogSource:
     return LogSource(Path(file), Path(root), member)  # type: ignore[call-arg]  # SQLite-backed session
 
 
+class _Indexed:
+    """An indexed session as :func:`~invariants.gate.fork_checks.resolve_parent` sees a checked log."""
+
+    def __init__(self, row: tuple, root: str) -> None:
+        self.row = row  # (id, path, events, revision, era, file, member, version, created_at)
+        self.source = _source(row[5], root, row[6])
+        self.created_at = row[8]
+
+
 def _resolve_parent(
     conn: sqlite3.Connection, sid: int, file: str, member: str | None, root: str, parent_uid: str, seed: int
 ) -> tuple | None:
     """(id, path, events, revision, era, file, member, how) of the parent, or None.
 
-    The same choice as ``inspector check``, made among the sessions indexed
-    under the child's root only: the log with that id beside the child (same
-    folder, project directory or database), else the only one with that id
-    (``invariants.gate.pipeline.parent_candidates_for``); failing both, as
-    ``invariants.analysis.forks.find_parent_log`` chooses among ``parent_candidates`` (the names the harness would give
-    it) that is an indexed log with that id.  The id never becomes a path:
-    candidates are compared with indexed paths, and nothing outside ``root``
-    can be indexed under it.
+    The choice ``inspector check`` makes (:func:`~invariants.gate.fork_checks.resolve_parent`),
+    with the sessions indexed under the child's root as the checked logs: ``how``
+    is ``checked`` for one of them, ``found`` for the log the store would have
+    written (read only as far as its header; its id is None when it is not indexed).
+    The id never becomes a path: the places are those the store would use under
+    ``root``, and nothing outside ``root`` is indexed under it.
     """
     prefix = root.rstrip(os.sep) + os.sep
     rows = conn.execute(
@@ -1019,45 +1066,15 @@ def _resolve_parent(
         "AND substr(path, 1, ?) = ? ORDER BY id",
         [parent_uid, sid, len(prefix), prefix],
     ).fetchall()
-    if not rows:
-        return None
     created = conn.execute("SELECT created_at FROM sessions WHERE id = ?", [sid]).fetchone()
-    child = _ref(file, member, root, parent_uid, created=created[0] if created else None)
-    refs = [_ref(r[5], r[6], root, None, r, created=r[8]) for r in rows]
-    pick = _pick_parent(child, refs, parent_uid)
-    if pick is not None:
-        return (*pick.row[:7], "checked")
-    if seed <= 0:
+    child = _source(file, root, member)
+    parent = resolve_parent(child, parent_uid, created[0] if created else None, seed, [_Indexed(r, root) for r in rows])
+    if parent is None:
         return None
-    # As invariants.analysis.forks.find_parent_log: beside the child the id decides;
-    # elsewhere only the one same-id log created before the child.
-    by_file = {r[5]: r for r in rows if r[6] is None and r[7] is not None}  # a log file whose header parsed
-    far = []
-    for candidate in parent_candidates(child.source, parent_uid):
-        r = by_file.get(str(candidate))
-        if r is None or not _within(str(candidate), root):
-            continue
-        if candidate.parent == child.source.path.parent:
-            return (*r[:7], "found")
-        if could_be_parent(child.header.created_at, r[8]):
-            far.append(r)
-    return (*far[0][:7], "found") if len(far) == 1 else None
-
-
-def _ref(file: str, member: str | None, root: str, parent_uid: str | None, row: tuple = (), created: Any = None) -> Any:
-    """What ``parent_candidates_for`` reads of a session model: its header's parent and time, and its source."""
-    from types import SimpleNamespace
-
-    return SimpleNamespace(
-        header=SimpleNamespace(parent_session=parent_uid, created_at=created),
-        source=_source(file, root, member),
-        row=row,
-    )
-
-
-def _pick_parent(child: Any, refs: list, parent_uid: str) -> Any:
-    try:
-        from invariants.gate.pipeline import parent_candidates_for
-    except ImportError:  # an older library: the only candidate, if it is the only one
-        return refs[0] if len(refs) == 1 else None
-    return parent_candidates_for(child, {parent_uid: refs}).get(parent_uid)
+    if isinstance(parent, _Indexed):
+        return (*parent.row[:7], "checked")
+    indexed = next((r for r in rows if r[5] == str(parent.path) and r[6] is None), None)
+    if indexed is not None:
+        return (*indexed[:7], "found")
+    st = _stat(str(parent.path))
+    return (None, str(parent.path), None, st.revision if st else None, None, str(parent.path), None, "found")

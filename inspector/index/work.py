@@ -16,6 +16,11 @@ log, between:
   sniff's head is sniffed again, and re-read in full if its era changed);
 - ``context``: unchanged, but a capture in the folder must be (re)checked
   against it: the model comes from the checkpoint with nothing to read.
+
+Recorded requests go through the pipeline's :class:`~invariants.gate.requests.RequestRouter`,
+and every finding through the run's :class:`~invariants.gate.policy.FindingPolicy`
+(a whole session's, or a whole capture's, at once), so the index stores the
+findings ``inspector check`` reports under the same configuration.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from invariants.gate.pipeline import check_sessions
+from invariants.gate.policy import FindingPolicy, report_order
+from invariants.gate.requests import RequestRouter
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
 from invariants.read.capture import Recorded, read_capture
@@ -38,6 +44,19 @@ from invariants.replay.session import SessionModel, replay, resume
 from . import rows as R
 
 HASH_WINDOW = 4096
+_IN_FILE_ORDER = report_order(())  # within one file: by seq, line and rule, as the report sorts them
+_WORKER_POLICY = FindingPolicy()  # the run's policy in a worker process (set by the pool's initializer)
+
+
+def use_policy(policy: FindingPolicy) -> None:
+    """Make ``policy`` the one :func:`process_group` applies in this (worker) process."""
+    global _WORKER_POLICY
+    _WORKER_POLICY = policy
+
+
+def judged(policy: FindingPolicy, findings: list[Finding]) -> list[Finding]:
+    """The findings of whole sessions (or a whole capture) that ``policy`` reports."""
+    return policy.apply(sorted(findings, key=_IN_FILE_ORDER))
 
 
 def _replay(src: LogSource) -> SessionModel:
@@ -217,8 +236,12 @@ def grew_in_place(path: str, stat: Stat, prev: Previous | None, end: int | None)
         return False
 
 
-def process_group(task: GroupTask) -> GroupResult:
-    """Replay or resume the folder's changed logs, then check its captures where needed."""
+def process_group(task: GroupTask, policy: FindingPolicy | None = None) -> GroupResult:
+    """Replay or resume the folder's changed logs, then check its captures where needed.
+
+    ``policy`` (default: the one :func:`use_policy` set) decides which findings are kept.
+    """
+    policy = policy if policy is not None else _WORKER_POLICY
     results: list[SessionResult] = []
     loaded: dict[int, tuple[SessionResult, SessionModel, Previous | None]] = {}
     parsed = False
@@ -239,7 +262,12 @@ def process_group(task: GroupTask) -> GroupResult:
             load(i, lt)
     caps: list[CaptureResult] = []
     if task.captures:
-        replaced = task.recheck_all or any(r.action in ("new", "replace") for r in results)
+        # a baseline matches a capture's findings all at once: with one, a changed capture is checked in full
+        replaced = (
+            task.recheck_all
+            or any(r.action in ("new", "replace") for r in results)
+            or policy.baseline_entries is not None
+        )
         plans = [_capture_plan(ct) for ct in task.captures]
         all_lines = replaced or any(p.all_lines for p in plans)
         work = all_lines or any(
@@ -254,13 +282,13 @@ def process_group(task: GroupTask) -> GroupResult:
             for ct, cr in zip(task.captures, plans):
                 cr.all_lines = all_lines
                 try:
-                    _check_capture(ct, cr, models)
+                    _check_capture(ct, cr, models, policy)
                     parsed = True
                 except Exception as exc:
                     cr.action, cr.problem = "error", _problem(ct.path, exc)
                 caps.append(cr)
     for i in sorted(loaded):
-        _fill(*loaded[i])
+        _fill(*loaded[i], policy)
     return GroupResult(
         task.folder, results, caps, task.recheck_all or (bool(caps) and caps[0].all_lines), parsed, task.gone_captures
     )
@@ -317,7 +345,7 @@ def _carried(rows: list[tuple], model: SessionModel) -> list[Finding]:
     return out
 
 
-def _fill(res: SessionResult, model: SessionModel, prev: Previous | None) -> None:
+def _fill(res: SessionResult, model: SessionModel, prev: Previous | None, policy: FindingPolicy) -> None:
     """Rows for one session; only the new ones after an append."""
     prev_steps = prev_versions = 0
     since_seq = -1
@@ -361,7 +389,7 @@ def _fill(res: SessionResult, model: SessionModel, prev: Previous | None) -> Non
         )
     res.streams = R.stream_rows(model, res.cache_start)
     res.facts["messages_new"] = len(res.messages)
-    res.findings = [R.finding_row(f) for f in model.findings]
+    res.findings = [R.finding_row(f) for f in judged(policy, model.findings)]
     res.headers = list(headers.rows.values())
     res.header_tools = [(h, i, n) for h, names in headers.tools.items() for i, n in enumerate(names)]
 
@@ -380,12 +408,12 @@ def _capture_plan(ct: CaptureTask) -> CaptureResult:
     return cr
 
 
-def _check_capture(ct: CaptureTask, cr: CaptureResult, models: list[SessionModel]) -> None:
+def _check_capture(ct: CaptureTask, cr: CaptureResult, models: list[SessionModel], policy: FindingPolicy) -> None:
     path = Path(ct.path)
     records, file_findings = read_capture(path)
     cr.records = len(records)
     cr.checked_lines = max((r.line for r in records), default=0)
-    cr.file_findings = [R.finding_row(f) for f in file_findings]
+    cr.file_findings = [R.finding_row(f) for f in judged(policy, file_findings)]
     if not ct.path.endswith((".zstd", ".zst")):
         try:
             cr.head_hash, cr.tail_hash = window_hashes(ct.path, ct.stat.size)
@@ -398,24 +426,26 @@ def _check_capture(ct: CaptureTask, cr: CaptureResult, models: list[SessionModel
         retry = set(prev.unexplained_lines)
         todo = [r for r in records if r.line > prev.checked_lines or r.line in retry]
     cr.rechecked = [r.line for r in todo]
-    owner = {id(m): m for m in models}
+    router = RequestRouter(models, explicit=False)
+    emitted: list[tuple[int, str | None, Finding]] = []
     for rec in todo:
-        emitted: list[Finding] = []
-
-        def emit(code: str, message: str, **where: Any) -> None:
-            emitted.append(make_finding(code, message, **where))
-
-        before = {id(m): len(m.requests) for m in models}
-        checks = check_sessions(models, {path: [rec]}, False, emit)
-        target = next((m for k, m in owner.items() if len(m.requests) > before[k]), None)
-        session_path = target.file if target is not None else None  # == LogTask.path (display)
-        if checks:
-            rc = checks[0]
-            cr.requests.append(_request_row(rec, session_path, rc.session, rc.step, rc.status, rc.codes))
-        else:
+        out = router.check(path, rec)
+        if out is None:
             cr.requests.append(_request_row(rec, None, rec.session_id, None, "not-routed", []))
-        for f in emitted:
-            cr.findings.append((rec.line, session_path if f.file == session_path else None, R.finding_row(f)))
+            continue
+        session_path = out.model.file if out.model is not None else None  # == LogTask.path (display)
+        rc = out.check
+        cr.requests.append(_request_row(rec, session_path, rc.session, rc.step, rc.status, rc.codes))
+        emitted.extend((rec.line, session_path, f) for f in out.findings)
+    # the policy per finding, then the baseline over the whole capture's findings in report order
+    kept = sorted(
+        ((line, sp, g) for line, sp, f in emitted if (g := policy.judge(f)) is not None),
+        key=lambda t: _IN_FILE_ORDER(t[2]),
+    )
+    new = {id(f) for f in policy.absorb([f for _, _, f in kept])[0]}
+    for line, session_path, f in kept:
+        if id(f) in new:
+            cr.findings.append((line, session_path if f.file == session_path else None, R.finding_row(f)))
 
 
 def _request_row(

@@ -20,7 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import invariants.replay.session as replay_mod
-from invariants.gate.pipeline import CheckOptions, CheckResult, check_models, cyclic_gc_paused, run_check
+from invariants.gate.config import Config
+from invariants.gate.pipeline import check, check_sources, cyclic_gc_paused
+from invariants.gate.policy import FindingPolicy
+from invariants.gate.result import CheckOptions, CheckResult
+from invariants.gate.unit import replay_source
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
 from invariants.read.capture import Recorded, read_capture
@@ -51,13 +55,14 @@ def _tail_hash(path: Path, end: int) -> str:
 class FollowCheck:
     """Check one log again and again as it grows; ``last_mode`` says how the last check ran."""
 
-    def __init__(self, source: LogSource, options: CheckOptions) -> None:
+    def __init__(self, source: LogSource, options: CheckOptions, config: Config | None = None) -> None:
         self.source = source
         self.options = options
+        self.config = config
         self.model: SessionModel | None = None  # the last model, when it carries a checkpoint
         self.mark: _Mark | None = None
         self.carry: list[Finding] = []
-        self.last_mode = "none"  # full | resume | run_check
+        self.last_mode = "none"  # full | resume | check
         self._captures: dict[Path, tuple[tuple, list[Recorded], list[Finding]]] = {}  # by (size, mtime, inode)
 
     @property
@@ -73,25 +78,18 @@ class FollowCheck:
                     return result
                 self.last_mode = "full"
                 return self._full()
-            self.last_mode = "run_check"
+            self.last_mode = "check"
             self.model = self.mark = None
-            return run_check([self.source.path], self.options)
+            return check([self.source.path], self.options, config=self.config, keep_models=True)
 
     # -- full ---------------------------------------------------------------------------
     def _full(self) -> CheckResult:
         self.model = self.mark = None
         sources, problems = discover([self.source.path])
-        models: list[SessionModel] = []
-        for src in sources:
-            try:
-                model = replay_mod.replay(src, self.options.profile, checkpoint=True)
-            except OSError as exc:
-                problems.append(f"{src.display}: cannot read ({exc.strerror or exc})")
-                continue
-            models.append(model)
-        if len(models) == 1 and models[0].checkpoint is not None:
+        models = [replay_source(src, self.options, checkpoint=True) for src in sources]
+        if len(models) == 1 and isinstance(models[0], SessionModel) and models[0].checkpoint is not None:
             self._keep(models[0], [f for f in models[0].findings if f.rule in POST_FOLD_RULES])
-        return self._finish(models, problems)
+        return self._finish(sources, models, problems)
 
     # -- resume ---------------------------------------------------------------------------
     def _resume(self) -> CheckResult | None:
@@ -135,7 +133,7 @@ class FollowCheck:
             self._keep(resumed, self.carry)
         else:
             self.model = self.mark = None
-        return self._finish([resumed], [])
+        return self._finish([self.source], [resumed], [])
 
     def _keep(self, model: SessionModel, carry: list[Finding]) -> None:
         try:
@@ -162,6 +160,14 @@ class FollowCheck:
             self._captures[path] = (stamp, records, list(found))
         return records, found
 
-    # -- what run_check does after the replays ------------------------------------------------
-    def _finish(self, models: list[SessionModel], problems: list[str]) -> CheckResult:
-        return check_models(models, self.options, problems, read=self._read_capture)
+    # -- the rest of the pipeline ----------------------------------------------------------------
+    def _finish(self, sources: list[LogSource], models: list, problems: list[str]) -> CheckResult:
+        return check_sources(
+            sources,
+            self.options,
+            FindingPolicy.of(self.config),
+            problems=problems,
+            models=models,
+            read=self._read_capture,
+            keep_models=True,
+        )

@@ -49,7 +49,9 @@ from inspector.widgets.request_view import RequestView
 from inspector.widgets.status import SessionBar, StatusLine
 from inspector.widgets.timeline import Timeline
 from invariants.analysis.events_view import LineIndex, Match, read_events, search
-from invariants.gate.pipeline import CheckOptions, run_check
+from invariants.gate.config import Config
+from invariants.gate.pipeline import check
+from invariants.gate.result import CheckOptions
 from invariants.read.source import LogSource, strip_log_suffix
 
 TAB_TITLES = {
@@ -97,11 +99,18 @@ class SessionScreen(Screen):
     category: reactive[str | None] = reactive(None, init=False)
 
     def __init__(
-        self, source: LogSource, *, options: CheckOptions | None = None, follow: bool = False, from_list: bool = False
+        self,
+        source: LogSource,
+        *,
+        options: CheckOptions | None = None,
+        config: Config | None = None,
+        follow: bool = False,
+        from_list: bool = False,
     ) -> None:
         super().__init__()
         self.source = source
         self.options = options or CheckOptions()
+        self.config = config  # what to report, as the gate does (None: every finding)
         self.follow = follow
         self.from_list = from_list
         self.state: SessionState | None = None
@@ -119,7 +128,7 @@ class SessionScreen(Screen):
         self.search_pos = -1
         self._collected_at = time.perf_counter()
         self._checker = None  # FollowCheck while following: re-checks resume the replay
-        self.check_mode = "none"  # how the last check ran: full | resume | run_check
+        self.check_mode = "none"  # how the last check ran: full | resume | check
 
     # -- layout --------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -181,14 +190,14 @@ class SessionScreen(Screen):
         return [self.source.path]
 
     def _check(self) -> Any:
-        """Check the log: once with run_check, or, while following, through a FollowCheck that resumes."""
+        """Check the log: once, or, while following, through a FollowCheck that resumes."""
         if not self.follow:
-            self.check_mode = "run_check"
-            return run_check(self._paths(), self.options)
+            self.check_mode = "check"
+            return check(self._paths(), self.options, config=self.config, keep_models=True)
         if self._checker is None:
             from inspector.screens.follow import FollowCheck
 
-            self._checker = FollowCheck(self.source, self.options)
+            self._checker = FollowCheck(self.source, self.options, self.config)
         result = self._checker.check()
         self.check_mode = self._checker.last_mode
         return result
@@ -214,10 +223,10 @@ class SessionScreen(Screen):
     def _pick(self, result: Any) -> Any:
         """This screen's session among the checked ones (a database holds several)."""
         target = (self.source.path.resolve(), self.source.member)
-        for m in result.sessions:
-            if (m.source.path.resolve(), getattr(m.source, "member", None)) == target:
+        for m in result.models:
+            if (m.source.path.resolve(), m.source.member) == target:
                 return m
-        return result.sessions[0] if result.sessions and self.source.member is None else None
+        return result.models[0] if result.models and self.source.member is None else None
 
     def on_session_load_failed(self, message: SessionLoadFailed) -> None:
         self.timeline.placeholder = "could not read this log"

@@ -31,7 +31,9 @@ from inspector.messages import SessionChosen, SessionScanFinished, SessionSummar
 from inspector.screens.state import session_findings
 from inspector.widgets.jsontext import safe
 from inspector.widgets.session_table import COLUMNS, SessionRow, SessionTable, header_text
-from invariants.gate.pipeline import CheckOptions, run_check
+from invariants.gate.config import Config
+from invariants.gate.pipeline import check
+from invariants.gate.result import CheckOptions
 from invariants.read.discover import discover
 from invariants.read.load import LogReader
 from invariants.read.source import LogSource
@@ -115,6 +117,7 @@ class SessionListScreen(Screen):
         root: Path,
         *,
         options: CheckOptions | None = None,
+        config: Config | None = None,
         session: str | None = None,
         follow: bool = False,
         db: Path | None = None,
@@ -126,6 +129,7 @@ class SessionListScreen(Screen):
         self.index_rows = 0
         self.index_stale = 0
         self.options = options or CheckOptions()
+        self.config = config  # what to report, as the gate does (None: every finding)
         self.wanted = session
         self.follow = follow
         self.summaries: dict[tuple[Path, str | None], SessionRow] = {}
@@ -152,13 +156,18 @@ class SessionListScreen(Screen):
     # -- scanning ----------------------------------------------------------------
     def _index_path(self) -> Path | None:
         """The index to read: ``--db``, else the default file in the working directory, if it covers the root."""
-        from inspector.index import DEFAULT_DB, covers
+        from inspector.index import DEFAULT_DB, covers, index_info
+        from invariants.gate.policy import FindingPolicy
 
         if self.options.captures is not None or self.options.profile is not None:
             return None  # the index was checked without these options
         db = self.db if self.db is not None else Path(DEFAULT_DB)
         try:
-            return db if db.is_file() and covers(db, self.root) else None
+            if not db.is_file() or not covers(db, self.root):
+                return None
+            info = index_info(db)
+            same = info is not None and info["meta"].get("policy") == FindingPolicy.of(self.config).key()
+            return db if same else None  # an index kept under another configuration counts other findings
         except Exception:  # a broken index is no index
             return None
 
@@ -248,7 +257,7 @@ class SessionListScreen(Screen):
                 by_path.setdefault(s.path, []).append(s)
         for path, group in by_path.items():  # one check per file: a database holds many sessions
             try:
-                result = run_check([path], self.options)
+                result = check([path], self.options, config=self.config)
             except Exception as exc:  # one bad log must not stop the list
                 for s in group:
                     self.post_message(
@@ -258,29 +267,28 @@ class SessionListScreen(Screen):
             if result.sessions:  # what the check could not read beside a readable log (e.g. a capture file)
                 problems.extend(p for p in result.problems if p not in problems)
             for s in group:
-                model = next((m for m in result.sessions if getattr(m.source, "member", None) == s.member), None)
-                if model is None:
+                summary = next((m for m in result.sessions if m.member == s.member), None)
+                if summary is None:
                     self.post_message(
                         SessionSummaryReady(
                             replace(s, problem="; ".join(result.problems) or "not readable", loaded=True)
                         )
                     )
                     continue
-                found = session_findings(result, model)
                 sev = {"error": 0, "warning": 0, "info": 0}
-                for f in found:
+                for f in session_findings(result, summary):
                     sev[f.severity] = sev.get(f.severity, 0) + 1
                 self.post_message(
                     SessionSummaryReady(
                         replace(
                             s,
-                            events=model.events,
-                            steps=len(model.steps),
-                            resumes=sum(1 for x in model.instances if x.reason == "resume"),
+                            events=summary.events,
+                            steps=summary.steps,
+                            resumes=len(summary.resumes),
                             errors=sev["error"],
                             warnings=sev["warning"],
                             infos=sev["info"],
-                            profile=model.profile.name,
+                            profile=summary.profile,
                             loaded=True,
                         )
                     )
@@ -370,7 +378,9 @@ class SessionListScreen(Screen):
             (s for s in self.summaries.values() if s.path == message.path and s.id == message.session_id), None
         )
         src = LogSource(message.path, self.root, summary.member if summary is not None else None)
-        self.app.push_screen(SessionScreen(src, options=self.options, follow=self.follow, from_list=True))
+        self.app.push_screen(
+            SessionScreen(src, options=self.options, config=self.config, follow=self.follow, from_list=True)
+        )
 
     # -- sorting and filtering -------------------------------------------------------
     def action_sort(self) -> None:

@@ -17,7 +17,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from invariants.gate.pipeline import CheckResult, RequestCheck
+from invariants.gate.result import CheckResult, RequestCheck, SessionSummary
 from invariants.model.findings import SEVERITY_RANK, Finding
 from invariants.replay.compare import Difference, compare
 from invariants.replay.header_fold import HeaderVersion
@@ -66,11 +66,12 @@ class StepDiff:
     differences: list[Difference] = field(default_factory=list)
 
 
-def session_findings(result: CheckResult, model: SessionModel) -> list[Finding]:
-    """The findings of ``model`` among a check of several logs (a forked child is checked with its parent)."""
-    others = {m.file for m in result.sessions if m is not model}
-    other_ids = {m.id for m in result.sessions if m is not model} - {model.id}
-    return [f for f in result.findings if f.file not in others and f.session not in other_ids]
+def session_findings(result: CheckResult, session: SessionModel | SessionSummary) -> list[Finding]:
+    """The findings of ``session`` among a check of several logs (a database holds several sessions)."""
+    others = [m for m in result.sessions if m.file != session.file]
+    other_files = {m.file for m in others}
+    other_ids = {m.id for m in others} - {session.id}
+    return [f for f in result.findings if f.file not in other_files and f.session not in other_ids]
 
 
 _SERIAL = itertools.count(1)

@@ -29,7 +29,6 @@ from typing import Any, Callable, Iterator
 from invariants.model.jsonvalue import first_difference, shorten
 from invariants.read.load import LogReader
 from invariants.read.source import LogSource
-from invariants.replay.session import SessionModel
 
 LOG_NAMES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
@@ -186,34 +185,6 @@ def _head(source: LogSource, n: int) -> list[tuple[tuple, int]]:
     """The first ``n`` events as (compared fields, physical line)."""
     reader = LogReader(source)
     return [((e.type, e.seq, e.time, e.data, e.surface_op, e.source_seqs), e.line) for e in islice(iter(reader), n)]
-
-
-def side_of(model: SessionModel) -> ForkSide:
-    hdr = model.header
-    return ForkSide(
-        model.source,
-        model.id,
-        model.events,
-        model.profile.era,
-        hdr.parent_session if hdr else None,
-        (hdr.seed_length or 0) if hdr else 0,
-    )
-
-
-def check_fork(child: SessionModel, parents: dict[str, SessionModel], emit: Callable[..., None]) -> None:
-    """Fork-seed findings for ``child``; ``parents`` maps session id to checked models."""
-    hdr = child.header
-    if hdr is None or not hdr.parent_session:
-        return
-    parent = parents.get(hdr.parent_session)
-    if parent is not None:
-        parent_side: ForkSide | None = side_of(parent)
-    else:
-        found = (
-            find_parent_log(child.source, hdr.parent_session, hdr.created_at) if (hdr.seed_length or 0) > 0 else None
-        )
-        parent_side = ForkSide(found, hdr.parent_session, None) if found is not None else None
-    check_fork_sides(side_of(child), parent_side, emit)
 
 
 def check_fork_sides(child: ForkSide, parent: ForkSide | None, emit: Callable[..., None]) -> None:

@@ -1,225 +1,66 @@
-"""One entry point: paths + options -> sessions, findings and request verdicts.
+"""The one check: paths (or sources) + options + configuration -> :class:`CheckResult`.
 
-``inspector check``, the TUI and the index all call :func:`run_check`, so
+read -> replay (the rules run during the one pass) -> captures routed and
+compared: the per-unit half (:mod:`invariants.gate.unit`), run here or by an
+executor's workers, or served by the result cache.  Then the cross-session
+half, here: fork seeds, the ledger, the configuration (select, ignore,
+severity, per-path ignores, baseline) and the report order.
+
+``inspector check`` (serial, ``--jobs N``, cached), the TUI (follow mode
+hands in resumed models and a caching capture reader), ``replay`` and
+``cache-report`` (the replay step) and the index (the router, the fork
+resolution and the policy, per folder) all go through these functions, so
 they agree on every finding.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Iterable, Iterator
 
-from invariants.analysis.forks import check_fork
+from invariants.gate.baseline import checked_owners
+from invariants.gate.config import Config
+from invariants.gate.executor import Executor, executor_for
+from invariants.gate.fork_checks import fork_findings
+from invariants.gate.ledger import apply_ledger
+from invariants.gate.policy import FindingPolicy, report_order
+from invariants.gate.result import CheckOptions, CheckResult, RequestCheck, SessionSummary
+from invariants.gate.result_cache import ResultCache
+from invariants.gate.unit import (
+    CaptureReader,
+    Unit,
+    UnitOutcome,
+    check_unit,
+    plan_units,
+    replay_job,
+    run_unit,
+    unit_identity,
+    unit_key,
+)
 from invariants.model.findings import Finding
-from invariants.model.registry import RULES, make_finding
-from invariants.read.capture import Recorded, find_capture, read_capture
 from invariants.read.discover import discover
-from invariants.replay.compare import compare
-from invariants.replay.session import SessionModel, StepState, replay
+from invariants.read.source import LogSource
+from invariants.replay.session import SessionModel
+
+PathLike = str | os.PathLike
 
 
 @dataclass
-class CheckOptions:
-    captures: list[Path] | None = None  # explicit capture files; None = look beside each log
-    profile: str | None = None  # force a profile; None = sniff per log
-    select: list[str] | None = None  # rule codes, code prefixes or categories
-    ignore: list[str] = field(default_factory=list)
-    severity_overrides: dict[str, str] = field(default_factory=dict)
-    max_line: int | None = None
+class RunStats:
+    """How a run went: units, result-cache hits and misses, fork checks served by the cache."""
 
-
-@dataclass
-class RequestCheck:
-    """One recorded request and what became of it."""
-
-    recorded: Recorded
-    session: str | None
-    step: int | None = None  # index into the session's steps
-    status: str = "unchecked"  # ok | diverges | header | unexplained | one-shot
-    codes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class CheckResult:
-    sessions: list[SessionModel]
-    findings: list[Finding]
-    requests: list[RequestCheck]
-    problems: list[str]  # unusable inputs (exit 2)
-
-    @property
-    def requests_checked(self) -> int:
-        return sum(1 for r in self.requests if r.status not in ("one-shot", "unexplained"))
-
-    def counts(self) -> dict[str, int]:
-        out = {"error": 0, "warning": 0, "info": 0}
-        for f in self.findings:
-            out[f.severity] = out.get(f.severity, 0) + 1
-        return out
-
-    def summary(self) -> dict[str, int]:
-        c = self.counts()
-        return {
-            "sessions": len(self.sessions),
-            "events": sum(m.events for m in self.sessions),
-            "requests_checked": self.requests_checked,
-            "errors": c["error"],
-            "warnings": c["warning"],
-            "infos": c["info"],
-        }
-
-
-def rule_matches(rule_code: str, patterns: Iterable[str]) -> bool:
-    """A pattern names a rule code, a code prefix (``DIV``) or a category."""
-    rule = RULES.get(rule_code)
-    for p in patterns:
-        if (
-            rule_code == p
-            or (p and rule_code.startswith(p) and p.isalpha() and p.isupper())
-            or (rule and rule.category == p)
-        ):
-            return True
-    return False
-
-
-def filter_findings(findings: list[Finding], options: CheckOptions) -> list[Finding]:
-    out = []
-    for f in findings:
-        if options.select is not None and not rule_matches(f.rule, options.select):
-            continue
-        if options.ignore and rule_matches(f.rule, options.ignore):
-            continue
-        if f.rule in options.severity_overrides:
-            f.severity = options.severity_overrides[f.rule]
-        out.append(f)
-    return out
-
-
-def check_sessions(
-    models: list[SessionModel], captures: dict[Path | None, list[Recorded]], explicit: bool, emit: Callable[..., None]
-) -> list[RequestCheck]:
-    """Match recorded requests to steps and compare them."""
-    by_id: dict[str, list[SessionModel]] = {}
-    for m in models:
-        by_id.setdefault(m.id, []).append(m)
-    results: list[RequestCheck] = []
-    by_folder: dict[Path, list[SessionModel]] = {}
-    for m in models:
-        by_folder.setdefault(m.source.path.parent, []).append(m)
-    for capture_path, records in captures.items():
-        local = models if capture_path is None else by_folder.get(capture_path.parent, [])
-        local_ids = {m.id: m for m in local}
-        for rec in records:
-            model = _route(rec, local_ids, local, by_id if explicit else {})
-            if model is None:
-                if not explicit and rec.session_id and _has_log_beside(capture_path, rec):
-                    continue  # a session in that folder the user did not ask to check
-                emit(
-                    "REQ004",
-                    f"recorded request (capture line {rec.line}) names session {rec.session_id!r}, which no checked log explains",
-                    file=rec.file,
-                    line=rec.line,
-                    session=rec.session_id,
-                )
-                results.append(RequestCheck(rec, rec.session_id, status="unexplained", codes=["REQ004"]))
-                continue
-            results.append(_check_one(model, rec, emit))
-    return results
-
-
-def _route(
-    rec: Recorded,
-    local_ids: dict[str, SessionModel],
-    local: list[SessionModel],
-    global_ids: dict[str, list[SessionModel]],
-) -> SessionModel | None:
-    if rec.session_id is not None:
-        if rec.session_id in local_ids:
-            return local_ids[rec.session_id]
-        if rec.session_id in global_ids and len(global_ids[rec.session_id]) == 1:
-            return global_ids[rec.session_id][0]
-        return None
-    return local[0] if len(local) == 1 else None
-
-
-def _has_log_beside(capture_path: Path | None, rec: Recorded) -> bool:
-    if capture_path is None:
-        return False
-    folder = capture_path.parent
-    names = [rec.session_file] if rec.session_file else []
-    names += [f"{rec.session_id}{s}" for s in (".jsonl", ".jsonl.zstd", ".jsonl.zst")]
-    # A hint is a bare file name: never follow a path out of the capture's folder.
-    return any(n and "/" not in n and "\\" not in n and n not in (".", "..") and (folder / n).is_file() for n in names)
-
-
-def _check_one(model: SessionModel, rec: Recorded, emit: Callable[..., None]) -> RequestCheck:
-    rc = RequestCheck(rec, model.id)
-    model.requests.append(rc)
-    where: dict[str, Any] = {"file": model.file, "session": model.id}
-    cap = f"{rec.file}:{rec.line}"
-    if not rec.loop_built:
-        rc.status = "one-shot"
-        return rc
-
-    def fail(code: str, message: str, **extra: Any) -> RequestCheck:
-        rc.status, rc.codes = "unexplained", [code]
-        emit(code, message, **{**where, **extra}, detail={"capture": cap})
-        return rc
-
-    step: StepState | None
-    if rec.log_length is not None:
-        if rec.log_length > model.events:
-            return fail(
-                "REQ005",
-                f"recorded request (capture {cap}) was sent at logLength {rec.log_length}, but the log has {model.events} events",
-                turn=rec.turn,
-                step=rec.step,
-            )
-        step = model.step_for_log_length(rec.log_length)
-    else:
-        step = model.step_for(rec.turn, rec.step)
-    if step is None:
-        return fail(
-            "REQ002",
-            f"recorded loop-built request (capture {cap}) has no step/start before it in the log",
-            turn=rec.turn,
-            step=rec.step,
-        )
-    rc.step = step.index
-    step.requests.append(len(model.requests) - 1)
-    expected = model.rebuild_request(step, rec.log_length)
-    where.update(turn=step.turn, step=step.step, seq=step.seq, line=step.line)
-    if expected is None:
-        step.status = "unexplained"
-        return fail(
-            "REQ003",
-            f"recorded loop-built request (capture {cap}) has no request header in force: its model, system and tools are unexplained",
-        )
-    diffs = compare(expected, rec.request)
-    for d in diffs:
-        extra = dict(where)
-        if d.code == "DIV001" and d.detail.get("source_seq") is not None:
-            extra["seq"] = d.detail["source_seq"]
-            extra["line"] = model.surface.lines.get(d.detail["source_seq"], step.line)
-        emit(d.code, d.message, **extra, path=d.path, detail={**d.detail, "capture": cap, "step_seq": step.seq})
-    rc.codes = [d.code for d in diffs]
-    severe = [d for d in diffs if RULES[d.code].severity == "error"]
-    if any(d.code == "DIV001" for d in severe):
-        rc.status = "diverges"
-    elif severe:
-        rc.status = "header"
-    else:
-        rc.status = "ok"
-    rank = {"unchecked": 0, "ok": 1, "header": 2, "diverges": 3, "unexplained": 3}
-    if rank.get(rc.status, 0) > rank.get(step.status, 0):
-        step.status = rc.status
-    return rc
+    units: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    fork_hits: int = 0
 
 
 @contextmanager
-def cyclic_gc_paused():
+def cyclic_gc_paused() -> Iterator[None]:
     """Parsed JSON holds no reference cycles, so refcounting frees it; the cyclic
     collector would only rescan every retained message on each allocation burst
     (a quarter of the run time on large logs).  Restored on exit."""
@@ -232,138 +73,215 @@ def cyclic_gc_paused():
             gc.enable()
 
 
-def run_check(
-    paths: list[str | Path],
+def check(
+    paths: PathLike | Iterable[PathLike],
     options: CheckOptions | None = None,
-    on_session: Callable[[SessionModel], None] | None = None,
+    *,
+    config: Config | None = None,
+    jobs: int = 1,
+    executor: Executor | None = None,
+    cache: ResultCache | None = None,
+    stats: RunStats | None = None,
+    ledger: PathLike | None = None,
+    keep_models: bool = False,
+    allow_empty: bool = False,
 ) -> CheckResult:
+    """Check the session logs under ``paths`` (files, folders, sessions roots, session databases).
+
+    ``options`` say how to read (explicit capture files, a forced profile);
+    ``config`` what to report (:func:`~invariants.gate.config.load_config`
+    reads ``inspector.toml`` / ``[tool.inspector]``; None reports every
+    finding at its default severity).  ``jobs`` worker processes (0: one per
+    CPU) or an ``executor`` run the per-folder half; ``cache`` serves unchanged
+    folders; ``ledger`` names a log ledger to verify and update (RSM001).
+    ``keep_models`` keeps the replayed sessions in ``result.models`` (the run
+    then stays in this process and bypasses the cache).  A named folder with
+    no session log is a problem unless ``allow_empty``.
+
+    Raises :class:`~invariants.gate.baseline.BaselineError` for an unreadable
+    baseline and :class:`~invariants.gate.ledger.LedgerError` for a bad ledger.
+    """
+    named = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    options = options or CheckOptions()
+    policy = FindingPolicy.of(config)
     with cyclic_gc_paused():
-        return _run_check(paths, options or CheckOptions(), on_session)
-
-
-def _run_check(
-    paths: list[str | Path], options: CheckOptions, on_session: Callable[[SessionModel], None] | None
-) -> CheckResult:
-    sources, problems = discover(paths)
-    models: list[SessionModel] = []
-    for src in sources:
-        try:
-            model = replay(src, options.profile, max_line=options.max_line)
-        except OSError as exc:
-            problems.append(f"{src.display}: cannot read ({exc.strerror or exc})")
-            continue
-        models.append(model)
-        if on_session:
-            on_session(model)
-    return check_models(models, options, problems)
-
-
-def check_models(
-    models: list[SessionModel],
-    options: CheckOptions,
-    problems: list[str],
-    read: Callable[[Path], tuple[list[Recorded], list[Finding]]] | None = None,
-) -> CheckResult:
-    """Everything after the replays: captures, request verdicts, fork seeds, ordering.
-
-    ``read`` reads one capture file (default :func:`read_capture`); a caller
-    that follows a growing log passes a caching reader.
-    """
-    if read is None:
-
-        def read(cp: Path) -> tuple[list[Recorded], list[Finding]]:
-            return read_capture(cp, options.max_line)
-
-    extra: list[Finding] = []
-
-    def emit(code: str, message: str, **where: Any) -> None:
-        extra.append(make_finding(code, message, **where))
-
-    captures: dict[Path | None, list[Recorded]] = {}
-    explicit = options.captures is not None
-    if explicit:
-        for cp in options.captures or []:
-            cp = Path(cp)
-            if not cp.is_file():
-                problems.append(f"{cp}: capture file not found")
-                continue
-            records, cap_findings = read(cp)
-            extra.extend(cap_findings)
-            captures.setdefault(None, []).extend(records)
-    else:
-        seen: set[Path] = set()
-        for m in models:
-            cp = find_capture(m.source.path)
-            if cp is not None and cp not in seen:
-                seen.add(cp)
-                records, cap_findings = read(cp)
-                extra.extend(cap_findings)
-                captures[cp] = records
-    requests = check_sessions(models, captures, explicit, emit)
-    by_id: dict[str, list[SessionModel]] = {}
-    for m in models:
-        by_id.setdefault(m.id, []).append(m)
-    from invariants.analysis.forks import root_index_scope
-
-    with root_index_scope():  # each root scanned once for all the fork checks
-        for m in models:
-            check_fork(m, parent_candidates_for(m, by_id), emit)
-    return CheckResult(models, ordered_findings(models, extra, options), requests, problems)
-
-
-def ordered_findings(sessions: list, extra: list[Finding], options: CheckOptions) -> list[Finding]:
-    """Every finding of a run, filtered by the options, in report order.
-
-    Shared by serial, parallel and cached runs so their output is identical:
-    sessions in discovery order, then by seq, line and rule.
-    """
-    findings = filter_findings([f for m in sessions for f in m.findings] + extra, options)
-    order = {m.file: i for i, m in enumerate(sessions)}
-    findings.sort(
-        key=lambda f: (
-            order.get(f.file or "", len(order)),
-            f.file or "",
-            f.seq if f.seq is not None else -1,
-            f.line or 0,
-            f.rule,
+        sources, problems = discover(named)
+        if not allow_empty:
+            problems.extend(empty_inputs(named, sources))
+        if cache is not None:
+            cache.open_scope([_scope_path(p) for p in named] + [str(c) for c in options.captures or []])
+        result = check_sources(
+            sources,
+            options,
+            policy,
+            problems=problems,
+            executor=executor or executor_for(jobs),
+            cache=cache,
+            stats=stats,
+            ledger=ledger,
+            keep_models=keep_models,
         )
-    )
-    return findings
+        if cache is not None:
+            cache.flush()
+    return result
 
 
-def _near(a: SessionModel, b: SessionModel) -> bool:
-    """Logs a fork keeps together: one folder, one project directory (``<id>/session.jsonl*``), one database."""
-    pa, pb = a.source.path, b.source.path
-    if pa.parent == pb.parent or (a.source.member is not None and pa == pb):
-        return True
-    return (
-        pa.name.startswith("session.jsonl")
-        and pb.name.startswith("session.jsonl")
-        and pa.parent.parent == pb.parent.parent
-    )
+def empty_inputs(paths: list[PathLike], sources: list[LogSource]) -> list[str]:
+    """A sentence for each named folder under which discovery found no session log."""
+    found = [os.path.abspath(s.path) for s in sources]
+    out = []
+    for p in paths:
+        if not os.path.isdir(p):
+            continue  # a file is a log or already a problem
+        prefix = os.path.join(os.path.abspath(p), "")
+        if not any(f.startswith(prefix) for f in found):
+            out.append(f"no session logs under {p}")
+    return out
 
 
-def parent_candidates_for(child: SessionModel, by_id: dict[str, list[SessionModel]]) -> dict[str, SessionModel]:
-    """The checked log that is ``child``'s parent: the one with that id beside it,
-    else the one where the store would have put it under the same root.
+def _scope_path(p: PathLike) -> str:
+    try:
+        return str(Path(p).resolve())
+    except OSError:
+        return str(p)
 
-    A fork inherits its parent's cwd, so the store keeps both in one folder
-    (seed layout), one project directory (late layout) or one database; the
-    root-level places are ``invariants.analysis.forks.parent_candidates``.  Ids repeat
-    across unrelated folders (test suites reuse them), so a log of the same
-    id anywhere else is never taken for the parent.
+
+def check_sources(
+    sources: list[LogSource],
+    options: CheckOptions,
+    policy: FindingPolicy | None = None,
+    *,
+    problems: Iterable[str] = (),
+    executor: Executor | None = None,
+    cache: ResultCache | None = None,
+    stats: RunStats | None = None,
+    models: list[SessionModel | str] | None = None,
+    read: CaptureReader | None = None,
+    ledger: PathLike | None = None,
+    keep_models: bool = False,
+) -> CheckResult:
+    """:func:`check` from discovered ``sources`` on.
+
+    ``models`` (one per source: a model, or the sentence why it could not be
+    read) replace the replays, and ``read`` reads capture files; both are
+    what a caller that follows a growing log supplies.  Either keeps the run
+    in this process.
     """
-    pid = child.header.parent_session if child.header else None
-    candidates = [c for c in by_id.get(pid, []) if c is not child] if pid else []
-    pick = [c for c in candidates if _near(child, c)]
-    if not pick and candidates:
-        from invariants.analysis.forks import could_be_parent, parent_candidates
+    stats = stats if stats is not None else RunStats()
+    units = plan_units(sources, options.captures)
+    stats.units = len(units)
+    here = keep_models or models is not None or read is not None
+    outcomes = _run_units(
+        units, options, executor or executor_for(1), None if here else cache, stats, models, read, here
+    )
+    return _assemble(units, outcomes, list(problems), options, policy or FindingPolicy(), cache, stats, ledger, here)
 
-        places = set(parent_candidates(child.source, pid))
-        created = getattr(child.header, "created_at", None)
-        pick = [
-            c
-            for c in candidates
-            if c.source.path in places and could_be_parent(created, getattr(c.header, "created_at", None))
-        ]
-    return {pid: pick[0]} if pid and len(pick) == 1 else {}
+
+def _run_units(
+    units: list[Unit],
+    options: CheckOptions,
+    executor: Executor,
+    cache: ResultCache | None,
+    stats: RunStats,
+    models: list[SessionModel | str] | None,
+    read: CaptureReader | None,
+    here: bool,
+) -> list[UnitOutcome]:
+    """The per-unit half for every unit: from the cache, by the executor, or ``here`` (models kept)."""
+    outcomes: list[UnitOutcome | None] = [None] * len(units)
+    keys: list[tuple[list, list] | None] = [None] * len(units)
+    todo: list[int] = []
+    for n, unit in enumerate(units):
+        if cache is not None:
+            key = unit_key(unit, options)
+            if key is not None:
+                identity = unit_identity(unit)
+                keys[n] = (identity, key)
+                hit = cache.get("unit", identity, key)
+                if hit is not None:
+                    outcomes[n] = UnitOutcome(hit)
+                    stats.cache_hits += 1
+                    continue
+            stats.cache_misses += 1
+        todo.append(n)
+    if here:
+        for n in todo:
+            given = [models[i] for i in units[n].indexes] if models is not None else None
+            outcomes[n] = check_unit(units[n], options, given, read)
+    elif executor.jobs > 1 and options.captures is not None and todo:
+        (n,) = todo  # explicit captures route globally: one unit, its replays spread over the workers
+        replayed = executor.map(replay_job, [(s, options) for s in units[n].sources])
+        outcomes[n] = check_unit(units[n], options, replayed)
+    else:
+        for n, data in zip(todo, executor.map(run_unit, [(units[n], options) for n in todo])):
+            outcomes[n] = UnitOutcome(data)
+    if cache is not None:
+        for n in todo:
+            if keys[n] is not None:
+                identity, key = keys[n]
+                cache.put("unit", identity, key, outcomes[n].data)
+    return [o for o in outcomes if o is not None]
+
+
+def _assemble(
+    units: list[Unit],
+    outcomes: list[UnitOutcome],
+    problems: list[str],
+    options: CheckOptions,
+    policy: FindingPolicy,
+    cache: ResultCache | None,
+    stats: RunStats,
+    ledger: PathLike | None,
+    keep: bool,
+) -> CheckResult:
+    """The cross-session half: sessions in discovery order, fork seeds, the ledger, the policy, the order.
+
+    Findings are gathered as a serial run would make them (each session's,
+    then every capture's read findings, then the request findings, then the
+    fork findings), so every way of running gives the same report.
+    """
+    sessions: list[tuple[int, SessionSummary]] = []
+    models: list[tuple[int, SessionModel]] = []
+    source_problems: list[tuple[int, int, str]] = []
+    captures: list[tuple[int, dict, list[RequestCheck] | None]] = []
+    for unit, outcome in zip(units, outcomes):
+        res = outcome.data
+        for idx, s in res["sessions"]:
+            sessions.append((unit.indexes[idx], SessionSummary.from_json(s)))
+        if keep:
+            models.extend((unit.indexes[idx], m) for (idx, _), m in zip(res["sessions"], outcome.models))
+        for idx, msg in res["problems"]:
+            order = unit.indexes[idx] if idx < len(unit.indexes) else 1 << 60
+            source_problems.append((order, idx, msg))
+        for k, cap in enumerate(res["captures"]):
+            first = cap["first"]
+            live = outcome.requests[k] if keep else None
+            captures.append((unit.indexes[first] if first < len(unit.indexes) else 0, cap, live))
+    sessions.sort(key=lambda t: t[0])
+    models.sort(key=lambda t: t[0])
+    source_problems.sort(key=lambda t: (t[0], t[1]))
+    captures.sort(key=lambda t: t[0])  # stable: a unit's captures keep their order
+    summaries = [s for _, s in sessions]
+
+    found: list[Finding] = [f for m in summaries for f in m.findings]
+    found.extend(Finding(**f) for _, cap, _ in captures for f in cap["read"])
+    requests: list[RequestCheck] = []
+    for _, cap, live in captures:
+        found.extend(Finding(**f) for f in cap["check"])
+        requests.extend(live if live is not None else (RequestCheck.from_json(r) for r in cap["requests"]))
+    forks, hits = fork_findings(summaries, cache)
+    stats.fork_hits += hits
+    found.extend(forks)
+    if ledger is not None:
+        found.extend(apply_ledger(ledger, summaries))
+    found.sort(key=report_order(m.file for m in summaries))
+    kept = policy.filter(found)
+    findings, outcome = policy.absorb(kept, checked_owners(summaries, kept, options.captures))
+    return CheckResult(
+        summaries,
+        findings,
+        requests,
+        problems + [msg for _, _, msg in source_problems],
+        [m for _, m in models],
+        outcome,
+    )

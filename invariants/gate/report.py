@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from invariants.gate.pipeline import CheckResult
+from invariants.gate.result import CheckResult
 from invariants.model.inert import inert
 
 

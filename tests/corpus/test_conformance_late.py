@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from invariants.gate.pipeline import run_check
+from invariants import check
 from invariants.simulate.convert import convert_tree
 from tests.conftest import corpus_dir
 
@@ -28,19 +28,19 @@ KNOWN = {
 
 @pytest.fixture(scope="module")
 def upstream():
-    return run_check([corpus_dir("upstream-late-era")])
+    return check([corpus_dir("upstream-late-era")], keep_models=True)
 
 
 @pytest.fixture(scope="module")
 def fixtures():
-    return run_check([corpus_dir("fixtures-late-era")])
+    return check([corpus_dir("fixtures-late-era")], keep_models=True)
 
 
 def test_fixture_logs_have_no_error_findings(fixtures):
     assert len(fixtures.sessions) == 148
     errors = [(f.file, f.rule, f.message) for f in fixtures.findings if f.severity == "error"]
     assert errors == []
-    late = [m for m in fixtures.sessions if m.profile.era == "late"]
+    late = [m for m in fixtures.sessions if m.era == "late"]
     assert len(late) >= 140  # the rest show no era-specific shape at all (chunk-only replay scripts)
 
 
@@ -55,12 +55,12 @@ def test_fixtures_as_zstd_with_packed_rows_give_the_same_findings(fixtures, tmp_
     packed = convert_tree(files, tmp_path / "zstd")  # rows re-encoded from the events, one frame per batch
     plain = convert_tree(files, tmp_path / "plain", pack=False, compress=False)  # every row expanded
     assert len(packed) == 148 and all(p.name.endswith(".jsonl.zstd") for p in packed)
-    a, b = run_check([tmp_path / "zstd"]), run_check([tmp_path / "plain"])
-    assert sum(m.chunk_rows for m in b.sessions) == 0
-    assert sum(m.chunk_rows for m in a.sessions) >= sum(m.chunk_rows for m in fixtures.sessions) > 200
+    a, b = check([tmp_path / "zstd"], keep_models=True), check([tmp_path / "plain"], keep_models=True)
+    assert sum(m.chunk_rows for m in b.models) == 0
+    assert sum(m.chunk_rows for m in a.models) >= sum(m.chunk_rows for m in fixtures.models) > 200
     for other in (a, b):
         assert sum(m.events for m in other.sessions) == sum(m.events for m in fixtures.sessions)
-        assert [m.profile.name for m in other.sessions] == [m.profile.name for m in fixtures.sessions]
+        assert [m.profile for m in other.sessions] == [m.profile for m in fixtures.sessions]
         assert sorted(map(_key, other.findings)) == sorted(map(_key, fixtures.findings))
 
 
@@ -71,7 +71,7 @@ def _verdict(rc):
 
 def test_every_upstream_log_is_judged_by_head(upstream):
     assert len(upstream.sessions) == 1016
-    assert {m.profile.name for m in upstream.sessions} == {"head"}
+    assert {m.profile for m in upstream.sessions} == {"head"}
 
 
 def test_requests_the_harness_accepted_are_explained(upstream):
@@ -95,7 +95,7 @@ def test_requests_the_harness_rejected_are_reported(upstream):
 
 
 def test_retries_give_several_requests_per_step(upstream):
-    multi = [s for m in upstream.sessions for s in m.steps if len(s.requests) > 1]
+    multi = [s for m in upstream.models for s in m.steps if len(s.requests) > 1]
     assert len(multi) >= 30
     ok = [s for s in multi if s.status == "ok"]
     assert len(ok) >= 30

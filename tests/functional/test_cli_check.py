@@ -8,7 +8,7 @@ import shutil
 
 from inspector.cli import main
 from invariants.analysis.forks import encode_id, find_parent_log
-from invariants.gate.pipeline import run_check
+from invariants import check
 from invariants.read.source import LogSource
 from tests.conftest import SAMPLES
 from tests.support.logbuilder import Log
@@ -47,7 +47,7 @@ def test_ledger_accepts_appends_and_flags_a_rewritten_prefix(capsys, tmp_path):
     log.events[1]["data"]["content"][0]["text"] = "a different question"
     log.clean_turn(4, header_reason="resume")
     log.write(path)
-    assert [f.rule for f in run_check([path]).findings if f.severity == "error"] == []
+    assert [f.rule for f in check([path]).findings if f.severity == "error"] == []
     code, out, _ = run(capsys, "check", str(path), "--ledger", str(ledger), "--no-cache", "--format", "json")
     (f,) = [f for f in json.loads(out)["findings"] if f["rule"] == "RSM001"]
     assert code == 1 and f["severity"] == "error" and f["session"] == "sess" and f["line"] == 1
@@ -100,12 +100,12 @@ def test_fork_parent_found_under_the_same_root_in_the_late_layout(tmp_path):
         "data": {"content": [{"type": "text", "text": "tampered"}], "source": {"kind": "user"}},
     }
     child.write(child_path)
-    from invariants.analysis.forks import check_fork
+    from invariants.gate.fork_checks import fork_findings
+    from invariants.gate.result import SessionSummary
     from invariants.replay.session import replay
 
-    found_findings = []
-    check_fork(replay(LogSource(child_path, tmp_path)), {}, lambda code, msg, **w: found_findings.append(code))
-    assert found_findings == ["FRK001"]
+    found_findings, _ = fork_findings([SessionSummary.from_model(replay(LogSource(child_path, tmp_path)))])
+    assert [f.rule for f in found_findings] == ["FRK001"]
 
 
 def test_exit_codes(capsys, tmp_path):
@@ -134,4 +134,4 @@ def test_checking_a_copy_elsewhere_keeps_parity_with_run_check(capsys, tmp_path)
     code, out, _ = run(capsys, "check", str(tmp_path / "fork"), "--no-cache", "--format", "json")
     from invariants.gate.formats import render
 
-    assert out == render(run_check([tmp_path / "fork"]), "json") + "\n"
+    assert out == render(check([tmp_path / "fork"]), "json") + "\n"

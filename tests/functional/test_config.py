@@ -8,7 +8,8 @@ import shutil
 import pytest
 
 from inspector.cli import main
-from inspector.config import ConfigError, expand_severity, find_config, load_config, path_ignored
+from invariants.gate.config import ConfigError, find_config, load_config
+from invariants.gate.policy import expand_severity, path_ignored
 from tests.conftest import SAMPLES
 
 

@@ -251,13 +251,13 @@ def test_a_line_over_max_line_is_never_held(tmp_path):
     ``max_line`` and read both whole: a 144 MiB peak.)"""
     import tracemalloc
 
-    from invariants.gate.pipeline import CheckOptions, run_check
+    from invariants import CheckOptions, check
 
     path = _fifty_mb_log(tmp_path)
     (tmp_path / "requests.jsonl").write_bytes(b'{"request":{"messages":["' + b"b" * 50_000_000 + b'"]}}\n')
     tracemalloc.start()
     try:
-        result = run_check([path], CheckOptions(max_line=1 << 20))
+        result = check([path], CheckOptions(max_line=1 << 20))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

@@ -326,14 +326,14 @@ def test_a_zstd_bomb_is_refused_before_it_is_decompressed(tmp_path, capsys):
 
 
 def test_highly_compressible_logs_under_the_floor_still_read(tmp_path):
-    from invariants.gate.pipeline import run_check
+    from invariants import check
     from tests.support.fuzz_strategies import to_zstd
 
     log = Log()
     log.clean_turn(1, text="z" * (20 << 20), header_reason="initial")  # 20 MB that compress to almost nothing
     path = tmp_path / "s.jsonl.zstd"
     path.write_bytes(to_zstd(b"\n".join(log.lines()) + b"\n"))
-    result = run_check([path])
+    result = check([path])
     assert not [f for f in result.findings if f.rule == "LOG009"] and result.sessions[0].events == len(log.events)
 
 
@@ -467,7 +467,7 @@ def test_surface_replace_churn_stays_in_linear_memory(tmp_path):
     generation: 540 MB and 5.7 s."""
     import tracemalloc
 
-    from invariants.gate.pipeline import run_check
+    from invariants import check
 
     log = Log()
     log.turn_start(1)
@@ -483,7 +483,7 @@ def test_surface_replace_churn_stays_in_linear_memory(tmp_path):
     path = log.write(tmp_path / "churn.jsonl")
     tracemalloc.start()
     try:
-        result = run_check([path])
+        result = check([path])
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -498,7 +498,7 @@ def test_capture_lines_find_their_step_in_constant_time(tmp_path):
 
     import orjson
 
-    from invariants.gate.pipeline import run_check
+    from invariants import check
 
     log = Log()
     log.turn_start(1)
@@ -514,7 +514,7 @@ def test_capture_lines_find_their_step_in_constant_time(tmp_path):
         )
     )
     t0 = time.perf_counter()
-    result = run_check([path])
+    result = check([path])
     assert time.perf_counter() - t0 < 15  # ~1 s; the scan took ~12 s at this size
     assert sum(1 for f in result.findings if f.rule == "REQ002") == 20000
 
@@ -562,13 +562,13 @@ def test_tiny_capture_lines_against_a_long_history_stay_linear(tmp_path):
     import time
     import tracemalloc
 
-    from invariants.gate.pipeline import run_check
+    from invariants import check
 
     path = _tiny_captures_against_a_long_history(tmp_path, 1000)
     tracemalloc.start()
     t0 = time.perf_counter()
     try:
-        result = run_check([path])
+        result = check([path])
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -582,7 +582,7 @@ def test_tool_deltas_cost_the_header_in_force_not_a_python_walk_of_it(tmp_path):
     walked the whole tool list in Python, building a path string per element."""
     import time
 
-    from invariants.gate.pipeline import run_check
+    from invariants import check
 
     log = Log()
     log.turn_start(1)
@@ -603,9 +603,9 @@ def test_tool_deltas_cost_the_header_in_force_not_a_python_walk_of_it(tmp_path):
     log.turn_end(1)
     path = log.write(tmp_path / "s1.jsonl")
     t0 = time.perf_counter()
-    result = run_check([path])
+    result = check([path], keep_models=True)
     assert time.perf_counter() - t0 < 12  # ~2 s now
-    assert len(result.sessions[0].versions) == 2001
+    assert len(result.models[0].versions) == 2001
 
 
 def test_first_difference_paths_are_unchanged():

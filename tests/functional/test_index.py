@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from inspector.index import QueryError, build_index, covers, list_sessions, run_query
-from invariants.gate.pipeline import run_check
+from invariants import check
 from tests.conftest import ROOT, corpus_dir
 from tests.support.index_support import (
     add_late,
@@ -138,7 +138,7 @@ def test_counts_match_the_generated_root(indexed):
 
 def test_findings_are_those_of_inspector_check(indexed):
     base, db, _written, _stats = indexed
-    result = run_check([base])
+    result = check([base])
     expected = collections.Counter((f.rule, f.severity, f.file, f.seq, f.message) for f in result.findings)
     got = collections.Counter(q(db, "SELECT rule, severity, file, seq, message FROM findings"))
     assert got == expected
@@ -538,7 +538,7 @@ def test_late_era_zstd_and_sqlite_sessions(tmp_path):
     files = add_late(base)
     db = tmp_path / "index.db"
     stats = build_index([base], db, jobs=1)
-    result = run_check([base])
+    result = check([base])
     assert stats.problems == [] and stats.sessions == len(result.sessions) == 3 + 1 + 2
     expected = collections.Counter((f.rule, f.file, f.seq, f.message) for f in result.findings)
     assert collections.Counter(q(db, "SELECT rule, file, seq, message FROM findings")) == expected
@@ -594,7 +594,7 @@ def test_index_agrees_with_check_on_the_corpus(name, tmp_path):
     folder = corpus_dir(name)
     db = tmp_path / "corpus.db"
     stats = build_index([folder], db)
-    result = run_check([folder])
+    result = check([folder])
     assert stats.sessions == len(result.sessions)
     expected = collections.Counter((f.rule, f.file, f.seq, f.message) for f in result.findings)
     got = collections.Counter(q(db, "SELECT rule, file, seq, message FROM findings"))

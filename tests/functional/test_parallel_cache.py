@@ -1,4 +1,5 @@
-"""--jobs N equals a serial run byte for byte; the result cache hit path parses nothing."""
+"""--jobs N, the result cache and an in-process run that keeps its models give the same report byte for byte;
+the result cache hit path parses nothing."""
 
 from __future__ import annotations
 
@@ -7,10 +8,8 @@ import shutil
 import pytest
 
 from inspector.cli import main
+from invariants import CheckOptions, ResultCache, RunStats, check
 from invariants.gate.formats import ReportContext, render
-from invariants.gate.parallel import RunStats, check_paths
-from invariants.gate.pipeline import run_check
-from invariants.gate.result_cache import ResultCache
 from tests.conftest import CORPUS, SAMPLES
 
 
@@ -41,17 +40,17 @@ def _reports(result):
     return [render(result, fmt, ReportContext(verbose=True)) for fmt in ("text", "json", "sarif", "junit", "github")]
 
 
-def test_parallel_and_cached_runs_equal_run_check(tree, tmp_path):
-    reference = _reports(run_check([tree]))
+def test_parallel_and_cached_runs_equal_an_in_process_run(tree, tmp_path):
+    reference = _reports(check([tree], keep_models=True))
     assert "FRK003" not in reference[0]  # the parent, in another folder, is among the checked logs
-    assert _reports(check_paths([tree])) == reference
-    assert _reports(check_paths([tree], jobs=2)) == reference
+    assert _reports(check([tree])) == reference
+    assert _reports(check([tree], jobs=2)) == reference
     cache = tmp_path / "cache"
     st = RunStats()
-    assert _reports(check_paths([tree], cache=ResultCache(cache), stats=st)) == reference
+    assert _reports(check([tree], cache=ResultCache(cache), stats=st)) == reference
     assert st.cache_hits == 0 and st.cache_misses == st.units > 1
     st = RunStats()
-    assert _reports(check_paths([tree], jobs=2, cache=ResultCache(cache), stats=st)) == reference
+    assert _reports(check([tree], jobs=2, cache=ResultCache(cache), stats=st)) == reference
     assert st.cache_hits == st.units
 
 
@@ -65,49 +64,46 @@ def test_cli_jobs_output_is_identical_to_serial(capsys, tree):
 def test_explicit_captures_run_in_parallel_too(tree):
     cap = tree / "a" / "capture-divergence.requests.jsonl"
     logs = [tree / "a" / "capture-divergence.jsonl", tree / "a" / "clean-multi-turn.jsonl"]
-    from invariants.gate.pipeline import CheckOptions
-
     opts = CheckOptions(captures=[cap])
-    assert _reports(check_paths(logs, opts, jobs=2)) == _reports(run_check(logs, opts))
+    assert _reports(check(logs, opts, jobs=2)) == _reports(check(logs, opts, keep_models=True))
 
 
 def test_cache_hit_parses_nothing(tree, tmp_path, monkeypatch):
     cache_dir = tmp_path / "cache"
-    first = _reports(check_paths([tree], cache=ResultCache(cache_dir)))
+    first = _reports(check([tree], cache=ResultCache(cache_dir)))
 
     def boom(*a, **k):
         raise AssertionError("parsed on a cache hit")
 
     import invariants.analysis.forks
-    import invariants.read.capture
+    import invariants.gate.unit
     import invariants.read.load
-    import invariants.replay.session
 
     monkeypatch.setattr(invariants.read.load.LogReader, "iter_objects", boom)
-    monkeypatch.setattr(invariants.replay.session, "replay", boom)
-    monkeypatch.setattr(invariants.read.capture, "read_capture", boom)
+    monkeypatch.setattr(invariants.gate.unit, "replay", boom)
+    monkeypatch.setattr(invariants.gate.unit, "read_capture", boom)
     monkeypatch.setattr(invariants.analysis.forks, "_head", boom)
     monkeypatch.setattr(invariants.read.load, "parse_json", boom)
     st = RunStats()
-    assert _reports(check_paths([tree], cache=ResultCache(cache_dir), stats=st)) == first
+    assert _reports(check([tree], cache=ResultCache(cache_dir), stats=st)) == first
     assert st.cache_hits == st.units and st.fork_hits == 1
 
 
 def test_a_changed_log_or_capture_is_checked_again(tree, tmp_path):
     cache_dir = tmp_path / "cache"
-    check_paths([tree], cache=ResultCache(cache_dir))
+    check([tree], cache=ResultCache(cache_dir))
     cap = tree / "a" / "capture-key-order.requests.jsonl"
     cap.write_bytes(cap.read_bytes().replace(b'"content"', b'"content" ', 1))  # same JSON, new revision
     st = RunStats()
-    again = check_paths([tree], cache=ResultCache(cache_dir), stats=st)
+    again = check([tree], cache=ResultCache(cache_dir), stats=st)
     assert st.cache_misses == 1 and st.cache_hits == st.units - 1
-    assert _reports(again) == _reports(run_check([tree]))
+    assert _reports(again) == _reports(check([tree], keep_models=True))
     # a real change to a capture changes the result, not a stale answer
     lines = cap.read_bytes().splitlines()
     lines[0] = lines[0].replace(b'"model":"', b'"model":"x', 1)
     cap.write_bytes(b"\n".join(lines) + b"\n")
-    changed = check_paths([tree], cache=ResultCache(cache_dir))
-    assert _reports(changed) == _reports(run_check([tree]))
+    changed = check([tree], cache=ResultCache(cache_dir))
+    assert _reports(changed) == _reports(check([tree], keep_models=True))
     assert any(f.rule == "DIV010" and f.file.endswith("capture-key-order.jsonl") for f in changed.findings)
 
 
@@ -126,7 +122,7 @@ def test_corpus_jobs_and_cache_equal_serial(tmp_path):
     corpus = CORPUS / "upstream-seed-era"
     if not corpus.is_dir():
         pytest.skip("conformance corpus not present")
-    reference = [render(run_check([corpus]), f) for f in ("json", "text")]
-    assert [render(check_paths([corpus], jobs=2), f) for f in ("json", "text")] == reference
-    check_paths([corpus], cache=ResultCache(tmp_path))
-    assert [render(check_paths([corpus], cache=ResultCache(tmp_path)), f) for f in ("json", "text")] == reference
+    reference = [render(check([corpus], keep_models=True), f) for f in ("json", "text")]
+    assert [render(check([corpus], jobs=2), f) for f in ("json", "text")] == reference
+    check([corpus], cache=ResultCache(tmp_path))
+    assert [render(check([corpus], cache=ResultCache(tmp_path)), f) for f in ("json", "text")] == reference

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from invariants.gate.pipeline import run_check
+from invariants import check
 from invariants.model.registry import RULES
 from tests.conftest import SAMPLES
 
@@ -17,7 +17,7 @@ EXPECTED = json.loads((SAMPLES / "EXPECTED.json").read_text())
 
 @pytest.fixture(scope="module")
 def result():
-    return run_check([SAMPLES])
+    return check([SAMPLES])
 
 
 def test_every_expected_kind_is_a_rule_name():

@@ -257,7 +257,7 @@ async def test_follow_resumes_the_replay_and_matches_a_full_recheck(tmp_path, mo
     """A plain log that grows is resumed from its checkpoint, not replayed; captures are matched again."""
     import invariants.replay.session as replay_mod
     from inspector.screens.state import SessionState
-    from invariants.gate.pipeline import run_check
+    from invariants import check
     from tests.support.tui_helpers import write_capture
 
     monkeypatch.setattr("inspector.screens.session.FOLLOW_POLL", 0.05)
@@ -285,7 +285,7 @@ async def test_follow_resumes_the_replay_and_matches_a_full_recheck(tmp_path, mo
         calls["resume"] += 1
         return real_resume(*a, **k)
 
-    monkeypatch.setattr(replay_mod, "replay", counting_replay)
+    monkeypatch.setattr("invariants.gate.unit.replay", counting_replay)  # every replay of a check goes through here
     monkeypatch.setattr(replay_mod, "resume", counting_resume)
     app = create_app(log, follow=True)
     async with app.run_test(size=SIZE) as pilot:
@@ -310,8 +310,8 @@ async def test_follow_resumes_the_replay_and_matches_a_full_recheck(tmp_path, mo
         assert calls["replay"] == 1 and calls["resume"] >= 1 and screen.check_mode == "resume"
         assert "resumed in" in status_text(app)
         state = screen.state
-        full_result = run_check([log])
-        reference = SessionState(full_result, full_result.sessions[0])
+        full_result = check([log], keep_models=True)
+        reference = SessionState(full_result, full_result.models[0])
 
         def findings(st):
             return [(f.rule, f.severity, f.seq, f.line, f.turn, f.step, f.path, f.message) for f in st.findings]
@@ -598,13 +598,13 @@ async def test_session_list_comes_from_the_index_and_rechecks_a_stale_log(tmp_pa
     import inspector.screens.session_list as session_list
 
     checked: list[list] = []
-    real = session_list.run_check
+    real = session_list.check
 
-    def counting(paths, options=None):
+    def counting(paths, options=None, **kw):
         checked.append([Path(p).name for p in paths])
-        return real(paths, options)
+        return real(paths, options, **kw)
 
-    monkeypatch.setattr(session_list, "run_check", counting)
+    monkeypatch.setattr(session_list, "check", counting)
     app = create_app(root, db=db)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -638,8 +638,8 @@ async def test_default_index_in_the_working_directory_fills_the_list_without_a_r
     def boom(*a, **k):
         raise AssertionError("the list replayed a log the index holds")
 
-    monkeypatch.setattr(session_list, "run_check", boom)
-    monkeypatch.setattr("invariants.gate.pipeline.replay", boom)
+    monkeypatch.setattr(session_list, "check", boom)
+    monkeypatch.setattr("invariants.gate.unit.replay", boom)
     app = create_app(root)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

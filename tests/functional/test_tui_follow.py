@@ -1,4 +1,4 @@
-"""FollowCheck (``--follow``): a grown plain log is resumed, anything else is checked in full, and both agree with run_check."""
+"""FollowCheck (``--follow``): a grown plain log is resumed, anything else is checked in full, and both agree with check()."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 
 from inspector.screens.follow import FollowCheck
-from invariants.gate.pipeline import CheckOptions, run_check
+from invariants import CheckOptions, check
 from invariants.read.source import LogSource
 from tests.support.tui_helpers import LogBuilder, base_header, write_capture
 
@@ -33,13 +33,13 @@ def _grow(b: LogBuilder, log: Path) -> None:
 
 
 def _same(result, path: Path) -> None:
-    ref = run_check([path])
+    ref = check([path], keep_models=True)
 
     def key(r):
         return [(f.rule, f.severity, f.file, f.seq, f.line, f.turn, f.step, f.path, f.message) for f in r.findings]
 
     assert key(result) == key(ref)
-    m, n = result.sessions[0], ref.sessions[0]
+    m, n = result.models[0], ref.models[0]
     assert (m.events, m.lines, m.bytes, m.turns, len(m.steps)) == (n.events, n.lines, n.bytes, n.turns, len(n.steps))
     assert [(s.seq, s.status, s.requests) for s in m.steps] == [(s.seq, s.status, s.requests) for s in n.steps]
 
@@ -97,7 +97,7 @@ def test_a_short_log_is_checked_in_full_while_the_era_sniff_still_reads_it(tmp_p
     assert fc.last_mode == "full"
 
 
-def test_a_database_session_goes_through_run_check(tmp_path):
+def test_a_database_session_goes_through_a_full_check(tmp_path):
     from invariants.read.sqlite_backend import write_database
 
     b = _builder(2)
@@ -106,7 +106,7 @@ def test_a_database_session_goes_through_run_check(tmp_path):
     write_database(db, [(lines[0], lines[1:])])
     fc = FollowCheck(LogSource(db, tmp_path, "follow-unit"), CheckOptions())
     result = fc.check()
-    assert fc.last_mode == "run_check" and result.sessions[0].id == "follow-unit"
+    assert fc.last_mode == "check" and result.sessions[0].id == "follow-unit"
 
 
 def test_an_unchanged_capture_is_not_read_again(tmp_path, monkeypatch):

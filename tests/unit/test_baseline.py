@@ -10,7 +10,7 @@ import orjson
 
 from inspector.cli import main
 from invariants.gate.baseline import apply_baseline, fingerprint, normalize_message, read_baseline
-from invariants.gate.pipeline import run_check
+from invariants import check
 from tests.conftest import SAMPLES
 
 
@@ -76,11 +76,11 @@ def test_round_trip_then_an_edit_that_shifts_lines_keeps_the_baseline(capsys, tm
     code, out, err = run(capsys, "check", str(work), "--baseline", str(base), "--no-cache")
     assert code == 0 and "0 error(s)" in out and "3 known finding(s) not shown" in out
 
-    before = {f.rule: f for f in run_check([work]).findings}
+    before = {f.rule: f for f in check([work]).findings}
     # an unrelated edit: one more event in turn 1 of each log moves every later line and seq
     _shifted_copy(work, "corrupt-delta.jsonl", 1)
     _shifted_copy(work, "capture-divergence.jsonl", 1)
-    after = {f.rule: f for f in run_check([work]).findings}
+    after = {f.rule: f for f in check([work]).findings}
     assert set(after) == set(before)
     for rule in before:
         assert (after[rule].line, after[rule].seq) == (before[rule].line + 1, before[rule].seq + 1), rule
@@ -128,7 +128,7 @@ def test_new_findings_and_entries_that_no_longer_occur(capsys, tmp_path):
 
 
 def test_matching_is_a_multiset_and_ignores_positions():
-    result = run_check([SAMPLES / "fallback-tool-reorder.jsonl"])
+    result = check([SAMPLES / "fallback-tool-reorder.jsonl"])
     same = [f for f in result.findings if f.rule == "HDR014"]
     assert len(same) == 2 and len({fingerprint(f) for f in same}) == 2  # two steps, two identities
     entries = [

@@ -12,7 +12,7 @@ import pytest
 
 from inspector.cli import main
 from invariants.gate.formats import FORMATS, ReportContext, render, statistics
-from invariants.gate.pipeline import CheckResult, run_check
+from invariants import CheckResult, check
 from invariants.model.findings import Finding
 from invariants.model.registry import RULES
 from tests.conftest import SAMPLES
@@ -22,7 +22,7 @@ SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"
 
 @pytest.fixture(scope="module")
 def samples_result() -> CheckResult:
-    return run_check([SAMPLES])
+    return check([SAMPLES])
 
 
 def _finding(**kw) -> Finding:

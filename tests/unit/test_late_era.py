@@ -7,7 +7,8 @@ import copy
 import orjson
 import pytest
 
-from invariants.gate.pipeline import CheckOptions, run_check
+import invariants
+from invariants import CheckOptions
 from invariants.model.registry import RULES
 from invariants.read.era import sniff
 from invariants.read.source import LogSource
@@ -18,7 +19,7 @@ def check(tmp_path, log, name="late-1.jsonl", captures=True, **options):
     path = log.write(tmp_path / name)
     if captures and log.requests:
         log.write_requests(tmp_path / "requests.jsonl")
-    return run_check([path], CheckOptions(**options))
+    return invariants.check([path], CheckOptions(**options), keep_models=True)
 
 
 def codes(result, severity=None):
@@ -39,14 +40,14 @@ def test_head_session_is_clean_and_judged_by_head(tmp_path):
     log.turn_end(2)
     result = check(tmp_path, log)
     assert result.findings == []
-    (m,) = result.sessions
+    (m,) = result.models
     assert m.profile.name == "head" and m.profile.era == "late"
     assert [r.status for r in result.requests] == ["ok", "ok"]
 
 
 def test_profile_override_is_applied(tmp_path):
     result = check(tmp_path, one_turn(), profile="late-unwrapped")
-    assert result.sessions[0].profile.name == "late-unwrapped"
+    assert result.models[0].profile.name == "late-unwrapped"
 
 
 # -- era sniffing ---------------------------------------------------------------------
@@ -123,7 +124,7 @@ def _mixed(bad: bool) -> LateLog:
 def test_log011_mixed_era_fires_and_is_judged_late(tmp_path):
     result = check(tmp_path, _mixed(True), captures=False)
     assert "LOG011" in codes(result)
-    assert result.sessions[0].profile.era == "late"
+    assert result.models[0].profile.era == "late"
     assert RULES["LOG011"].severity == "warning"
 
 
@@ -473,7 +474,7 @@ def test_retries_are_compared_each_on_its_own(tmp_path):
     log.turn_end(1)
     result = check(tmp_path, log)
     assert [r.status for r in result.requests] == ["ok", "ok", "diverges"]
-    assert len(result.sessions[0].steps[0].requests) == 3
+    assert len(result.models[0].steps[0].requests) == 3
 
 
 def test_head_fold_drops_a_legacy_prefix(tmp_path):

@@ -7,7 +7,7 @@ import hashlib
 import orjson
 import pytest
 
-from invariants.gate.pipeline import run_check
+from invariants import check
 from invariants.read.discover import discover
 from invariants.read.zstdio import iter_frames, write_frames
 from invariants.simulate.convert import convert_log, project_key, session_path
@@ -46,8 +46,8 @@ def test_project_layout_session_with_frames_rows_and_capture(tmp_path):
         frames = list(iter_frames(fh))
     assert len(frames) == 4 and frames[0].count(b"\n") == 1  # header frame + one batch per turn
     assert b'"text-chunks"' in b"".join(frames)
-    result = run_check([tmp_path / "root"])
-    (m,) = result.sessions
+    result = check([tmp_path / "root"], keep_models=True)
+    (m,) = result.models
     assert m.chunk_rows == 3 and m.events == log.seq and result.findings == []
     assert [r.status for r in result.requests] == ["ok", "ok", "ok"]
 
@@ -72,7 +72,7 @@ def test_torn_last_frame_keeps_the_complete_frames(tmp_path):
     dst = _write_zstd(tmp_path, log)
     data = dst.read_bytes()
     dst.write_bytes(data[:-7])
-    result = run_check([dst])
+    result = check([dst])
     rules = sorted((f.rule, f.severity) for f in result.findings)
     # the last frame (turn 3) is lost; its request, captured live, now lies beyond the log
     assert rules == [("LOG010", "warning"), ("REQ005", "error")]
@@ -97,14 +97,14 @@ def test_bad_checksum_in_a_middle_frame_is_corruption(tmp_path):
     end1 = len(c.compress(frames[0])) + len(c.compress(b"".join(frames[1:10])))
     raw[end1 - 1] ^= 0xFF
     dst.write_bytes(bytes(raw))
-    result = run_check([dst])
+    result = check([dst])
     assert "LOG009" in [f.rule for f in result.findings if f.severity == "error"]
 
 
 def test_header_only_zstd_log_is_an_empty_session(tmp_path):
     dst = tmp_path / "h.jsonl.zstd"
     write_frames(dst, [orjson.dumps(LateLog().header) + b"\n"])
-    result = run_check([dst])
+    result = check([dst])
     assert result.findings == [] and result.sessions[0].events == 0
 
 
@@ -119,7 +119,7 @@ def test_malformed_row_in_a_zstd_log(tmp_path):
     row["data"]["dt"] = row["data"]["dt"][:-1]
     lines[i] = orjson.dumps(row)
     write_frames(dst, [lines[0] + b"\n", b"\n".join(lines[1:]) + b"\n"])
-    result = run_check([dst])
+    result = check([dst])
     assert "LOG012" in [f.rule for f in result.findings if f.severity == "error"]
 
 
@@ -128,7 +128,7 @@ def test_the_checker_never_writes_a_zstd_log(tmp_path):
     before = hashlib.sha256(dst.read_bytes()).hexdigest()
     dst.write_bytes(dst.read_bytes()[:-5])  # torn: the harness would rewrite its tail on load
     torn = hashlib.sha256(dst.read_bytes()).hexdigest()
-    run_check([dst])
+    check([dst])
     assert hashlib.sha256(dst.read_bytes()).hexdigest() == torn != before
 
 

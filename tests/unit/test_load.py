@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from invariants.gate.pipeline import run_check
+from invariants import check
 from invariants.read.load import LogReader
 from invariants.read.source import LogSource
 from invariants.replay.session import replay
@@ -30,7 +30,7 @@ def _write(tmp_path: Path, lines: list[bytes], name: str = "s1.jsonl", newline_a
 
 
 def _codes(path: Path) -> list[tuple[str, str, int | None, int | None]]:
-    result = run_check([path])
+    result = check([path])
     return [(f.rule, f.severity, f.line, f.seq) for f in result.findings]
 
 
@@ -152,7 +152,7 @@ def test_logs_are_opened_read_only_and_never_changed(tmp_path):
     before = p.read_bytes()
     os.chmod(p, 0o444)
     stat = p.stat()
-    run_check([tmp_path])
+    check([tmp_path])
     assert p.read_bytes() == before
     assert p.stat().st_mtime_ns == stat.st_mtime_ns
 
@@ -220,7 +220,7 @@ def test_bad_capture_lines_are_findings(tmp_path):
     log = _clean(1)
     p = log.write(tmp_path / "s1.jsonl")
     (tmp_path / "requests.jsonl").write_bytes(b'[1,2]\nnot json\n{"request": {"messages": "x"}}\n')
-    result = run_check([p])
+    result = check([p])
     assert [(f.rule, f.line) for f in result.findings] == [("LOG013", 1), ("LOG013", 2), ("LOG013", 3)]
 
 
@@ -228,7 +228,7 @@ def test_bad_capture_lines_are_findings(tmp_path):
 def test_garbage_never_raises(tmp_path, garbage):
     p = tmp_path / "g.jsonl"
     p.write_bytes(garbage)
-    result = run_check([p])
+    result = check([p])
     assert result.findings and all(f.file == str(p) for f in result.findings)
 
 

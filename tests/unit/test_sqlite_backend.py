@@ -12,7 +12,7 @@ import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
-from invariants.gate.pipeline import run_check
+from invariants import check
 from invariants.read.discover import discover
 from invariants.read.sqlite_backend import (
     APPLICATION_ID,
@@ -88,9 +88,9 @@ def test_head_schema_reads_like_the_jsonl_log(tmp_path):
     )
     con.close()
     before = _digest(db)
-    a, b = run_check([tmp_path / "jsonl"]), run_check([db])
+    a, b = check([tmp_path / "jsonl"]), check([db], keep_models=True)
     assert b.sessions[0].file == f"{db}#late-1"
-    assert b.sessions[0].profile.name == "head" and b.sessions[0].chunk_rows == 1
+    assert b.models[0].profile.name == "head" and b.models[0].chunk_rows == 1
     assert b.sessions[0].events == a.sessions[0].events
     assert [(f.rule, f.seq) for f in a.findings] == [(f.rule, f.seq) for f in b.findings] == []
     assert [r.status for r in b.requests] == ["ok"]
@@ -103,8 +103,8 @@ def test_seed_schema_reads_like_the_jsonl_log(tmp_path):
     path = log.write(tmp_path / "seed-1.jsonl")
     events = [json.loads(line) for line in path.read_text().splitlines()[1:]]
     write_database(tmp_path / "other.db", [(log.header, events)], schema="seed")
-    a, b = run_check([path]), run_check([tmp_path / "other.db"])
-    assert b.sessions[0].profile.era == "seed"
+    a, b = check([path]), check([tmp_path / "other.db"])
+    assert b.sessions[0].era == "seed"
     con = sqlite3.connect(tmp_path / "other.db")
     assert con.execute("PRAGMA user_version").fetchone()[0] == SEED_SCHEMA
     ddl = " ".join(r[0] for r in con.execute("SELECT sql FROM sqlite_master WHERE type='table' ORDER BY rowid"))
@@ -120,7 +120,7 @@ def test_every_session_of_a_database_is_checked(tmp_path):
     write_database(db, [(one.header, one.events), (two.header, two.events)])
     sources, problems = discover([tmp_path])
     assert problems == [] and [s.member for s in sources] == ["a", "b"]
-    result = run_check([db])
+    result = check([db])
     assert [m.id for m in result.sessions] == ["a", "b"] and result.findings == []
 
 
@@ -154,7 +154,7 @@ def _bad_row(tmp_path, where: str, after_turn_end: bool):
         con.execute("UPDATE events SET data = x'28b52ffd0000' WHERE seq = ?", (target,))
     con.commit()
     con.close()
-    return run_check([db])
+    return check([db])
 
 
 @pytest.mark.parametrize("where", ["varint", "zstd"])
@@ -180,7 +180,7 @@ def test_packed_row_rules_of_the_sqlite_codec(tmp_path):
     con.execute("UPDATE events SET data = ? WHERE seq = ?", (orjson.dumps(data).decode(), row[0]))
     con.commit()
     con.close()
-    result = run_check([db])
+    result = check([db])
     assert "LOG012" in [f.rule for f in result.findings if f.severity == "error"]
 
 
@@ -192,7 +192,7 @@ def test_packed_row_with_surface_columns_is_refused(tmp_path):
     con.execute("UPDATE events SET surface_op = '\"append\"' WHERE ignorable = 0")
     con.commit()
     con.close()
-    assert "LOG012" in [f.rule for f in run_check([db]).findings]
+    assert "LOG012" in [f.rule for f in check([db]).findings]
 
 
 def test_long_runs_split_at_the_row_cap(tmp_path):
@@ -214,8 +214,8 @@ def test_long_runs_split_at_the_row_cap(tmp_path):
     ]
     con.close()
     assert sizes == [1024, 1024, 452]
-    result = run_check([db])
-    assert result.findings == [] and result.sessions[0].chunks == 2500
+    result = check([db], keep_models=True)
+    assert result.findings == [] and result.models[0].chunks == 2500
 
 
 @given(st.lists(st.integers(min_value=0, max_value=2**53 - 1), max_size=30))
@@ -233,6 +233,6 @@ def test_the_sample_database_is_clean():
     from tests.conftest import SAMPLES
 
     db = SAMPLES / "late" / "db" / "sessions.sqlite"
-    result = run_check([db])
+    result = check([db])
     assert len(result.sessions) == 2 and result.findings == []
     assert [r.status for r in result.requests] == ["ok"] * 3

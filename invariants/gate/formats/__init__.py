@@ -19,7 +19,7 @@ to stderr in the CLI, never into a machine format.
 from __future__ import annotations
 
 from invariants.gate.formats.context import FORMATS, MACHINE_FORMATS, ReportContext, statistics, statistics_text
-from invariants.gate.pipeline import CheckResult
+from invariants.gate.result import CheckResult
 
 __all__ = ["FORMATS", "MACHINE_FORMATS", "ReportContext", "render", "statistics", "statistics_text"]
 

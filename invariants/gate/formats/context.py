@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from invariants.gate.pipeline import CheckResult
+from invariants.gate.result import CheckResult
 from invariants.model.registry import RULES
 
 FORMATS = ("text", "json", "jsonl", "junit", "sarif", "github")

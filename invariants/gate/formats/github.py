@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from invariants.gate.pipeline import CheckResult
+from invariants.gate.result import CheckResult
 
 _CONTROL = re.compile(
     r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"

@@ -1,4 +1,4 @@
-"""Project configuration for ``inspector check`` and ``inspector rules``.
+"""Project configuration: what ``inspector check``, the TUI, the index and ``cache-report`` judge findings by.
 
 Read from ``inspector.toml`` (top level) or ``pyproject.toml``
 (``[tool.inspector]``), found by walking up from the working directory; in
@@ -34,7 +34,6 @@ typo cannot silently switch a gate off.
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -64,6 +63,14 @@ class ConfigError(ValueError):
 
 @dataclass
 class Config:
+    """Settings from a file (:func:`load_config`) or made in code; rule selectors are checked either way.
+
+    ``select``, ``ignore``, ``severity``, ``per_path_ignores`` (globs against
+    paths relative to ``root``) and ``baseline`` decide which findings are
+    reported; ``profile`` how logs are judged; the rest are the command's
+    defaults (``fail_on``, ``format``, ``jobs``, ``cache``, ``cache_dir``).
+    """
+
     path: Path | None = None  # the file it came from; None = defaults only
     root: Path = field(default_factory=Path.cwd)  # per-path-ignores are relative to this
     select: list[str] | None = None
@@ -77,6 +84,23 @@ class Config:
     baseline: str | None = None
     severity: dict[str, str] = field(default_factory=dict)  # selector (code/category/prefix) -> level
     per_path_ignores: dict[str, list[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Normalise and check what decides the findings, so a typo in code fails as loudly as one in a file."""
+        if self.select is not None:
+            self.select = validate_selectors(_as_list(self.select), "select")
+        self.ignore = validate_selectors(_as_list(self.ignore), "ignore")
+        self.severity = parse_severity_table(dict(self.severity), "severity")
+        self.per_path_ignores = {
+            glob: validate_selectors(_as_list(rules), f"per-path-ignores {glob!r}")
+            for glob, rules in self.per_path_ignores.items()
+        }
+        if self.fail_on is not None and self.fail_on not in SEVERITY_LEVELS:
+            raise ConfigError(f"fail-on must be one of {', '.join(SEVERITY_LEVELS)}, not {self.fail_on!r}")
+
+
+def _as_list(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
 
 
 def find_config(start: Path | None = None) -> Path | None:
@@ -237,49 +261,3 @@ def parse_severity_table(table: dict[str, Any], where: str) -> dict[str, str]:
         (norm,) = validate_selectors([sel], f"{where}: severity")
         out[norm] = level
     return out
-
-
-def expand_severity(table: dict[str, str]) -> dict[str, str]:
-    """Selector table -> rule code table (``CheckOptions.severity_overrides``).
-
-    Categories apply first, then code prefixes, then exact codes, so the most
-    specific entry wins whatever the order in the file.
-    """
-    from invariants.model.registry import RULES
-
-    out: dict[str, str] = {}
-    ordered = sorted(
-        table.items(), key=lambda kv: 2 if kv[0].upper() in RULES else (1 if kv[0].isalpha() and kv[0].isupper() else 0)
-    )
-    for sel, level in ordered:
-        key = sel.upper() if sel.upper() in RULES else sel
-        for code, rule in RULES.items():
-            if code == key or rule.category == sel or (key.isalpha() and key.isupper() and code.startswith(key)):
-                out[code] = level
-    return out
-
-
-def path_ignored(file: str | None, rule: str, per_path: dict[str, list[str]], root: Path) -> bool:
-    """Does a per-path-ignores entry drop ``rule`` for ``file``?
-
-    A glob matches the file's path relative to ``root`` (the config's folder),
-    its absolute path, or its bare name; ``*`` crosses folders, ``**/`` may
-    match no folder at all.
-    """
-    if not file or not per_path:
-        return False
-    from invariants.gate.pipeline import rule_matches
-
-    p = Path(file)
-    absolute = (p if p.is_absolute() else Path.cwd() / p).resolve()
-    candidates = {absolute.as_posix(), p.name, p.as_posix()}
-    try:
-        candidates.add(absolute.relative_to(root.resolve()).as_posix())
-    except ValueError:
-        pass
-    for glob, rules in per_path.items():
-        patterns = {glob, glob.replace("**/", "")}
-        if any(fnmatch.fnmatchcase(c, g) for c in candidates for g in patterns):
-            if rule_matches(rule, rules):
-                return True
-    return False

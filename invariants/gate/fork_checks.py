@@ -1,0 +1,133 @@
+"""The cross-session step: each forked child's seed against its parent.
+
+:func:`resolve_parent` is the one choice of a child's parent, used by the
+pipeline (over the sessions of a run) and the index (over the sessions it
+holds under the child's root).  :func:`fork_findings` runs the seed checks of
+a run's children, cached per child in the result cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence, TypeVar
+
+from invariants.analysis.forks import (
+    ForkSide,
+    check_fork_sides,
+    could_be_parent,
+    find_parent_log,
+    parent_candidates,
+    root_index_scope,
+)
+from invariants.gate.result import SessionSummary
+from invariants.gate.result_cache import ResultCache, revision
+from invariants.model.findings import Finding
+from invariants.model.registry import make_finding
+from invariants.read.source import LogSource
+
+
+class Checked(Protocol):
+    """A log among those checked (a session summary, an indexed row): where it is and when it was created."""
+
+    @property
+    def source(self) -> LogSource: ...
+
+    @property
+    def created_at(self) -> Any: ...
+
+
+C = TypeVar("C", bound=Checked)
+
+
+def _near(a: LogSource, b: LogSource) -> bool:
+    """Logs a fork keeps together: one folder, one project directory (``<id>/session.jsonl*``), one database."""
+    pa, pb = a.path, b.path
+    if pa.parent == pb.parent or (a.member is not None and pa == pb):
+        return True
+    return (
+        pa.name.startswith("session.jsonl")
+        and pb.name.startswith("session.jsonl")
+        and pa.parent.parent == pb.parent.parent
+    )
+
+
+def checked_parent(child: LogSource, parent_id: str, created_at: Any, same_id: Sequence[C]) -> C | None:
+    """The parent among the checked logs with the parent's id (``same_id``, the child excluded).
+
+    The one beside the child (a fork inherits its parent's cwd, so the store
+    keeps both in one folder, project directory or database), else the one
+    at a root-level place the store would have used that was created before
+    the child.  Ids repeat across unrelated folders (test suites reuse them),
+    so a log of that id anywhere else is never taken for the parent.
+    """
+    pick = [c for c in same_id if _near(child, c.source)]
+    if not pick and same_id:
+        places = set(parent_candidates(child, parent_id))
+        pick = [c for c in same_id if c.source.path in places and could_be_parent(created_at, c.created_at)]
+    return pick[0] if len(pick) == 1 else None
+
+
+def resolve_parent(
+    child: LogSource, parent_id: str, created_at: Any, seed_length: int, same_id: Sequence[C]
+) -> C | LogSource | None:
+    """The child's parent: a checked log (:func:`checked_parent`), else, when there is a seed
+    to compare, the log the store would have written (:func:`~invariants.analysis.forks.find_parent_log`,
+    read only as far as its header), else None."""
+    parent = checked_parent(child, parent_id, created_at, same_id)
+    if parent is not None:
+        return parent
+    return find_parent_log(child, parent_id, created_at) if seed_length > 0 else None
+
+
+def fork_findings(sessions: list[SessionSummary], cache: ResultCache | None = None) -> tuple[list[Finding], int]:
+    """The seed findings of every forked child among ``sessions``, and how many came from the cache."""
+    by_id: dict[str, list[SessionSummary]] = {}
+    for m in sessions:
+        by_id.setdefault(m.id, []).append(m)
+    out: list[Finding] = []
+    hits = 0
+    with root_index_scope():  # each root scanned once for all the fork checks
+        for m in sessions:
+            if not m.has_header or not m.parent_session:
+                continue
+            same_id = [c for c in by_id.get(m.parent_session, []) if c is not m]
+            found, hit = _one_child(m, same_id, cache)
+            out.extend(found)
+            hits += hit
+    return out, hits
+
+
+def _side(m: SessionSummary) -> ForkSide:
+    return ForkSide(m.source, m.id, m.events, m.era, m.parent_session, m.seed_length)
+
+
+def _one_child(
+    m: SessionSummary, same_id: list[SessionSummary], cache: ResultCache | None
+) -> tuple[list[Finding], bool]:
+    pid = m.parent_session or ""
+    child_rev = revision(m.path)
+    checked = checked_parent(m.source, pid, m.created_at, same_id)
+    if checked is not None:
+        where: list = ["checked", checked.path, revision(checked.path), checked.events]
+    else:  # the parent's log, if any, is one of these places: their revisions key the entry
+        cands = parent_candidates(m.source, pid) if m.seed_length > 0 else []
+        where = ["search", [[str(c), revision(c)] for c in cands if revision(c) is not None]]
+    identity = [m.path, m.root]
+    key = [child_rev, m.events, m.era, m.parent_session, m.seed_length, where]
+    if cache is not None and child_rev is not None:
+        hit = cache.get("fork", identity, key)
+        if hit is not None:
+            return [Finding(**f) for f in hit], True
+    out: list[Finding] = []
+
+    def emit(code: str, message: str, **w: Any) -> None:
+        out.append(make_finding(code, message, **w))
+
+    parent = resolve_parent(m.source, pid, m.created_at, m.seed_length, same_id)
+    if isinstance(parent, SessionSummary):
+        parent_side: ForkSide | None = _side(parent)
+    else:
+        parent_side = ForkSide(parent, pid, None) if parent is not None else None
+    check_fork_sides(_side(m), parent_side, emit)
+    if cache is not None and child_rev is not None:
+        cache.put("fork", identity, key, [f.to_json() for f in out])
+    return out, False

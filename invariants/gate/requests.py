@@ -1,0 +1,183 @@
+"""Recorded requests against replayed sessions: route each one to its session and step, rebuild, compare.
+
+:class:`RequestRouter` is the one place a recorded request meets a model:
+the pipeline feeds it every line of a unit's captures, the index the lines
+it has not checked yet.  Each line gives a :class:`RecordOutcome` with the
+verdict, the session it went to and its findings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from invariants.gate.result import RequestCheck
+from invariants.model.findings import Finding
+from invariants.model.registry import RULES, make_finding
+from invariants.read.capture import Recorded
+from invariants.replay.compare import compare
+from invariants.replay.session import SessionModel, StepState
+
+_RANK = {"unchecked": 0, "ok": 1, "header": 2, "diverges": 3, "unexplained": 3}
+
+
+@dataclass
+class RecordOutcome:
+    """What one capture line came to: its verdict, the session it was routed to (None: none), its findings."""
+
+    check: RequestCheck
+    model: SessionModel | None
+    findings: list[Finding] = field(default_factory=list)
+
+
+class RequestRouter:
+    """Routes recorded requests to the models of one unit.
+
+    A capture beside logs routes to the sessions of its own folder; explicit
+    captures (``--captures``) route to any checked session whose id is unique
+    among them.  A checked request is appended to ``model.requests`` and to
+    its step's ``requests``, and raises the step's status.
+    """
+
+    def __init__(self, models: list[SessionModel], explicit: bool) -> None:
+        self.models = models
+        self.explicit = explicit
+        self.by_id: dict[str, list[SessionModel]] = {}
+        self.by_folder: dict[Path, list[SessionModel]] = {}
+        for m in models:
+            self.by_id.setdefault(m.id, []).append(m)
+            self.by_folder.setdefault(m.source.path.parent, []).append(m)
+        self._local: dict[Path | None, tuple[list[SessionModel], dict[str, SessionModel]]] = {}
+
+    def _sessions_for(self, capture: Path | None) -> tuple[list[SessionModel], dict[str, SessionModel]]:
+        """The sessions a capture's lines may go to, and those by id (the last of an id wins)."""
+        if capture not in self._local:
+            local = self.models if capture is None else self.by_folder.get(capture.parent, [])
+            self._local[capture] = (local, {m.id: m for m in local})
+        return self._local[capture]
+
+    def check(self, capture: Path | None, rec: Recorded) -> RecordOutcome | None:
+        """The outcome of ``rec`` read from ``capture`` (None for explicit captures); None when
+        it belongs to a log beside the capture that this run does not check."""
+        local, local_ids = self._sessions_for(capture)
+        model = _route(rec, local_ids, local, self.by_id if self.explicit else {})
+        if model is None:
+            if not self.explicit and rec.session_id and _has_log_beside(capture, rec):
+                return None  # a session in that folder the user did not ask to check
+            finding = make_finding(
+                "REQ004",
+                f"recorded request (capture line {rec.line}) names session {rec.session_id!r}, which no checked log explains",
+                file=rec.file,
+                line=rec.line,
+                session=rec.session_id,
+            )
+            rc = RequestCheck(
+                "unexplained", rec.session_id, codes=["REQ004"], file=rec.file, line=rec.line, recorded=rec
+            )
+            return RecordOutcome(rc, None, [finding])
+        return _check_one(model, rec)
+
+    def check_all(self, capture: Path | None, records: list[Recorded]) -> tuple[list[RequestCheck], list[Finding]]:
+        """Every line of one capture: the verdicts and the findings, in capture order."""
+        checks: list[RequestCheck] = []
+        findings: list[Finding] = []
+        for rec in records:
+            out = self.check(capture, rec)
+            if out is not None:
+                checks.append(out.check)
+                findings.extend(out.findings)
+        return checks, findings
+
+
+def _route(
+    rec: Recorded,
+    local_ids: dict[str, SessionModel],
+    local: list[SessionModel],
+    global_ids: dict[str, list[SessionModel]],
+) -> SessionModel | None:
+    if rec.session_id is not None:
+        if rec.session_id in local_ids:
+            return local_ids[rec.session_id]
+        if rec.session_id in global_ids and len(global_ids[rec.session_id]) == 1:
+            return global_ids[rec.session_id][0]
+        return None
+    return local[0] if len(local) == 1 else None
+
+
+def _has_log_beside(capture_path: Path | None, rec: Recorded) -> bool:
+    if capture_path is None:
+        return False
+    folder = capture_path.parent
+    names = [rec.session_file] if rec.session_file else []
+    names += [f"{rec.session_id}{s}" for s in (".jsonl", ".jsonl.zstd", ".jsonl.zst")]
+    # A hint is a bare file name: never follow a path out of the capture's folder.
+    return any(n and "/" not in n and "\\" not in n and n not in (".", "..") and (folder / n).is_file() for n in names)
+
+
+def _check_one(model: SessionModel, rec: Recorded) -> RecordOutcome:
+    rc = RequestCheck(session=model.id, file=rec.file, line=rec.line, recorded=rec)
+    out = RecordOutcome(rc, model)
+    model.requests.append(rc)
+    where: dict[str, Any] = {"file": model.file, "session": model.id}
+    cap = f"{rec.file}:{rec.line}"
+    if not rec.loop_built:
+        rc.status = "one-shot"
+        return out
+
+    def fail(code: str, message: str, **extra: Any) -> RecordOutcome:
+        rc.status, rc.codes = "unexplained", [code]
+        out.findings.append(make_finding(code, message, **{**where, **extra}, detail={"capture": cap}))
+        return out
+
+    step: StepState | None
+    if rec.log_length is not None:
+        if rec.log_length > model.events:
+            return fail(
+                "REQ005",
+                f"recorded request (capture {cap}) was sent at logLength {rec.log_length}, but the log has {model.events} events",
+                turn=rec.turn,
+                step=rec.step,
+            )
+        step = model.step_for_log_length(rec.log_length)
+    else:
+        step = model.step_for(rec.turn, rec.step)
+    if step is None:
+        return fail(
+            "REQ002",
+            f"recorded loop-built request (capture {cap}) has no step/start before it in the log",
+            turn=rec.turn,
+            step=rec.step,
+        )
+    rc.step = step.index
+    step.requests.append(len(model.requests) - 1)
+    expected = model.rebuild_request(step, rec.log_length)
+    where.update(turn=step.turn, step=step.step, seq=step.seq, line=step.line)
+    if expected is None:
+        step.status = "unexplained"
+        return fail(
+            "REQ003",
+            f"recorded loop-built request (capture {cap}) has no request header in force: its model, system and tools are unexplained",
+        )
+    diffs = compare(expected, rec.request)
+    for d in diffs:
+        extra = dict(where)
+        if d.code == "DIV001" and d.detail.get("source_seq") is not None:
+            extra["seq"] = d.detail["source_seq"]
+            extra["line"] = model.surface.lines.get(d.detail["source_seq"], step.line)
+        out.findings.append(
+            make_finding(
+                d.code, d.message, **extra, path=d.path, detail={**d.detail, "capture": cap, "step_seq": step.seq}
+            )
+        )
+    rc.codes = [d.code for d in diffs]
+    severe = [d for d in diffs if RULES[d.code].severity == "error"]
+    if any(d.code == "DIV001" for d in severe):
+        rc.status = "diverges"
+    elif severe:
+        rc.status = "header"
+    else:
+        rc.status = "ok"
+    if _RANK.get(rc.status, 0) > _RANK.get(step.status, 0):
+        step.status = rc.status
+    return out

@@ -1,0 +1,190 @@
+"""What a check is asked and what it returns: options, session summaries, request verdicts, the result.
+
+Everything here is plain data that survives a trip through JSON, so a worker
+process, the result cache and an in-process run hand the pipeline's second
+half the same values.  The replayed :class:`~invariants.replay.session.SessionModel`
+objects are kept beside them only when a caller asks (``keep_models``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from invariants.gate.baseline import BaselineOutcome
+from invariants.model.findings import SEVERITY_RANK, Finding
+from invariants.read.capture import Recorded
+from invariants.read.source import LogSource
+from invariants.replay.session import SessionModel
+
+
+@dataclass
+class CheckOptions:
+    """How to read the logs; everything here can change a folder's result, so it keys the result cache."""
+
+    captures: list[Path] | None = None  # explicit capture files; None = look beside each log
+    profile: str | None = None  # force a profile; None = sniff per log
+    max_line: int | None = None  # bytes per line (default: the reader's bound)
+
+
+@dataclass
+class RequestCheck:
+    """One recorded request and what became of it."""
+
+    status: str = "unchecked"  # ok | diverges | header | unexplained | one-shot
+    session: str | None = None  # the session it was routed to (or named, when unexplained)
+    step: int | None = None  # index into that session's steps
+    codes: list[str] = field(default_factory=list)
+    file: str | None = None  # the capture file and line it was read from
+    line: int | None = None
+    recorded: Recorded | None = field(default=None, compare=False, repr=False)  # kept in-process only
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "session": self.session,
+            "step": self.step,
+            "codes": list(self.codes),
+            "file": self.file,
+            "line": self.line,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "RequestCheck":
+        return cls(**d)
+
+
+@dataclass
+class SessionSummary:
+    """What reports, baselines, ledgers and fork checks need of one replayed session."""
+
+    session: str
+    file: str
+    era: str
+    profile: str
+    events: int
+    turns: int
+    steps: int
+    instances: int
+    requests: int
+    path: str
+    root: str
+    parent_session: str | None = None
+    seed_length: int = 0
+    has_header: bool = True
+    torn: bool = False
+    bytes: int = 0
+    resumes: list[int] = field(default_factory=list)  # seqs of resume anchors
+    member: str | None = None  # a session inside a SQLite database
+    created_at: Any = None  # the header's createdAt: a fork's parent is created before it
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.session
+
+    @property
+    def source(self) -> LogSource:
+        return LogSource(Path(self.path), Path(self.root), self.member)
+
+    def row(self) -> dict[str, Any]:
+        """The session's row of the JSON report (version 1)."""
+        return {
+            "session": self.session,
+            "file": self.file,
+            "era": self.era,
+            "profile": self.profile,
+            "events": self.events,
+            "turns": self.turns,
+            "steps": self.steps,
+            "instances": self.instances,
+            "requests": self.requests,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "findings"}
+        d["findings"] = [f.to_json() for f in self.findings]
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "SessionSummary":
+        d = dict(d)
+        findings = [Finding(**f) for f in d.pop("findings")]
+        return cls(**d, findings=findings)
+
+    @classmethod
+    def from_model(cls, m: SessionModel) -> "SessionSummary":
+        hdr = m.header
+        return cls(
+            session=m.id,
+            file=m.file,
+            era=m.profile.era,
+            profile=m.profile.name,
+            events=m.events,
+            turns=m.turns,
+            steps=len(m.steps),
+            instances=len(m.instances),
+            requests=len(m.requests),
+            path=str(m.source.path),
+            root=str(m.source.root),
+            parent_session=hdr.parent_session if hdr else None,
+            seed_length=(hdr.seed_length or 0) if hdr else 0,
+            has_header=hdr is not None,
+            torn=bool(m.torn),
+            bytes=m.bytes,
+            resumes=[i.seq for i in m.instances if i.reason == "resume"],
+            member=m.source.member,
+            created_at=hdr.created_at if hdr else None,
+            findings=list(m.findings),
+        )
+
+
+@dataclass
+class CheckResult:
+    """Sessions, findings (after the configuration), request verdicts and unusable inputs of one check.
+
+    ``findings`` are in report order.  ``problems`` are inputs that could not
+    be used (the gate exits 2 on any).  ``models`` holds the replayed sessions
+    when the check was asked to keep them (the TUI does), else it is empty.
+    ``baseline`` says what a baseline absorbed, when one was applied.
+    """
+
+    sessions: list[SessionSummary]
+    findings: list[Finding]
+    requests: list[RequestCheck]
+    problems: list[str]
+    models: list[SessionModel] = field(default_factory=list)
+    baseline: BaselineOutcome | None = None
+
+    @property
+    def requests_checked(self) -> int:
+        return sum(1 for r in self.requests if r.status not in ("one-shot", "unexplained"))
+
+    def counts(self) -> dict[str, int]:
+        """Findings per severity."""
+        out = {"error": 0, "warning": 0, "info": 0}
+        for f in self.findings:
+            out[f.severity] = out.get(f.severity, 0) + 1
+        return out
+
+    def failed(self, fail_on: str = "error") -> bool:
+        """Whether any finding is at or above ``fail_on`` (the gate's exit 1)."""
+        threshold = SEVERITY_RANK[fail_on]
+        return any(SEVERITY_RANK.get(f.severity, 0) >= threshold for f in self.findings)
+
+    @property
+    def ok(self) -> bool:
+        """Every input was usable and no finding is an error."""
+        return not self.problems and not self.failed("error")
+
+    def summary(self) -> dict[str, int]:
+        c = self.counts()
+        return {
+            "sessions": len(self.sessions),
+            "events": sum(m.events for m in self.sessions),
+            "requests_checked": self.requests_checked,
+            "errors": c["error"],
+            "warnings": c["warning"],
+            "infos": c["info"],
+        }

@@ -1,0 +1,201 @@
+"""The per-unit half of a check: replay a unit's logs, read its captures, compare.
+
+A unit is a *folder*: its logs and the capture files beside them (a capture
+routes its lines to the sessions of its own folder, so a folder is
+self-contained).  With ``--captures`` given, routing is global and the whole
+run is one unit.  :func:`check_unit` gives the unit's JSON-able result, what
+a worker sends back and what the result cache stores::
+
+    {"sessions": [[index in unit, SessionSummary JSON], ...],
+     "problems": [[index in unit, sentence], ...],
+     "captures": [{"path", "first", "read": [finding], "check": [finding], "requests": [RequestCheck JSON]}]}
+
+Nothing here is configured: selection, severities and baselines apply to
+the assembled run (:mod:`invariants.gate.pipeline`), so changing them never
+needs a re-read.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from invariants.gate.requests import RequestRouter
+from invariants.gate.result import CheckOptions, RequestCheck, SessionSummary
+from invariants.gate.result_cache import revision
+from invariants.model.findings import Finding
+from invariants.read.capture import Recorded, find_capture, read_capture
+from invariants.read.source import LogSource
+from invariants.replay.session import SessionModel, replay
+
+CaptureReader = Callable[[Path], tuple[list[Recorded], list[Finding]]]
+
+
+@dataclass
+class Unit:
+    """A folder (or, with explicit captures, the whole run)."""
+
+    sources: list[LogSource]
+    indexes: list[int]  # global discovery index of each source
+    captures: list[str] | None = None  # explicit capture files; None = beside each log
+
+
+@dataclass
+class UnitOutcome:
+    """A unit's JSON-able result, and what only an in-process run can keep: the models and live verdicts."""
+
+    data: dict[str, Any]
+    models: list[SessionModel] = field(default_factory=list)
+    requests: list[list[RequestCheck]] = field(default_factory=list)  # per entry of data["captures"]
+
+
+def plan_units(sources: list[LogSource], captures: list[Path] | None) -> list[Unit]:
+    if captures is not None:
+        return [Unit(list(sources), list(range(len(sources))), [str(c) for c in captures])]
+    by_folder: dict[Path, Unit] = {}
+    for i, s in enumerate(sources):
+        u = by_folder.setdefault(s.path.parent, Unit([], []))
+        u.sources.append(s)
+        u.indexes.append(i)
+    return list(by_folder.values())
+
+
+def replay_source(src: LogSource, options: CheckOptions, checkpoint: bool = False) -> SessionModel | str:
+    """One log replayed, or the sentence saying why it cannot be read."""
+    try:
+        return replay(src, options.profile, max_line=options.max_line, checkpoint=checkpoint)
+    except OSError as exc:
+        return f"{src.display}: cannot read ({exc.strerror or exc})"
+
+
+def replay_sources(sources: list[LogSource], options: CheckOptions) -> tuple[list[SessionModel], list[str]]:
+    """Every log replayed (``inspector replay`` and ``cache-report`` need no more), and the unreadable ones."""
+    models: list[SessionModel] = []
+    problems: list[str] = []
+    for src in sources:
+        m = replay_source(src, options)
+        if isinstance(m, str):
+            problems.append(m)
+        else:
+            models.append(m)
+    return models, problems
+
+
+def unit_identity(unit: Unit) -> list:
+    return [
+        "explicit" if unit.captures is not None else "beside",
+        [os.path.abspath(s.path) for s in unit.sources],
+        [str(s.root) for s in unit.sources],
+        [str(s.path) for s in unit.sources],
+        [s.member for s in unit.sources],
+    ]
+
+
+def unit_key(unit: Unit, options: CheckOptions) -> list | None:
+    """Everything the unit's result depends on, or None when a file cannot be stat'ed (never cached)."""
+    revs = []
+    for s in unit.sources:
+        r = revision(s.path)
+        if r is None:
+            return None
+        revs.append(r)
+        if s.member is not None:
+            revs.append(revision(f"{s.path}-wal"))  # SQLite in WAL mode: recent commits live beside the file
+    if unit.captures is not None:
+        caps = [[c, revision(c)] for c in unit.captures]
+        listing: list = []
+    else:
+        seen: list[str] = []
+        for s in unit.sources:
+            cp = find_capture(s.path)
+            if cp is not None and str(cp) not in seen:
+                seen.append(str(cp))
+        caps = [[c, revision(c)] for c in seen]
+        listing = []
+        for folder in sorted({str(s.path.parent) for s in unit.sources}):
+            try:
+                listing.append([folder, sorted(os.listdir(folder))])
+            except OSError:
+                listing.append([folder, None])
+    return [revs, caps, listing, options.profile, options.max_line]
+
+
+def check_unit(
+    unit: Unit,
+    options: CheckOptions,
+    models: list[SessionModel | str] | None = None,
+    read: CaptureReader | None = None,
+) -> UnitOutcome:
+    """Replay the unit's logs (or take ``models``, one per source, a string for one that could not
+    be read), read its captures with ``read`` (default :func:`read_capture`), route and compare."""
+    if read is None:
+
+        def read(cp: Path) -> tuple[list[Recorded], list[Finding]]:
+            return read_capture(cp, options.max_line)
+
+    problems: list[list] = []
+    kept: list[SessionModel] = []
+    kept_index: list[int] = []
+    for i, src in enumerate(unit.sources):
+        model = models[i] if models is not None else replay_source(src, options)
+        if isinstance(model, str):
+            problems.append([i, model])
+            continue
+        kept.append(model)
+        kept_index.append(i)
+    plan: list[tuple[Path | None, list[Recorded], list[Finding], int]] = []
+    if unit.captures is not None:
+        records_all: list[Recorded] = []
+        read_findings: list[Finding] = []
+        for cp in unit.captures:
+            p = Path(cp)
+            if not p.is_file():
+                problems.append([len(unit.sources), f"{p}: capture file not found"])
+                continue
+            records, cap_findings = read(p)
+            read_findings.extend(cap_findings)
+            records_all.extend(records)
+        plan.append((None, records_all, read_findings, 0))
+    else:
+        seen: set[Path] = set()
+        for k, m in enumerate(kept):
+            found = find_capture(m.source.path)
+            if found is not None and found not in seen:
+                seen.add(found)
+                records, cap_findings = read(found)
+                plan.append((found, records, cap_findings, kept_index[k]))
+    router = RequestRouter(kept, explicit=unit.captures is not None)
+    captures: list[dict[str, Any]] = []
+    live: list[list[RequestCheck]] = []
+    for cp, records, read_findings, first in plan:
+        checks, emitted = router.check_all(cp, records)
+        live.append(checks)
+        captures.append(
+            {
+                "path": str(cp) if cp is not None else None,
+                "first": first,
+                "read": [f.to_json() for f in read_findings],
+                "check": [f.to_json() for f in emitted],
+                "requests": [r.to_json() for r in checks],
+            }
+        )
+    data = {
+        "sessions": [[kept_index[k], SessionSummary.from_model(m).to_json()] for k, m in enumerate(kept)],
+        "problems": problems,
+        "captures": captures,
+    }
+    return UnitOutcome(data, kept, live)
+
+
+def run_unit(job: tuple[Unit, CheckOptions]) -> dict[str, Any]:
+    """A worker's task: one unit's JSON-able result."""
+    unit, options = job
+    return check_unit(unit, options).data
+
+
+def replay_job(job: tuple[LogSource, CheckOptions]) -> SessionModel | str:
+    """A worker's task when one unit is spread over workers (explicit captures): one replay."""
+    src, options = job
+    return replay_source(src, options)
