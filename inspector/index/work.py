@@ -37,7 +37,6 @@ from invariants.gate.requests import RequestRouter
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
 from invariants.read.capture import Recorded, read_capture
-from invariants.read.era import SNIFF_LINES, sniff
 from invariants.read.source import LogSource
 from invariants.replay.session import SessionModel, replay, resume
 
@@ -320,18 +319,11 @@ def _load(lt: LogTask) -> tuple[SessionResult, SessionModel]:
         and grew_in_place(str(src.path), lt.stat, prev, prev.bytes_at)
     ):
         model = resume(src, prev.checkpoint)
-        if model is not None and (prev.lines >= SNIFF_LINES or _same_era(src, model)):
+        if model is not None:  # resume() itself refuses appended lines that change the era verdict
             model.findings.extend(_carried(prev.carry, model))
             return _result(lt, "append"), model
     model = _replay(src)
     return _result(lt, "replace" if prev is not None else "new"), model
-
-
-def _same_era(src: LogSource, model: SessionModel) -> bool:
-    """Whether the era sniff, which reads the head of a log, judges the grown log as it judged it
-    before (a short log's new lines are part of that head).  If not, the log is re-read."""
-    guess = sniff(src)
-    return guess.profile == model.profile.name and guess.evidence == model.era_evidence
 
 
 def _carried(rows: list[tuple], model: SessionModel) -> list[Finding]:

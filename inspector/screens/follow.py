@@ -29,7 +29,6 @@ from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
 from invariants.read.capture import Recorded, read_capture
 from invariants.read.discover import discover
-from invariants.read.era import SNIFF_LINES
 from invariants.read.source import LogSource
 from invariants.replay.session import SessionModel
 
@@ -96,8 +95,6 @@ class FollowCheck:
         model, mark = self.model, self.mark
         if model is None or mark is None or model.checkpoint is None:
             return None
-        if self.options.profile is None and model.lines < SNIFF_LINES:
-            return None  # the era sniff still sees new lines: its verdict may change
         try:
             st = os.stat(self.source.path)
             if (st.st_ino, st.st_dev) != (mark.inode, mark.device) or st.st_size <= mark.size:

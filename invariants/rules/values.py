@@ -179,7 +179,7 @@ class ValueChecker:
             self._bad(at, "chunk", f"must be a stream chunk object; got {shorten(chunk, 60)}")
             return
         kind = chunk.get("type")
-        if kind in DELTA_CHUNK_TYPES:
+        if type(kind) is str and kind in DELTA_CHUNK_TYPES:
             return
         self._enum(at, "chunk.type", kind, CHUNK_TYPES)
         if kind == "block-start":

@@ -29,12 +29,12 @@ def accepted(rec) -> bool:
 
 def byte_identity(root: Path) -> tuple[Counter, list[str]]:
     """Per origin: accepted loop-built requests and how many rebuild byte-identical; the others by capture line."""
-    from invariants.gate.pipeline import CheckOptions, run_check
+    from invariants import CheckOptions, check
 
-    result = run_check([root], CheckOptions())
+    result = check([root], CheckOptions(), keep_models=True)
     counts: Counter = Counter()
     different: list[str] = []
-    for model in result.sessions:
+    for model in result.models:
         for rc in model.requests:
             rec = rc.recorded
             if not rec.loop_built or rc.step is None or not accepted(rec):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from invariants.gate.pipeline import run_check
+from invariants import check
 from invariants.read.source import LogSource
 from invariants.replay.session import replay
 from tests.conftest import corpus_dir
@@ -31,7 +31,7 @@ def _errors(lines: list[bytes], tmp_path) -> list:
 # ---------------------------------------------------------------- item 3
 def test_a_turn_closed_in_error_after_a_vetoed_step_end_is_a_warning():
     log = corpus_dir("upstream-late-era") / "core__agent-loop__coverage-edges/t11/stepend-double-veto.jsonl"
-    result = run_check([log])
+    result = check([log])
     assert [f for f in result.findings if f.severity == "error"] == []
     assert [(f.rule, f.seq) for f in result.findings] == [("EVT012", 26)]
 
@@ -65,7 +65,7 @@ def test_one_damaged_line_of_a_real_log_is_one_error(tmp_path, era, name):
 # ---------------------------------------------------------------- item 7
 def test_no_value_the_harness_wrote_is_flagged():
     """Every enumerated value and typed field in the real logs is one its era defines."""
-    result = run_check([corpus_dir("fixtures-seed-era").parent])
+    result = check([corpus_dir("fixtures-seed-era").parent])
     assert len(result.sessions) == 1777
     flagged = [(f.file, f.rule, f.message) for f in result.findings if f.rule in ("EVT011", "EVT013")]
     assert flagged == []

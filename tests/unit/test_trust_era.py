@@ -6,7 +6,7 @@ import orjson
 
 import invariants.read.era as era_mod
 import invariants.read.load as load_mod
-from invariants.gate.pipeline import CheckOptions, run_check
+from invariants import CheckOptions, check
 from invariants.gate.report import report_json
 from invariants.read.era import SNIFF_LINES
 from invariants.read.source import LogSource
@@ -47,12 +47,12 @@ def _late_after_the_window() -> Log:
 
 
 def _check(tmp_path, log: Log, **options):
-    return run_check([log.write(tmp_path / f"{log.header['id']}.jsonl")], CheckOptions(**options))
+    return check([log.write(tmp_path / f"{log.header['id']}.jsonl")], CheckOptions(**options), keep_models=True)
 
 
 def test_a_late_shape_after_the_first_lines_judges_the_log_late(tmp_path):
     result = _check(tmp_path, _late_after_the_window())
-    (m,) = result.sessions
+    (m,) = result.models
     assert (m.profile.era, m.profile.name) == ("late", "late-unwrapped")
     assert [f for f in result.findings if f.severity == "error"] == []  # no HDR011 for reason "change"
     assert "config.provider (late)" in m.era_evidence
@@ -76,7 +76,7 @@ def test_no_era_specific_shape_is_undetermined_and_judged_by_the_seed_rules(tmp_
     chunks = Log("chunks", cwd="/work")
     for i in range(3):
         chunks.chunk(1, 1, f"c{i}")  # a chunk-only replay script: no boundary, no header, no message
-    result = run_check([empty.write(tmp_path / "empty.jsonl"), chunks.write(tmp_path / "chunks.jsonl")])
+    result = check([empty.write(tmp_path / "empty.jsonl"), chunks.write(tmp_path / "chunks.jsonl")], keep_models=True)
     rows = report_json(result)["sessions"]
     assert sorted((r["session"], r["era"], r["profile"]) for r in rows) == [
         ("chunks", "undetermined", "undetermined"),
@@ -99,12 +99,12 @@ def test_a_log_mixing_eras_is_reported_once_as_such(tmp_path):
     result = _check(tmp_path, log)
     mixed = [f for f in result.findings if f.rule == "LOG011"]
     assert len(mixed) == 1 and "request/header-delta" in mixed[0].message
-    assert result.sessions[0].profile.era == "late"
+    assert result.models[0].profile.era == "late"
 
 
 def test_a_forced_profile_still_wins(tmp_path):
     result = _check(tmp_path, _late_after_the_window(), profile="seed")
-    assert result.sessions[0].profile.name == "seed"
+    assert result.models[0].profile.name == "seed"
     assert "HDR011" in {f.rule for f in result.findings} and "LOG011" not in {f.rule for f in result.findings}
 
 

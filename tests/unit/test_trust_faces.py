@@ -132,17 +132,17 @@ def test_no_div011_for_provider_on_the_harness_invariant_tests(t):
     """The agent-loop invariant compares model, system, temperature, maxTokens, stop, tools and messages,
     never provider or reasoningEffort: a hand-built request without them (or with another provider) is no
     divergence."""
-    from invariants.gate.pipeline import run_check
+    from invariants import check
 
     folder = corpus_dir(f"upstream-late-era/core__agent-loop__invariant/{t}")
-    assert [f.message for f in run_check([folder]).findings if f.rule == "DIV011"] == []
+    assert [f.message for f in check([folder]).findings if f.rule == "DIV011"] == []
 
 
 @pytest.mark.parametrize(
     "overrides", [{"provider": None}, {"provider": "other"}, {"reasoningEffort": "high"}, {"topP": 0.9}]
 )
 def test_spread_config_fields_are_not_compared_but_unknown_fields_are(tmp_path, overrides):
-    from invariants.gate.pipeline import run_check
+    from invariants import check
     from tests.support.latebuilder import one_turn
 
     log = one_turn()
@@ -154,7 +154,7 @@ def test_spread_config_fields_are_not_compared_but_unknown_fields_are(tmp_path, 
             request[key] = value
     log.write(tmp_path / "late-1.jsonl")
     log.write_requests(tmp_path / "requests.jsonl")
-    rules = [f.rule for f in run_check([tmp_path]).findings]
+    rules = [f.rule for f in check([tmp_path]).findings]
     assert rules == (["DIV011"] if "topP" in overrides else [])
 
 
@@ -164,7 +164,7 @@ def test_spread_config_fields_are_not_compared_but_unknown_fields_are(tmp_path, 
 def test_a_truncated_deepdiff_says_so_in_the_detail_not_on_stderr(tmp_path, capfd):
     """A recorded message with 400 extra content parts: deepdiff stops at its limit, silently, and the
     finding's detail says where."""
-    from invariants.gate.pipeline import run_check
+    from invariants import check
     from invariants.replay.compare import DEEP_MAX_DIFFS
 
     log = Log()
@@ -176,7 +176,7 @@ def test_a_truncated_deepdiff_says_so_in_the_detail_not_on_stderr(tmp_path, capf
     line = {"sessionId": "s1", "logLength": model.steps[0].first_chunk_seq, "turn": 1, "step": 1, "request": request}
     log.write_requests(tmp_path / "requests.jsonl", [line])
     capfd.readouterr()
-    (div,) = [f for f in run_check([path]).findings if f.rule == "DIV001"]
+    (div,) = [f for f in check([path]).findings if f.rule == "DIV001"]
     out, err = capfd.readouterr()
     assert err == "" and out == ""
     assert div.detail["deepdiff"]["truncated_after"] == DEEP_MAX_DIFFS == 200
@@ -184,7 +184,7 @@ def test_a_truncated_deepdiff_says_so_in_the_detail_not_on_stderr(tmp_path, capf
 
 
 def test_an_untruncated_deepdiff_has_no_truncation_mark(tmp_path):
-    from invariants.gate.pipeline import run_check
+    from invariants import check
 
     log = Log()
     log.clean_turn(1, "hi", header_reason="initial")
@@ -194,5 +194,5 @@ def test_an_untruncated_deepdiff_has_no_truncation_mark(tmp_path):
     request["messages"][0]["content"][0]["text"] = "edited"
     line = {"sessionId": "s1", "logLength": model.steps[0].first_chunk_seq, "turn": 1, "step": 1, "request": request}
     log.write_requests(tmp_path / "requests.jsonl", [line])
-    (div,) = [f for f in run_check([path]).findings if f.rule == "DIV001"]
+    (div,) = [f for f in check([path]).findings if f.rule == "DIV001"]
     assert "truncated_after" not in div.detail["deepdiff"] and div.detail["deepdiff"]["values_changed"]["count"] == 1

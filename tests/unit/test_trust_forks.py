@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from invariants.gate.pipeline import run_check
+from invariants import check
 from invariants.simulate.convert import convert_log
 from tests.support.latebuilder import LateLog
 from tests.support.logbuilder import Log
@@ -19,7 +19,7 @@ def _seed_family(tmp_path, *, tamper: int | None = None, seed_cut: int = 0):
         child.events[tamper] = {**child.events[tamper], "time": 1}
     p.write(tmp_path / "parent.jsonl")
     child.write(tmp_path / "child.jsonl")
-    return run_check([tmp_path]), boundary
+    return check([tmp_path]), boundary
 
 
 def test_a_seed_mismatch_points_at_the_differing_event_and_the_parents_line(tmp_path):
@@ -57,7 +57,7 @@ def test_the_parents_line_is_its_own_when_its_rows_are_packed(tmp_path):
     tampered = len(p.events) - 2  # turn 2's step/end
     child.events[tampered] = {**child.events[tampered], "time": 1}
     child.write(tmp_path / "family" / "child.jsonl")
-    result = run_check([tmp_path / "family"])
+    result = check([tmp_path / "family"])
     (f,) = [f for f in result.findings if f.rule == "FRK001"]
     assert (f.line, f.seq) == (tampered + 2, tampered)
     assert f.detail["parent_line"] == tampered + 2 - 2 * 4  # each packed row holds 5 chunk events on one line
