@@ -331,7 +331,8 @@ def list_sessions(
     }
     sql = (
         f"SELECT {', '.join(_COMPUTED.get(f, 's.' + f) for f in SESSION_FIELDS)} "
-        f"FROM sessions s LEFT JOIN sessions p ON p.id = s.parent_id{where} ORDER BY {orders.get(order, orders['created'])}"
+        f"FROM sessions s LEFT JOIN sessions p ON p.id = s.parent_id{where} ORDER BY "
+        f"{orders.get(order, orders['created'])}"
     )
     if limit is not None:
         sql += " LIMIT ?"

@@ -167,7 +167,7 @@ class SessionListScreen(Screen):
         from inspector.index import list_sessions
 
         out: dict[tuple[str, str | None], SessionRow] = {}
-        for i, row in enumerate(list_sessions(db, under=self.root, check_fresh=True, order="path")):
+        for row in list_sessions(db, under=self.root, check_fresh=True, order="path"):
             member = row.get("member")
             path = Path(row["file"])
             try:  # named as discovery names it, so the live scan finds the same row

@@ -106,7 +106,8 @@ def _verify(m: Any, entry: dict, ledger_file: str) -> Finding | None:
     resumes = [s for s in getattr(m, "resumes", []) if s >= events] if have == n else list(getattr(m, "resumes", []))
     how = f"it is now {have} bytes, shorter than the {n} recorded" if have < n else f"its first {n} bytes changed"
     message = (
-        f"this log no longer begins with the {events} events a previous check recorded in the ledger {ledger_file} ({how}): "
+        f"this log no longer begins with the {events} events a previous check recorded in the ledger {ledger_file} "
+        f"({how}): "
         "the log was rewritten, not appended to"
     )
     if resumes:

@@ -88,7 +88,8 @@ PROFILES: dict[str, Profile] = {
         Profile(
             "late-unwrapped",
             "late",
-            "late era f593ef5ab5..6816e8a3d5: context and steering projected without tags, plain message payloads, derive(<step/start)",
+            "late era f593ef5ab5..6816e8a3d5: context and steering projected without tags, plain message payloads, "
+            "derive(<step/start)",
             SEED_SURFACE,
             "late-unwrapped",
             frozenset({"initial", "resume", "change"}),
@@ -101,7 +102,8 @@ PROFILES: dict[str, Profile] = {
         Profile(
             "head",
             "late",
-            "late era 6816e8a3d5..HEAD 611615650f: identified message objects (older late shapes read as HEAD migrates them), no prefix, derive(log at dispatch), HEAD invariant.ts contract, unknown types need ignorable",
+            "late era 6816e8a3d5..HEAD 611615650f: identified message objects (older late shapes read as HEAD migrates "
+            "them), no prefix, derive(log at dispatch), HEAD invariant.ts contract, unknown types need ignorable",
             HEAD_READ_SURFACE,
             "head",
             frozenset({"initial", "resume", "change"}),

@@ -145,7 +145,8 @@ class HeaderFold:
             self._err(
                 "HDR011",
                 ev,
-                f"request/header reason {shorten(reason, 40)} is not one the {self.profile.name} profile knows ({', '.join(sorted(self.profile.reasons))})",
+                f"request/header reason {shorten(reason, 40)} is not one the {self.profile.name} profile knows "
+                f"({', '.join(sorted(self.profile.reasons))})",
                 where,
             )
         prev = self.state
@@ -188,7 +189,8 @@ class HeaderFold:
                 self._err(
                     "HDR014",
                     ev,
-                    f"fallback snapshot: the delta encoding could not express this change to {', '.join(changed) or 'nothing'}",
+                    "fallback snapshot: the delta encoding could not express this change to "
+                    f"{', '.join(changed) or 'nothing'}",
                     where,
                     detail={"changed": changed},
                 )
@@ -215,7 +217,8 @@ class HeaderFold:
             self._err(
                 "PFX002",
                 ev,
-                f"messagePrefix drifted at this resume (first difference at {path}): requests before seq {ev.seq} start with the old prefix, later ones with the new",
+                f"messagePrefix drifted at this resume (first difference at {path}): requests before seq {ev.seq} "
+                "start with the old prefix, later ones with the new",
                 where,
                 path=path,
                 detail={
@@ -238,7 +241,8 @@ class HeaderFold:
         self._err(
             "PFX001",
             ev,
-            f"messagePrefix changed inside the loop instance anchored at seq {anchor} (by a {how}); the prefix is composed once per instance",
+            f"messagePrefix changed inside the loop instance anchored at seq {anchor} (by a {how}); the prefix is "
+            "composed once per instance",
             where,
             path=path,
             detail={"instance_anchor_seq": anchor},

@@ -351,7 +351,7 @@ class _Replay:
         finally:
             self.model = model
 
-    def _event(self, ev: Event) -> None:  # noqa: C901 - one dispatch point by design
+    def _event(self, ev: Event) -> None:  # one dispatch point by design
         if not isinstance(ev.data, dict):
             self._emit("EVT011", f"{ev.type} data is not an object", seq=ev.seq, line=ev.line, **self._where())
             return
@@ -449,7 +449,8 @@ class _Replay:
             if cur.header_version is None:
                 self._emit(
                     "REQ001",
-                    "this step streamed a response but no request header was in force: the log cannot explain its request",
+                    "this step streamed a response but no request header was in force: the log cannot explain its "
+                    "request",
                     seq=ev.seq,
                     line=ev.line,
                     turn=cur.turn,
@@ -498,7 +499,8 @@ class _Replay:
         if missing:
             self._emit(
                 "EVT005",
-                f"surface replace: sourceEventSeqs must include every shadowed surface node; missing {', '.join(map(str, missing[:10]))}",
+                "surface replace: sourceEventSeqs must include every shadowed surface node; missing "
+                f"{', '.join(map(str, missing[:10]))}",
                 seq=ev.seq,
                 line=ev.line,
                 **where,

@@ -204,7 +204,8 @@ class ContractTracer:
             self._err(
                 "EVT008",
                 ev,
-                f"{ev.type} names turn {d.get('turn')}/step {d.get('step')} but the open one is turn {self.open_turn}/step {self.open_step}",
+                f"{ev.type} names turn {d.get('turn')}/step {d.get('step')} but the open one is turn "
+                f"{self.open_turn}/step {self.open_step}",
             )
             return False
         return True
@@ -230,7 +231,8 @@ class ContractTracer:
         self._err(
             "LOG007",
             ev,
-            f"event type {shorten(t, 60)} is not in HEAD's KNOWN_SESSION_EVENT_TYPES and is not marked ignorable: the harness refuses to interpret this log",
+            f"event type {shorten(t, 60)} is not in HEAD's KNOWN_SESSION_EVENT_TYPES and is not marked ignorable: the "
+            "harness refuses to interpret this log",
         )
         return False
 

@@ -67,9 +67,9 @@ def storage_lines(lines: list[bytes], pack: bool = True) -> tuple[bytes, list[tu
 
     Existing chunk rows are expanded first, so the output's rows are exactly
     what the encoder makes of the events (``pack``) or there are none.  Lines
-    that cannot be parsed, or rows that do not decode, are kept verbatim.  A batch ends after every ``turn/end`` (the seed era's
-    flush point and a natural late-era flush), so a log of several turns
-    spans several frames.
+    that cannot be parsed, or rows that do not decode, are kept verbatim.  A
+    batch ends after every ``turn/end`` (the seed era's flush point and a
+    natural late-era flush), so a log of several turns spans several frames.
     """
     header, rest = lines[0], lines[1:]
     parsed: list = []

@@ -61,6 +61,7 @@ def test_fixtures_as_zstd_with_packed_rows_give_the_same_findings(fixtures, tmp_
     packed = convert_tree(files, tmp_path / "zstd")  # rows re-encoded from the events, one frame per batch
     plain = convert_tree(files, tmp_path / "plain", pack=False, compress=False)  # every row expanded
     assert len(packed) == 148 and all(p.name.endswith(".jsonl.zstd") for p in packed)
+    assert len(plain) == 148 and all(p.name.endswith(".jsonl") for p in plain)
     a, b = run_check([tmp_path / "zstd"]), run_check([tmp_path / "plain"])
     assert sum(m.chunk_rows for m in b.sessions) == 0
     assert sum(m.chunk_rows for m in a.sessions) >= sum(m.chunk_rows for m in fixtures.sessions) > 200

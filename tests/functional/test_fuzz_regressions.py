@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.support.fuzz_strategies import ROOT, deep_json
 from tests.support.logbuilder import Log
@@ -181,10 +184,6 @@ def test_long_lines_cost_linear_time_in_the_block_reader(tmp_path):
     assert t_runs < 10 * t_plain + 0.5  # a generous bound; quadratic was ~20x
 
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st
-
-
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(
     st.lists(
@@ -337,7 +336,7 @@ def test_highly_compressible_logs_under_the_floor_still_read(tmp_path):
     assert not [f for f in result.findings if f.rule == "LOG009"] and result.sessions[0].events == len(log.events)
 
 
-def _db_with(tmp_path, edit) -> "Path":
+def _db_with(tmp_path, edit) -> Path:
     """A seed-schema store (its tables without STRICT, as a damaged file may be) holding one session."""
     import sqlite3
 

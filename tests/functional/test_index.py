@@ -268,7 +268,7 @@ def test_grown_log_gains_exactly_its_new_steps(tmp_path, mid_step):
     def write(n: int) -> None:
         with open(log, "ab") as fh:  # append in place: same inode
             have = log.stat().st_size if log.exists() else 0
-            body = b"".join(l + b"\n" for l in lines[:n])
+            body = b"".join(line + b"\n" for line in lines[:n])
             fh.write(body[have:])
         write_capture(folder / "requests.jsonl", capture_lines_before(capture, n - 1))
 
@@ -305,12 +305,12 @@ def test_grown_log_with_an_unchanged_capture_does_not_reread_it(tmp_path, monkey
     folder.mkdir(parents=True)
     log = folder / "session.jsonl"
     cut = next(e for e in ends if e >= 420)
-    log.write_bytes(b"".join(l + b"\n" for l in lines[:cut]))
+    log.write_bytes(b"".join(line + b"\n" for line in lines[:cut]))
     write_capture(folder / "requests.jsonl", capture_lines_before(capture, cut - 1))
     db = tmp_path / "index.db"
     build_index([tmp_path / "root"], db, jobs=1)
     with open(log, "ab") as fh:
-        fh.write(b"".join(l + b"\n" for l in lines[cut:]))
+        fh.write(b"".join(line + b"\n" for line in lines[cut:]))
     import inspector.index.work as work
 
     def boom(*a, **k):

@@ -140,7 +140,7 @@ def snapshot(root: Path) -> dict:
 
 
 def set_writable(root: Path, writable: bool) -> None:
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    for dirpath, _dirnames, filenames in os.walk(root, followlinks=False):
         for name in filenames:
             p = Path(dirpath) / name
             if not p.is_symlink():

@@ -25,7 +25,8 @@ from tests.support.logbuilder import HEADER, Log
 from tests.support.tui_helpers import settle
 
 HOSTILE = (
-    "clip \x1b]52;c;ZXZpbA==\x07 clear \x1b[2J\x1b[H [bold]loud[/bold] [link=https://evil.example]click[/link] bell\x07 c1\x9b31m"
+    "clip \x1b]52;c;ZXZpbA==\x07 clear \x1b[2J\x1b[H [bold]loud[/bold] [link=https://evil.example]click[/link] "
+    "bell\x07 c1\x9b31m"
     " rtl\u202eevil\u202c"
 )
 SIZE = (160, 48)

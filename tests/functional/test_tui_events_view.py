@@ -100,5 +100,8 @@ def test_search_is_case_insensitive_and_names_seq_and_type(tmp_path):
 
 
 def test_the_library_never_imports_textual():
-    code = "import sys, invariants.analysis.events_view, invariants.gate.pipeline; sys.exit('textual' in sys.modules or 'rich' in sys.modules)"
+    code = (
+        "import sys, invariants.analysis.events_view, invariants.gate.pipeline; "
+        "sys.exit('textual' in sys.modules or 'rich' in sys.modules)"
+    )
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

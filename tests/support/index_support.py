@@ -91,14 +91,16 @@ def session(world: World, sid: str, turns: int, *, project_cwd: str = CWD) -> tu
 def write_log(path: Path, lines: list[bytes]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.name.endswith(".zstd"):
-        body = [lines[0] + b"\n"] + [b"".join(l + b"\n" for l in lines[i : i + 40]) for i in range(1, len(lines), 40)]
+        body = [lines[0] + b"\n"] + [
+            b"".join(line + b"\n" for line in lines[i : i + 40]) for i in range(1, len(lines), 40)
+        ]
         write_frames(path, body)
     else:
-        path.write_bytes(b"".join(l + b"\n" for l in lines))
+        path.write_bytes(b"".join(line + b"\n" for line in lines))
 
 
 def write_capture(path: Path, lines: list[bytes]) -> None:
-    path.write_bytes(b"".join(l + b"\n" for l in lines))
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
 
 
 def make_root(root: Path, n: int = 8, seed: int = 7, turns: int = 3) -> dict[str, Written]:

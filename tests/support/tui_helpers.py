@@ -95,7 +95,7 @@ class LogBuilder:
     def step(
         self, reply: str = "Done.", *, snapshot: tuple[dict, str] | None = None, delta_to: dict | None = None
     ) -> int:
-        """One step: optionally a header snapshot ``(header, reason)`` or a delta to ``delta_to``, then a streamed text reply."""
+        """One step: an optional header snapshot ``(header, reason)`` or delta to ``delta_to``, then a reply."""
         self.step_no += 1
         t, s = self.turn, self.step_no
         start = self.event("step/start", {"turn": t, "step": s})

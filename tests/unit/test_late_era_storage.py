@@ -6,9 +6,13 @@ import hashlib
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from invariants.gate.pipeline import run_check
 from invariants.read.discover import discover
+from invariants.read.line_records import LineRun, RawLine
+from invariants.read.lines import iter_lines
 from invariants.read.zstdio import iter_frames, write_frames
 from invariants.simulate.convert import convert_log, project_key, session_path
 from tests.support.latebuilder import LateLog
@@ -140,12 +144,6 @@ def test_late_samples_are_present(name):
 
 
 # -- the zstd line reader: grouped runs equal the line-by-line reader ------------------------
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from invariants.read.line_records import LineRun, RawLine
-from invariants.read.lines import iter_lines  # noqa: E402
 
 _CHUNK = b'{"type":"assistant/chunk","seq":1,"time":1,"data":{}}'
 

@@ -148,7 +148,8 @@ def _bad_row(tmp_path, where: str, after_turn_end: bool):
     target = log.seq - 1 if after_turn_end else 2  # seq 2 is the user/message of turn 1
     if where == "varint":
         con.execute(
-            "UPDATE events SET source_event_seqs = x'80' WHERE seq = (SELECT min(seq) FROM events WHERE type = 'assistant/message')"
+            "UPDATE events SET source_event_seqs = x'80' WHERE seq = (SELECT min(seq) FROM events WHERE type = "
+            "'assistant/message')"
         )
     else:
         con.execute("UPDATE events SET data = x'28b52ffd0000' WHERE seq = ?", (target,))

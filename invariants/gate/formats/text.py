@@ -26,7 +26,8 @@ def render_text(result: CheckResult, ctx) -> str:
         for e in b.stale:
             where = f"turn {e.get('turn')} step {e.get('step')}: " if e.get("turn") is not None else ""
             lines.append(
-                f"  gone    {inert(str(e.get('rule')))}  session {inert(str(e.get('session')))}, {where}{inert(str(e.get('message', '')))}"
+                f"  gone    {inert(str(e.get('rule')))}  session {inert(str(e.get('session')))}, "
+                f"{where}{inert(str(e.get('message', '')))}"
             )
     lines.append(tail)
     return "\n".join(lines)
