@@ -27,7 +27,7 @@ _ALLOWED = {
     sqlite3.SQLITE_SELECT,
     sqlite3.SQLITE_READ,
     sqlite3.SQLITE_FUNCTION,
-    getattr(sqlite3, "SQLITE_RECURSIVE", 33),
+    sqlite3.SQLITE_RECURSIVE,
 }
 
 

@@ -215,7 +215,7 @@ class SessionScreen(Screen):
         """This screen's session among the checked ones (a database holds several)."""
         target = (self.source.path.resolve(), self.source.member)
         for m in result.sessions:
-            if (m.source.path.resolve(), getattr(m.source, "member", None)) == target:
+            if (m.source.path.resolve(), m.source.member) == target:
                 return m
         return result.sessions[0] if result.sessions and self.source.member is None else None
 

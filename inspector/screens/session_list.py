@@ -218,7 +218,7 @@ class SessionListScreen(Screen):
         heads: list[SessionRow] = []
         fresh: set[tuple[Path, str | None]] = set()  # rows the index answered: no live check
         for i, src in enumerate(sources):
-            member = getattr(src, "member", None)
+            member = src.member
             known = indexed.pop((os.path.abspath(src.path), member), None)
             if known is not None and not known.stale:
                 s = replace(known, order=i)
@@ -256,7 +256,7 @@ class SessionListScreen(Screen):
                     )
                 continue
             for s in group:
-                model = next((m for m in result.sessions if getattr(m.source, "member", None) == s.member), None)
+                model = next((m for m in result.sessions if m.source.member == s.member), None)
                 if model is None:
                     self.post_message(
                         SessionSummaryReady(
@@ -288,7 +288,7 @@ class SessionListScreen(Screen):
     @staticmethod
     def _head(order: int, src: LogSource) -> SessionRow:
         reader = LogReader(src)
-        member = getattr(src, "member", None)
+        member = src.member
         try:
             next(iter(reader.iter_objects()), None)
         except Exception as exc:  # unreadable file or database: shown as such, never fatal

@@ -258,9 +258,9 @@ class SessionCache:
 
 
 def _compaction_between(model: Any, lo_seq: int, hi_seq: int, step: Any) -> bool:
-    if getattr(step, "compaction_before", False):
+    if step.compaction_before:
         return True
-    return any(lo_seq < c < hi_seq for c in getattr(model, "compactions", []))
+    return any(lo_seq < c < hi_seq for c in model.compactions)
 
 
 def classify(
@@ -326,9 +326,9 @@ def classify(
     if pa is not None and cb is not None and _canonical(pa) == _canonical(cb):
         out.update(kind="key-order", detail=f"messages[{j}]: same value, different key order")
         return out
-    in_prefix = j is not None and (j < getattr(cur_exp, "prefix_len", 0) or j < getattr(prev_exp, "prefix_len", 0))
-    cur_suffix_start = getattr(cur_exp, "prefix_len", 0) + getattr(cur_exp, "derived_len", 0)
-    in_suffix = j is not None and getattr(cur_exp, "suffix_len", 0) and j >= cur_suffix_start
+    in_prefix = j is not None and (j < cur_exp.prefix_len or j < prev_exp.prefix_len)
+    cur_suffix_start = cur_exp.prefix_len + cur_exp.derived_len
+    in_suffix = j is not None and cur_exp.suffix_len > 0 and j >= cur_suffix_start
     v = volatile_change(_text_of(pa), _text_of(cb)) if pa is not None and cb is not None else None
     if in_prefix:
         if v:

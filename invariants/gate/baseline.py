@@ -216,11 +216,9 @@ def checked_owners(
     out: set[str] = set()
     for m in sessions:
         out.add(m.id)
-        path = getattr(m, "path", None) or getattr(getattr(m, "source", None), "path", None)
-        if path is not None:
-            cp = find_capture(Path(path))
-            if cp is not None:
-                out.add(file_owner(str(cp)))
+        cp = find_capture(m.source.path)
+        if cp is not None:
+            out.add(file_owner(str(cp)))
     for c in captures or []:
         out.add(file_owner(str(c)))
     out |= {_owner(f) for f in findings}

@@ -18,13 +18,13 @@ import orjson
 
 from invariants.gate.pipeline import CheckResult
 from invariants.model.inert import inert
+from invariants.replay.session import SessionModel
 
 
 def session_row(m: Any) -> dict[str, Any]:
-    """The report's row for a session: a SessionModel, or a summary that carries ``row()``."""
-    row = getattr(m, "row", None)
-    if callable(row):
-        return row()
+    """The report's row for a session: a SessionModel, or a SessionSummary (which carries ``row()``)."""
+    if not isinstance(m, SessionModel):
+        return m.row()
     return {
         "session": m.id,
         "file": m.file,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import BinaryIO, Iterator
 
 from invariants.read.line_records import CHUNK_PREFIX, DEFAULT_MAX_LINE, FrameProblem, LineRun, RawLine
+from invariants.read.source import LogSource
 
 _BLOCK = 1 << 20
 
@@ -41,11 +42,11 @@ def _chunks(path: Path) -> Iterator[bytes | FrameProblem]:
 
 
 def iter_source_lines(
-    source, max_line: int = DEFAULT_MAX_LINE, start: tuple[int, int] = (0, 0), runs: bool = False
+    source: LogSource, max_line: int = DEFAULT_MAX_LINE, start: tuple[int, int] = (0, 0), runs: bool = False
 ) -> Iterator:
     """Lines of a :class:`~invariants.read.source.LogSource`: a file, or one session of a
     SQLite database (then :class:`RowProblem` items mark rows that do not decode)."""
-    if getattr(source, "member", None) is not None:
+    if source.member is not None:
         from invariants.read.sqlite_backend import iter_member_lines
 
         if start != (0, 0):

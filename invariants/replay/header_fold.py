@@ -104,6 +104,7 @@ class HeaderFold:
         # Instability is only observable once the instance has sent a request
         # with the old prefix; a change before that is the anchor completing.
         self.dispatched_in_instance = False
+        self._seq_cache: list[int] = []  # seqs of ``versions``, rebuilt when versions grow
 
     def _err(self, code: str, ev: Event, message: str, where: dict, **extra: Any) -> None:
         self.emit(code, message, seq=ev.seq, line=ev.line, **where, **extra)
@@ -323,8 +324,8 @@ class HeaderFold:
         return self.versions[k - 1] if k else None
 
     def _seqs(self) -> list[int]:
-        cache = getattr(self, "_seq_cache", None)
-        if cache is None or len(cache) != len(self.versions):
+        cache = self._seq_cache
+        if len(cache) != len(self.versions):
             cache = [v.seq for v in self.versions]
             self._seq_cache = cache
         return cache

@@ -203,6 +203,7 @@ class _Replay:
         self.chunks_total = 0
         self.evidence = list(evidence)
         self.want_checkpoint = False
+        self.legacy: LegacyIds | None = None  # made on first use (head profile only)
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -471,7 +472,7 @@ class _Replay:
         """HEAD migrates pre-identity messages with ids minted from the session id (head profile only)."""
         if not self.profile.head_contract:
             return None
-        legacy = getattr(self, "legacy", None)
+        legacy = self.legacy
         if legacy is None:
             hdr = self.reader.header
             legacy = self.legacy = LegacyIds(hdr.id if hdr else self.model.id)

@@ -245,6 +245,7 @@ def test_check_replay_index_and_reports_never_write_a_log(readonly_root, capsys)
 
 async def test_the_tui_never_writes_a_log(readonly_root):
     from inspector.app import create_app
+    from inspector.screens.session import SessionScreen
     from tests.support.tui_helpers import settle
 
     root, work = readonly_root
@@ -262,12 +263,11 @@ async def test_the_tui_never_writes_a_log(readonly_root):
                     await pilot.press(key)
                     await settle(pilot, rounds=1)
                 screen = app.screen
-                if hasattr(screen, "export_request"):
-                    screen.export_request(work / "exported.json")
-                    await settle(pilot, rounds=1)
-                    if hasattr(screen, "source"):  # onto the log itself: refused
-                        screen.export_request(Path(screen.source.path))
-                        await settle(pilot, rounds=1)
+                assert isinstance(screen, SessionScreen), type(screen)
+                screen.export_request(work / "exported.json")
+                await settle(pilot, rounds=1)
+                screen.export_request(Path(screen.source.path))  # onto the log itself: refused
+                await settle(pilot, rounds=1)
     assert writes_under(root) == []
 
 
