@@ -223,13 +223,11 @@ class SessionCache:
         for s in self.steps:
             if s.breaker:
                 breakers[s.breaker["kind"]] = breakers.get(s.breaker["kind"], 0) + 1
-        with_usage = [s for s in self.steps if s.usage and isinstance(s.usage.get("inputTokens"), int)]
-        inp = sum(s.usage["inputTokens"] for s in with_usage)  # type: ignore[index]
+        usages = [s.usage for s in self.steps if s.usage and isinstance(s.usage.get("inputTokens"), int)]
+        inp = sum(u["inputTokens"] for u in usages)
         cache_read = sum(
-            s.usage.get("cacheReadTokens") or 0
-            for s in with_usage
-            if isinstance(s.usage.get("cacheReadTokens") or 0, int)
-        )  # type: ignore[union-attr]
+            u.get("cacheReadTokens") or 0 for u in usages if isinstance(u.get("cacheReadTokens") or 0, int)
+        )
         return {
             "steps": len(self.steps),
             "skipped": self.skipped,
@@ -241,10 +239,10 @@ class SessionCache:
             "repaid_bytes": repaid,
             "repaid_tokens_est": est_tokens(repaid),
             "breakers": dict(sorted(breakers.items(), key=lambda kv: (-kv[1], kv[0]))),
-            "usage_steps": len(with_usage),
-            "input_tokens": inp if with_usage else None,
-            "cache_read_tokens": cache_read if with_usage else None,
-            "cache_read_ratio": round(cache_read / inp, 4) if with_usage and inp else None,
+            "usage_steps": len(usages),
+            "input_tokens": inp if usages else None,
+            "cache_read_tokens": cache_read if usages else None,
+            "cache_read_ratio": round(cache_read / inp, 4) if usages and inp else None,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -309,11 +307,11 @@ def classify(
             pn, cn = names(pt), names(ct)
             added = [n for n in cn if n not in pn]
             removed = [n for n in pn if n not in cn]
-            changed = [n for n in cn if n in pn and _canonical(pt[pn.index(n)]) != _canonical(ct[cn.index(n)])]
+            altered = [n for n in cn if n in pn and _canonical(pt[pn.index(n)]) != _canonical(ct[cn.index(n)])]
             bits = (
                 ([f"added {added}"] if added else [])
                 + ([f"removed {removed}"] if removed else [])
-                + ([f"changed {changed}"] if changed else [])
+                + ([f"changed {altered}"] if altered else [])
             )
             out.update(kind="tools-changed", detail="tools " + ("; ".join(bits) or "changed"))
         return out

@@ -129,8 +129,8 @@ def _plain_from(index: LineIndex, start_line: int) -> Iterator[tuple[Any, int]]:
     offset, number = index.offset_near(start_line)
     # Bounded lines and the guarded parser: integrity problems (an oversized,
     # unparsable or absurdly deep line) are the checker's to report, not the viewer's.
-    for raw in iter_lines(index.path, start=(offset, number - 1)):
-        if raw.number >= start_line and not raw.oversized:
+    for raw in iter_lines(index.path, start=(offset, number - 1)):  # a plain file: lines only
+        if isinstance(raw, RawLine) and raw.number >= start_line and not raw.oversized:
             obj, err = parse_json(raw.data)
             if err is None:
                 yield obj, raw.number

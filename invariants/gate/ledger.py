@@ -30,7 +30,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
@@ -44,7 +44,7 @@ class LedgerError(ValueError):
     """The ledger file exists but is not a ledger."""
 
 
-def _stream(path: Path):
+def _stream(path: Path) -> Iterator[bytes]:
     """The log's bytes as the harness reads them: raw, or the decompressed frames."""
     name = path.name
     if name.endswith((".zstd", ".zst")):

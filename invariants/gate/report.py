@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from invariants.gate.pipeline import CheckResult
+from invariants.model.findings import Finding
 from invariants.model.inert import inert
 from invariants.replay.session import SessionModel
 
@@ -65,7 +66,7 @@ def dumps_json(value: Any, indent: bool = False) -> str:
     return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _C1.search(text) else text
 
 
-def _loc(f) -> str:
+def _loc(f: Finding) -> str:
     parts = []
     if f.line is not None:
         parts.append(f"line {f.line}")

@@ -10,6 +10,10 @@ severity without touching the checks.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from invariants.model.findings import Finding
 
 
 @dataclass(frozen=True, slots=True)
@@ -629,7 +633,7 @@ def rules_by_category() -> dict[str, list[Rule]]:
 _LOCATION_INTS = ("line", "seq", "turn", "step")
 
 
-def make_finding(code: str, message: str, **where):
+def make_finding(code: str, message: str, **where: Any) -> Finding:
     """A Finding for rule ``code`` with the rule's category and default severity.
 
     ``line``, ``seq``, ``turn`` and ``step`` are integers or None in every report: a

@@ -10,7 +10,7 @@ lines that could still be recovered, so the caller reports them in order.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from invariants.read.line_records import CHUNK_PREFIX, DEFAULT_MAX_LINE, FrameProblem, LineRun, RawLine
 from invariants.read.source import LogSource
@@ -245,7 +245,7 @@ def _plain_runs(
             yield RawLine(number + 1, offset, carry, False)
 
 
-def _raw_line(readline, line: bytes, number: int, offset: int, max_line: int) -> RawLine:
+def _raw_line(readline: Callable[[int], bytes], line: bytes, number: int, offset: int, max_line: int) -> RawLine:
     """Finish one physical line whose first ``max_line + 1`` bytes were read."""
     if line[-1:] == b"\n":
         return RawLine(number, offset, line[:-1], True)

@@ -10,6 +10,7 @@ the event-contract variant.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 SEED_SURFACE = frozenset({"user/message", "assistant/message", "tool/result", "context/message", "steering/message"})
 HEAD_SURFACE = frozenset({"user/message", "assistant/message", "tool/result"})
@@ -33,7 +34,7 @@ class Profile:
     prefix_per_step: bool = False  # 17bd71e530: prefix/suffix came from a per-step waterfall
     head_contract: bool = False  # HEAD invariant.ts event rules, KNOWN_SESSION_EVENT_TYPES, legacy-shape migration
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[str], Profile], tuple[str]]:
         # Pickle by name: checkpoints and worker processes share the table.
         return (_profile_named, (self.name,))
 

@@ -10,6 +10,7 @@ whole session costs one pass plus the requests someone asks for.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -98,7 +99,7 @@ class SessionModel:
     torn: bool = False
     open_turn_at_end: bool = False
     requests: list = field(default_factory=list)  # filled by capture matching
-    checkpoint: bytes | None = None  # opaque: resume state for a log that grows (see resume())
+    checkpoint: builtins.bytes | None = None  # opaque: resume state for a log that grows (see resume())
     _step_seqs: list = field(default_factory=list, repr=False)
 
     @property
@@ -344,13 +345,10 @@ class _Replay:
         model = self.model
         # The model is rebuilt from the state on resume; its running counters travel here.
         self.model_counts = (model.turns, list(model.compactions), list(model.end_seed_seqs))
-        self.model = None
-        try:
+        try:  # __getstate__ leaves the model out
             return zlib.compress(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL), 1)
         except (pickle.PicklingError, TypeError, RecursionError):
             return None
-        finally:
-            self.model = model
 
     def _event(self, ev: Event) -> None:  # one dispatch point by design
         if not isinstance(ev.data, dict):

@@ -94,8 +94,8 @@ def storage_lines(lines: list[bytes], pack: bool = True) -> tuple[bytes, list[tu
         if isinstance(rec, bytes):
             out.append((rec, False))
             continue
-        raw = original.get(id(rec))
-        text = raw if raw is not None else orjson.dumps(rec)
+        verbatim = original.get(id(rec))
+        text = verbatim if verbatim is not None else orjson.dumps(rec)
         out.append((text, isinstance(rec, dict) and rec.get("type") == "turn/end"))
     return header, out
 
