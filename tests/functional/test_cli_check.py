@@ -13,7 +13,7 @@ from invariants.gate.parallel import check_paths
 from invariants.gate.pipeline import run_check
 from invariants.read.source import LogSource
 from tests.conftest import SAMPLES
-from tests.support.logbuilder import Log
+from tests.support.logs import Log
 
 
 def run(capsys, *argv):

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.fuzz_strategies import ROOT, deep_json
-from tests.support.logbuilder import Log
+from tests.support.logs import Log
 
 
 def _cli(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -228,9 +228,9 @@ def test_finding_locations_are_integers_whatever_the_log_wrote(tmp_path, capsys)
 def test_snapshot_with_a_list_system_or_unhashable_tool_names(tmp_path, capsys, system, tools):
     """diff_header split a list system prompt (AttributeError) and keyed tools by unhashable names (TypeError)."""
     from inspector.cli import main
-    from tests.support.logbuilder import HEADER
+    from tests.support.logs import SEED_HEADER
 
-    bad = {**HEADER, "system": system} if tools is None else {**HEADER, "tools": tools}
+    bad = {**SEED_HEADER, "system": system} if tools is None else {**SEED_HEADER, "tools": tools}
     log = Log()
     log.turn_start(1)
     log.user("hi")

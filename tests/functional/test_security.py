@@ -33,7 +33,7 @@ import pytest
 from inspector.cli import main
 from tests.conftest import ROOT, SAMPLES
 from tests.support.fuzz_strategies import hang_guard, to_zstd
-from tests.support.logbuilder import Log
+from tests.support.logs import Log
 
 
 class _Audit:
@@ -172,7 +172,7 @@ def build_root(root: Path) -> None:
     open_turn.user("still typing")  # the harness appends interrupted closers here on load
     open_turn.write(seed / "open-turn.jsonl")
     from invariants.read.sqlite_backend import write_database
-    from tests.support.logbuilder import Log as _Log
+    from tests.support.logs import Log as _Log
 
     db_log = _Log("in-db")
     db_log.clean_turn(1, header_reason="initial")
@@ -400,7 +400,7 @@ def test_symlinks_in_a_root_are_not_followed_and_loops_do_not_hang(tmp_path, cap
 def test_a_running_indexer_never_blocks_readers(tmp_path):
     """The indexer is stopped inside its write transaction (the index's own test hook); meanwhile
     ``sessions`` and ``query`` answer at once from the committed state (WAL, read-only opens)."""
-    from tests.support.index_support import make_root
+    from tests.support.logs import make_root
 
     base = tmp_path / "sessions"
     make_root(base, n=6)

@@ -1326,7 +1326,7 @@ def _log_files(log, capture: list | None = None, name: str = "s1.jsonl") -> dict
 
 
 def scale_family(name: str, n: int) -> tuple[dict[str, bytes], str]:
-    from tests.support.logbuilder import Log
+    from tests.support.logs import Log
 
     log = Log()
     log.turn_start(1)
