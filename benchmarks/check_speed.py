@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import orjson
@@ -96,16 +97,18 @@ def main() -> int:
         n_events = sum(1 for _ in open(log, "rb")) - 1
         n_requests = sum(1 for _ in open(cap, "rb"))
         mb = (log.stat().st_size + cap.stat().st_size) / 2**20
-        floor = best(lambda: parse_floor(log, cap), args.repeat)
-        check = best(lambda: timed_check(log), args.repeat)
+        floor = best(partial(parse_floor, log, cap), args.repeat)
+        check = best(partial(timed_check, log), args.repeat)
         cmd, rss = command(log)
         rows.append((n_events, n_requests, mb, floor, check, cmd, rss))
     print(
-        f"{'events':>8} {'requests':>8} {'MiB':>7} {'parse floor':>11} {'check':>8} {'ratio':>6} {'command':>8} {'peak RSS':>9}"
+        f"{'events':>8} {'requests':>8} {'MiB':>7} {'parse floor':>11} {'check':>8} {'ratio':>6} {'command':>8} "
+        f"{'peak RSS':>9}"
     )
     for n_events, n_requests, mb, floor, check, cmd, rss in rows:
         print(
-            f"{n_events:>8} {n_requests:>8} {mb:>7.1f} {floor:>10.3f}s {check:>7.3f}s {check / floor:>6.2f} {cmd:>7.3f}s {rss:>7.0f}MiB"
+            f"{n_events:>8} {n_requests:>8} {mb:>7.1f} {floor:>10.3f}s {check:>7.3f}s {check / floor:>6.2f} "
+            f"{cmd:>7.3f}s {rss:>7.0f}MiB"
         )
     (e1, *_, c1, _, _), (e2, *_, c2, _, _) = rows[0], rows[1]
     print(f"scaling: {e2 / e1:.2f}x events -> {c2 / c1:.2f}x check time")

@@ -105,6 +105,11 @@ def _keep(folder: Path, mode: str, names: list[str], case: Case, code, tb: str, 
     )
 
 
+def _keep_tail(stream, tail: list[str]) -> None:
+    """Read a worker's stderr to its end and keep the last 40 lines (a thread, so the pipe never fills)."""
+    tail.extend(stream.readlines()[-40:])
+
+
 def supervise(args) -> int:
     jobs = args.jobs or os.cpu_count() or 1
     deadline = None if args.cases is not None else time.monotonic() + args.seconds
@@ -115,7 +120,8 @@ def supervise(args) -> int:
         total = size if total is None else min(total, size)
         deadline = None
         print(
-            f"sweep: {size} cases (every distinct field of the seed logs x {size // len(sweep_points(seeds))} wrong values)",
+            f"sweep: {size} cases (every distinct field of the seed logs x {size // len(sweep_points(seeds))} wrong "
+            "values)",
             flush=True,
         )
     modes: dict[str, tuple[int, list[str]]] = {}
@@ -175,7 +181,7 @@ def supervise(args) -> int:
             )
             current: tuple[int, list[str]] | None = None
             err_tail: list[str] = []
-            t = threading.Thread(target=lambda: err_tail.extend(proc.stderr.readlines()[-40:]), daemon=True)
+            t = threading.Thread(target=_keep_tail, args=(proc.stderr, err_tail), daemon=True)
             t.start()
             for line in proc.stdout:
                 msg = json.loads(line)
@@ -280,7 +286,8 @@ def scale(args) -> int:
             ok = t_ratio <= 2.5 * size_ratio and m_ratio <= 2.5 * size_ratio and c0 in (0, 1, 2) and c1 in (0, 1, 2)
             print(
                 f"{fam:24s} {b0:>10,d} B {t0:6.2f} s {r0 / 1024:7.0f} MB | {b1:>11,d} B {t1:6.2f} s {r1 / 1024:7.0f} MB"
-                f" | time x{t_ratio:5.1f} mem x{m_ratio:5.1f} for input x{size_ratio:4.1f}  {'ok' if ok else 'SUPERLINEAR'}",
+                f" | time x{t_ratio:5.1f} mem x{m_ratio:5.1f} for input x{size_ratio:4.1f}  "
+                f"{'ok' if ok else 'SUPERLINEAR'}",
                 flush=True,
             )
             if not ok:

@@ -172,7 +172,8 @@ def main() -> int:
     cap_bytes = sum(p.stat().st_size for p in caps)
     log_text = sum(text_bytes(p) for p in logs)
     print(
-        f"root: {len(logs)} sessions ({sum(p.suffix == '.zstd' for p in logs)} zstd), {log_text / 1e6:.0f} MB of log text "
+        f"root: {len(logs)} sessions ({sum(p.suffix == '.zstd' for p in logs)} zstd), {log_text / 1e6:.0f} MB of log "
+        "text "
         f"({log_bytes / 1e6:.0f} MB on disk), {len(caps)} captures {cap_bytes / 1e6:.0f} MB; {os.cpu_count()} CPUs, "
         f"load average {os.getloadavg()[0]:.2f}"
     )

@@ -61,7 +61,8 @@ async def headless(log: Path, moves: int) -> None:
         first = time.perf_counter() - started
         screen = app.screen
         print(
-            f"headless first screen: {first * 1000:.0f} ms (check of the log in the worker: {screen.load_elapsed * 1000:.0f} ms)"
+            f"headless first screen: {first * 1000:.0f} ms (check of the log in the worker: "
+            f"{screen.load_elapsed * 1000:.0f} ms)"
         )
 
         work: list[float] = []
@@ -85,11 +86,14 @@ async def headless(log: Path, moves: int) -> None:
                 await pilot.press("j")
                 trips.append(time.perf_counter() - t)
         print(
-            f"step move, screen work (handler + redraw of the shown tab): median {statistics.median(work) * 1000:.1f} ms, "
-            f"p95 {sorted(work)[int(len(work) * 0.95)] * 1000:.1f} ms, max {max(work) * 1000:.1f} ms over {len(work)} moves"
+            f"step move, screen work (handler + redraw of the shown tab): median {statistics.median(work) * 1000:.1f} "
+            "ms, "
+            f"p95 {sorted(work)[int(len(work) * 0.95)] * 1000:.1f} ms, max {max(work) * 1000:.1f} ms over {len(work)} "
+            "moves"
         )
         print(
-            f"step move, Pilot round trip (key in → screen refreshed): median {statistics.median(trips) * 1000:.1f} ms, "
+            f"step move, Pilot round trip (key in → screen refreshed): median {statistics.median(trips) * 1000:.1f} "
+            "ms, "
             f"p95 {sorted(trips)[int(len(trips) * 0.95)] * 1000:.1f} ms"
         )
 

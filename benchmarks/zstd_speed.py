@@ -143,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
             assert events == len(rec.events) and requests == len(rec.capture)
             lines = sum(len(f.split(b"\n")) - 1 for f in rec.jsonl_frames(pack=name == "zstd+rows"))
             print(
-                f"{name:<10} {path.stat().st_size:>11,} {lines:>8,} {fl:>8.3f} {dz:>9.3f} {best:>8.3f} {best / fl:>6.2f}"
+                f"{name:<10} {path.stat().st_size:>11,} {lines:>8,} {fl:>8.3f} {dz:>9.3f} {best:>8.3f} "
+                f"{best / fl:>6.2f}"
             )
             results[name] = (fl, best)
         # rows hold the same events as the unpacked zstd log: its floor is the events' parse floor

@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         argv.insert(0, DEFAULT_COMMAND)
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not getattr(args, "command", None):
+    if args.command is None:
         parser.print_help()
         return 2
     module = importlib.import_module(f"inspector.commands.{args.command.replace('-', '_')}")

@@ -19,7 +19,7 @@ def corpus_dir(name: str) -> Path:
 
 @pytest.fixture
 def check_log(tmp_path):
-    """Write a tests.support.logbuilder.Log and run the checker on it; returns the CheckResult."""
+    """Write a tests.support.logs.Log and run the checker on it; returns the CheckResult."""
     from invariants import CheckOptions, check
 
     def run(log, requests: list[dict] | None = None, name: str = "s1.jsonl", **options):

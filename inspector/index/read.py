@@ -27,7 +27,7 @@ _ALLOWED = {
     sqlite3.SQLITE_SELECT,
     sqlite3.SQLITE_READ,
     sqlite3.SQLITE_FUNCTION,
-    getattr(sqlite3, "SQLITE_RECURSIVE", 33),
+    sqlite3.SQLITE_RECURSIVE,
 }
 
 
@@ -333,7 +333,8 @@ def list_sessions(
     }
     sql = (
         f"SELECT {', '.join(_COMPUTED.get(f, 's.' + f) for f in SESSION_FIELDS)} "
-        f"FROM sessions s LEFT JOIN sessions p ON p.id = s.parent_id{where} ORDER BY {orders.get(order, orders['created'])}"
+        f"FROM sessions s LEFT JOIN sessions p ON p.id = s.parent_id{where} ORDER BY "
+        f"{orders.get(order, orders['created'])}"
     )
     if limit is not None:
         sql += " LIMIT ?"

@@ -500,16 +500,14 @@ class _StepsView:
         return getattr(self._model, name)
 
 
-def cache_rows(model: SessionModel, start: int = 0) -> list[tuple] | None:
-    """``invariants.analysis.cache_report`` rows for steps ``start..``; None when that module is absent.
+def cache_rows(model: SessionModel, start: int = 0) -> list[tuple]:
+    """``invariants.analysis.cache_report`` rows for steps ``start..``.
 
     The account of a step compares it with the previous step that has a
     request header, so a slice starts there and its first row is dropped.
     """
-    try:
-        from invariants.analysis.cache_report import session_cache, step_rows
-    except ImportError:
-        return None
+    from invariants.analysis.cache_report import session_cache, step_rows
+
     steps = model.steps
     begin = 0
     for i in range(min(start, len(steps)) - 1, -1, -1):

@@ -460,7 +460,8 @@ WINDOW w AS (PARTITION BY st.session_id ORDER BY st.idx)""",
     "cache_breaks": """
 SELECT * FROM (
   SELECT c.session_id, s.uid, s.path, st.id AS step_id, c.idx, c.turn, c.step, c.seq, st.instance,
-    coalesce(c.breaker, CASE WHEN c.cache_read_tokens < lag(c.cache_read_tokens) OVER w THEN 'cache read dropped' END) AS reason,
+    coalesce(c.breaker,
+             CASE WHEN c.cache_read_tokens < lag(c.cache_read_tokens) OVER w THEN 'cache read dropped' END) AS reason,
     c.breaker_detail, c.bytes, c.reused_bytes, c.repaid_bytes, c.repaid_tokens_est,
     lag(c.cache_read_tokens) OVER w AS prev_cache_read_tokens, c.cache_read_tokens, c.input_tokens
   FROM cache_steps c JOIN sessions s ON s.id = c.session_id
@@ -470,7 +471,8 @@ SELECT * FROM (
     # Per session: what the prompt cache saved and what breaks cost.
     "cache_summary": """
 SELECT s.id AS session_id, s.uid, s.path, count(c.idx) AS steps, sum(c.bytes) AS bytes,
-       sum(c.reused_bytes) AS reused_bytes, round(1.0 * sum(c.reused_bytes) / nullif(sum(c.bytes), 0), 4) AS reuse_ratio,
+       sum(c.reused_bytes) AS reused_bytes,
+       round(1.0 * sum(c.reused_bytes) / nullif(sum(c.bytes), 0), 4) AS reuse_ratio,
        sum(c.repaid_bytes) AS repaid_bytes, sum(c.repaid_tokens_est) AS repaid_tokens_est,
        count(c.breaker) AS breaks, sum(c.input_tokens) AS input_tokens, sum(c.cache_read_tokens) AS cache_read_tokens
 FROM sessions s JOIN cache_steps c ON c.session_id = s.id GROUP BY s.id""",

@@ -308,7 +308,8 @@ class SessionScreen(Screen):
         t.append(f" ●{c['info']}", "#7dcfff" if c["info"] else "dim")
         t.append(" │ ", "dim")
         t.append(
-            f"{m.events} events · {len(m.steps)} steps · {m.turns} turns · {len(m.instances)} instance{'s' if len(m.instances) != 1 else ''}"
+            f"{m.events} events · {len(m.steps)} steps · {m.turns} turns · {len(m.instances)} "
+            f"instance{'s' if len(m.instances) != 1 else ''}"
             f" · {len(m.compactions)} compaction{'s' if len(m.compactions) != 1 else ''} · {len(m.requests)} recorded",
             "",
         )

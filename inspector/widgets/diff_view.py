@@ -30,7 +30,10 @@ REGION_WORDS = {
 
 
 def align_keys(value: Any, like: Any) -> Any:
-    """``value`` with its object keys in the order ``like`` has them (extra keys last), so a line diff shows content only."""
+    """``value`` with its object keys in the order ``like`` has them (extra keys last).
+
+    A line diff of two aligned values then shows content differences only.
+    """
     if isinstance(value, dict) and isinstance(like, dict):
         keys = [k for k in like if k in value] + [k for k in value if k not in like]
         return {k: align_keys(value[k], like.get(k)) for k in keys}
@@ -101,7 +104,8 @@ class DiffView(DocumentView):
                 blocks.append(
                     Block(
                         Text(
-                            f"✓ identical to the rebuilt request ({len(sd.expected.request.get('messages', []))} messages)",
+                            f"✓ identical to the rebuilt request ({len(sd.expected.request.get('messages', []))} "
+                            "messages)",
                             style="green",
                         ),
                         selectable=False,

@@ -281,9 +281,9 @@ class SessionCache:
 
 
 def _compaction_between(model: Any, lo_seq: int, hi_seq: int, step: Any) -> bool:
-    if getattr(step, "compaction_before", False):
+    if step.compaction_before:
         return True
-    return any(lo_seq < c < hi_seq for c in getattr(model, "compactions", []))
+    return any(lo_seq < c < hi_seq for c in model.compactions)
 
 
 def classify(
@@ -332,11 +332,11 @@ def classify(
             pn, cn = names(pt), names(ct)
             added = [n for n in cn if n not in pn]
             removed = [n for n in pn if n not in cn]
-            changed = [n for n in cn if n in pn and _canonical(pt[pn.index(n)]) != _canonical(ct[cn.index(n)])]
+            altered = [n for n in cn if n in pn and _canonical(pt[pn.index(n)]) != _canonical(ct[cn.index(n)])]
             bits = (
                 ([f"added {added}"] if added else [])
                 + ([f"removed {removed}"] if removed else [])
-                + ([f"changed {changed}"] if changed else [])
+                + ([f"changed {altered}"] if altered else [])
             )
             out.update(kind="tools-changed", detail="tools " + ("; ".join(bits) or "changed"))
         return out
@@ -349,9 +349,9 @@ def classify(
     if pa is not None and cb is not None and _canonical(pa) == _canonical(cb):
         out.update(kind="key-order", detail=f"messages[{j}]: same value, different key order")
         return out
-    in_prefix = j is not None and (j < getattr(cur_exp, "prefix_len", 0) or j < getattr(prev_exp, "prefix_len", 0))
-    cur_suffix_start = getattr(cur_exp, "prefix_len", 0) + getattr(cur_exp, "derived_len", 0)
-    in_suffix = j is not None and getattr(cur_exp, "suffix_len", 0) and j >= cur_suffix_start
+    in_prefix = j is not None and (j < cur_exp.prefix_len or j < prev_exp.prefix_len)
+    cur_suffix_start = cur_exp.prefix_len + cur_exp.derived_len
+    in_suffix = j is not None and cur_exp.suffix_len > 0 and j >= cur_suffix_start
     v = volatile_change(_text_of(pa), _text_of(cb)) if pa is not None and cb is not None else None
     if in_prefix:
         if v:

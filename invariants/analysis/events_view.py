@@ -26,6 +26,7 @@ import orjson
 
 from invariants.model.jsonvalue import dumps
 from invariants.read.chunk_rows import CHUNK_ROW_TYPES, ChunkRowError, expand_row
+from invariants.read.line_records import FrameProblem, RawLine
 from invariants.read.lines import iter_lines
 from invariants.read.load import parse_json
 from invariants.read.source import LogSource
@@ -75,7 +76,7 @@ class LineIndex:
     """
 
     def __init__(self, path: str | os.PathLike | LogSource) -> None:
-        member = getattr(path, "member", None)
+        member = path.member if isinstance(path, LogSource) else None
         self.path = Path(path.path if isinstance(path, LogSource) else path)
         self.usable = member is None and not self.path.name.endswith((".zstd", ".zst"))
         self.checkpoints: list[int] = [0]  # offset of line 1 + k*_STRIDE
@@ -128,8 +129,8 @@ def _plain_from(index: LineIndex, start_line: int) -> Iterator[tuple[Any, int]]:
     offset, number = index.offset_near(start_line)
     # Bounded lines and the guarded parser: integrity problems (an oversized,
     # unparsable or absurdly deep line) are the checker's to report, not the viewer's.
-    for raw in iter_lines(index.path, start=(offset, number - 1)):
-        if raw.number >= start_line and not raw.oversized:
+    for raw in iter_lines(index.path, start=(offset, number - 1)):  # a plain file: lines only
+        if isinstance(raw, RawLine) and raw.number >= start_line and not raw.oversized:
             obj, err = parse_json(raw.data)
             if err is None:
                 yield obj, raw.number
@@ -140,14 +141,13 @@ def _streamed(source: LogSource, start_line: int) -> Iterator[tuple[Any, int]]:
     from invariants.read.lines import iter_source_lines
 
     for raw in iter_source_lines(source):
-        data = getattr(raw, "data", None)
-        if data is None:
-            if hasattr(raw, "frame_index"):
-                return  # a broken zstd frame: nothing after it is readable
+        if isinstance(raw, FrameProblem):
+            return  # a broken zstd frame: nothing after it is readable
+        if not isinstance(raw, RawLine):
             continue  # a database row that does not decode
         if raw.number < start_line or raw.oversized:
             continue
-        obj, err = parse_json(data)  # guarded: an absurdly deep line is skipped, never parsed natively
+        obj, err = parse_json(raw.data)  # guarded: an absurdly deep line is skipped, never parsed natively
         if err is None:
             yield obj, raw.number
 
@@ -267,9 +267,9 @@ def search(source: LogSource | str | os.PathLike, query: str, limit: int = 1000)
     from invariants.read.lines import iter_source_lines
 
     for raw in iter_source_lines(src):
-        if not hasattr(raw, "data"):
-            if hasattr(raw, "frame_index"):
-                break  # a broken zstd frame: nothing after it is readable
+        if isinstance(raw, FrameProblem):
+            break  # a broken zstd frame: nothing after it is readable
+        if not isinstance(raw, RawLine):
             continue  # a row that does not decode
         if raw.number == 1 or raw.oversized:
             continue

@@ -242,11 +242,9 @@ def checked_owners(
     out: set[str] = set()
     for m in sessions:
         out.add(_absolute(m.file))
-        path = getattr(m, "path", None) or getattr(getattr(m, "source", None), "path", None)
-        if path is not None:
-            cp = find_capture(Path(path))
-            if cp is not None:
-                out.add(_absolute(cp))
+        cp = find_capture(m.source.path)
+        if cp is not None:
+            out.add(_absolute(cp))
     for c in captures or []:
         out.add(_absolute(c))
     out |= {_absolute(f.file) for f in findings if f.file}

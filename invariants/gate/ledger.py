@@ -30,10 +30,11 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
+from invariants.replay.session import SessionModel
 
 LEDGER_VERSION = 1
 _BLOCK = 1 << 20
@@ -43,7 +44,7 @@ class LedgerError(ValueError):
     """The ledger file exists but is not a ledger."""
 
 
-def _stream(path: Path):
+def _stream(path: Path) -> Iterator[bytes]:
     """The log's bytes as the harness reads them: raw, or the decompressed frames."""
     name = path.name
     if name.endswith((".zstd", ".zst")):
@@ -89,6 +90,13 @@ def read_ledger(path: str | os.PathLike) -> dict[str, Any]:
     return doc
 
 
+def _resume_seqs(m: Any) -> list[int]:
+    """Seqs of the session's resume anchors: a SessionSummary lists them, a SessionModel has its instances."""
+    if isinstance(m, SessionModel):
+        return [i.seq for i in m.instances if i.reason == "resume"]
+    return list(m.resumes)
+
+
 def _verify(m: Any, entry: dict, ledger_file: str) -> Finding | None:
     try:
         n = int(entry["bytes"])
@@ -96,17 +104,18 @@ def _verify(m: Any, entry: dict, ledger_file: str) -> Finding | None:
         events = int(entry.get("events", 0))
     except (KeyError, TypeError, ValueError):
         return None
-    path = getattr(m, "path", None) or str(m.source.path)
+    path = str(m.source.path)
     try:
         digest, have = prefix_digest(path, n)
     except OSError:
         return None
     if have == n and digest == recorded:
         return None
-    resumes = [s for s in getattr(m, "resumes", []) if s >= events] if have == n else list(getattr(m, "resumes", []))
+    resumes = [s for s in _resume_seqs(m) if s >= events] if have == n else _resume_seqs(m)
     how = f"it is now {have} bytes, shorter than the {n} recorded" if have < n else f"its first {n} bytes changed"
     message = (
-        f"this log no longer begins with the {events} events a previous check recorded in the ledger {ledger_file} ({how}): "
+        f"this log no longer begins with the {events} events a previous check recorded in the ledger {ledger_file} "
+        f"({how}): "
         "the log was rewritten, not appended to"
     )
     if resumes:
@@ -135,7 +144,7 @@ def apply_ledger(ledger_file: str | os.PathLike, sessions: Iterable[Any], update
     findings: list[Finding] = []
     changed = False
     for m in sessions:
-        if getattr(m, "member", None) or getattr(getattr(m, "source", None), "member", None):
+        if m.source.member is not None:
             continue  # a session inside a SQLite database is not a byte stream of its own
         entry = entries.get(m.id)
         if isinstance(entry, dict):
@@ -143,9 +152,9 @@ def apply_ledger(ledger_file: str | os.PathLike, sessions: Iterable[Any], update
             if f is not None:
                 findings.append(f)
                 continue  # keep the old record: the mismatch stays visible until someone accepts it
-        if getattr(m, "torn", False) or not getattr(m, "bytes", 0):
+        if m.torn or not m.bytes:
             continue
-        path = getattr(m, "path", None) or str(m.source.path)
+        path = str(m.source.path)
         try:
             digest, have = prefix_digest(path, m.bytes)
         except OSError:

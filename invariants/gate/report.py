@@ -17,14 +17,15 @@ from typing import Any
 import orjson
 
 from invariants.gate.result import CheckResult
+from invariants.model.findings import Finding
 from invariants.model.inert import inert
+from invariants.replay.session import SessionModel
 
 
 def session_row(m: Any) -> dict[str, Any]:
-    """The report's row for a session: a SessionModel, or a summary that carries ``row()``."""
-    row = getattr(m, "row", None)
-    if callable(row):
-        return row()
+    """The report's row for a session: a SessionModel, or a SessionSummary (which carries ``row()``)."""
+    if not isinstance(m, SessionModel):
+        return m.row()
     return {
         "session": m.id,
         "file": m.file,
@@ -65,7 +66,7 @@ def dumps_json(value: Any, indent: bool = False) -> str:
     return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _C1.search(text) else text
 
 
-def _loc(f) -> str:
+def _loc(f: Finding) -> str:
     parts = []
     if f.line is not None:
         parts.append(f"line {f.line}")

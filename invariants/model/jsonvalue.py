@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from itertools import accumulate
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -140,8 +140,8 @@ def js_equal(a: Any, b: Any) -> bool:
     return first_difference(a, b) is None and key_order_difference(a, b) is None
 
 
-def get_path(value: Any, path: str) -> Any:
-    """Resolve a path made by :func:`join_path`; MISSING when it does not exist."""
+def get_path(value: Any, path: str | None) -> Any:
+    """Resolve a path made by :func:`join_path`; MISSING when it does not exist (no path: the value)."""
     if not path or path == "(root)":
         return value
     import re
@@ -191,7 +191,7 @@ def map_key(value: Any) -> Any:
     return object()
 
 
-def is_safe_int(value: Any) -> bool:
+def is_safe_int(value: Any) -> TypeGuard[int]:
     """An integer JS can represent exactly (``Number.isSafeInteger``)."""
     return isinstance(value, int) and not isinstance(value, bool) and -(2**53 - 1) <= value <= 2**53 - 1
 

@@ -10,6 +10,10 @@ severity without touching the checks.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from invariants.model.findings import Finding
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +44,8 @@ _TABLE: list[Rule] = [
         "bad-envelope",
         "log-integrity",
         "error",
-        "A line is JSON but not a valid event envelope (not an object, missing or mistyped type/seq/time/data, extra keys).",
+        "A line is JSON but not a valid event envelope (not an object, missing or mistyped type/seq/time/data, extra "
+        "keys).",
         "Seed loading (assertSessionEventEnvelope) rejects such a line, so the log cannot be resumed.",
         '{"type":"turn/start","seq":"3","time":1,"data":{}}  (seq is a string)',
     ),
@@ -58,7 +63,8 @@ _TABLE: list[Rule] = [
         "torn-tail",
         "log-integrity",
         "warning",
-        "The log ends in a crash-truncated tail: a fragment without newline, an unparsable or gapped last line after the last committed turn/end.",
+        "The log ends in a crash-truncated tail: a fragment without newline, an unparsable or gapped last line after "
+        "the last committed turn/end.",
         "The harness cuts such a tail and repairs the open turn on the next load; the events in it are lost, "
         "which explains a missing step but is not a harness bug.",
         'last line: {"type":"assistant/chu',
@@ -150,8 +156,10 @@ _TABLE: list[Rule] = [
         "snapshot-fixture",
         "log-integrity",
         "info",
-        'A scrubbed test fixture (its header cwd is a normaliser placeholder such as "{{cwd}}"): seq gaps and events outside their turn/step framing are reported here instead of as errors.',
-        "The harness never writes a relative cwd; such a file was rewritten by its snapshot tooling and is consumed as a "
+        'A scrubbed test fixture (its header cwd is a normaliser placeholder such as "{{cwd}}"): seq gaps and events '
+        "outside their turn/step framing are reported here instead of as errors.",
+        "The harness never writes a relative cwd; such a file was rewritten by its snapshot tooling and is consumed as "
+        "a "
         "model-replay script (dsh-llm-replay reads only the chunks), which tests trim and extend by hand.",
         '{"type":"session","cwd":"{{cwd}}",...} with chunks of turn 2 and no turn/start',
     ),
@@ -160,8 +168,10 @@ _TABLE: list[Rule] = [
         "sqlite-row",
         "log-integrity",
         "error",
-        "A row of a SQLite session database cannot be decoded (a data BLOB that is not zstd, a malformed source_event_seqs varint BLOB, a bad ignorable value).",
-        "The harness's SQLite backend throws on such a row: fatal before the last committed turn/end, a torn tail after it.",
+        "A row of a SQLite session database cannot be decoded (a data BLOB that is not zstd, a malformed "
+        "source_event_seqs varint BLOB, a bad ignorable value).",
+        "The harness's SQLite backend throws on such a row: fatal before the last committed turn/end, a torn tail "
+        "after it.",
         "row seq 12: source_event_seqs: truncated varint",
     ),
     Rule(
@@ -169,8 +179,10 @@ _TABLE: list[Rule] = [
         "late-header-field",
         "log-integrity",
         "warning",
-        "A late-era JSONL session header lacks a field HEAD's reader requires (delegationDepth) or carries one it refuses (a retired sandboxMode/approvalPolicy, an origin other than subagent).",
-        "HEAD's JSONL backend rejects such a header (isHeaderLine / fromHeaderLine): the log was written before 0d00106fa8 or by another writer, and a current harness cannot resume it.",
+        "A late-era JSONL session header lacks a field HEAD's reader requires (delegationDepth) or carries one it "
+        "refuses (a retired sandboxMode/approvalPolicy, an origin other than subagent).",
+        "HEAD's JSONL backend rejects such a header (isHeaderLine / fromHeaderLine): the log was written before "
+        "0d00106fa8 or by another writer, and a current harness cannot resume it.",
         '{"type":"session","version":0,"id":"s","createdAt":1}  (no delegationDepth)',
     ),
     Rule(
@@ -189,7 +201,8 @@ _TABLE: list[Rule] = [
         "event-contract",
         "error",
         "A non-surface event carries surfaceOp or sourceEventSeqs.",
-        "Only surface events shape the model-visible history; metadata elsewhere means a writer bypassed the typed append.",
+        "Only surface events shape the model-visible history; metadata elsewhere means a writer bypassed the typed "
+        "append.",
         '{"type":"turn/start",...,"surfaceOp":"append"}',
     ),
     Rule(
@@ -233,7 +246,8 @@ _TABLE: list[Rule] = [
         "turn-order",
         "event-contract",
         "error",
-        "turn/start or turn/end out of order: a turn opened while one is open, a wrong number, or a close with a step open.",
+        "turn/start or turn/end out of order: a turn opened while one is open, a wrong number, or a close with a step "
+        "open.",
         "Turns are the commit unit of the log; misnumbered turns break resume and step attribution.",
         "turn/start 3 while turn 2 is still open",
     ),
@@ -251,7 +265,8 @@ _TABLE: list[Rule] = [
         "step-scope",
         "event-contract",
         "error",
-        "A step-scoped event (chunk, assistant message, tool call/result, step/end) names a (turn, step) that is not the open one.",
+        "A step-scoped event (chunk, assistant message, tool call/result, step/end) names a (turn, step) that is not "
+        "the open one.",
         "Streamed content attributed to the wrong step corrupts the derivation of the next request.",
         "assistant/message names turn 2/step 1 but open is turn 2/step 2",
     ),
@@ -323,8 +338,10 @@ _TABLE: list[Rule] = [
         "delta-does-not-apply",
         "header-codec",
         "error",
-        "A delta arm cannot apply cleanly to the header in force (keepStart+keepEnd beyond the prompt, removing or changing a missing tool, adding an existing one).",
-        "The harness's apply silently produces a different header than the writer meant; every later request inherits it.",
+        "A delta arm cannot apply cleanly to the header in force (keepStart+keepEnd beyond the prompt, removing or "
+        "changing a missing tool, adding an existing one).",
+        "The harness's apply silently produces a different header than the writer meant; every later request inherits "
+        "it.",
         '{"tools":{"added":[],"removed":["grep"],"changed":[]}} with no grep in force',
     ),
     Rule(
@@ -351,7 +368,8 @@ _TABLE: list[Rule] = [
         "header-codec",
         "warning",
         'A snapshot carries empty fields that canonical form drops (system "", tools [], messagePrefix []).',
-        "Loop-written snapshots are canonical; empty-vs-absent is one state and a writer that distinguishes them will diverge.",
+        "Loop-written snapshots are canonical; empty-vs-absent is one state and a writer that distinguishes them will "
+        "diverge.",
         '{"header":{"config":{"model":"m"},"system":""},"reason":"initial"}',
     ),
     Rule(
@@ -359,7 +377,8 @@ _TABLE: list[Rule] = [
         "header-shape",
         "header-codec",
         "error",
-        "A header snapshot or delta payload has the wrong shape (no config object, an arm of the wrong type, unknown arm).",
+        "A header snapshot or delta payload has the wrong shape (no config object, an arm of the wrong type, unknown "
+        "arm).",
         "The fold cannot interpret it; the header in force after it is unknown.",
         '{"system":"new prompt"}  (a delta arm must be {keepStart, keepEnd, insert})',
     ),
@@ -386,8 +405,10 @@ _TABLE: list[Rule] = [
         "instance-without-anchor",
         "header-codec",
         "error",
-        "A loop instance's first header event is a delta or a non-anchor snapshot (the session start or a fork boundary must be followed by initial/resume).",
-        "Each instance anchors the header it builds from; without the anchor the fold carries the previous process's header.",
+        "A loop instance's first header event is a delta or a non-anchor snapshot (the session start or a fork "
+        "boundary must be followed by initial/resume).",
+        "Each instance anchors the header it builds from; without the anchor the fold carries the previous process's "
+        "header.",
         "forked child's first own step logs a request/header-delta",
     ),
     Rule(
@@ -405,7 +426,8 @@ _TABLE: list[Rule] = [
         "header-codec",
         "error",
         "A request/header snapshot carries a reason that its era does not write.",
-        "initial/resume/fallback (seed) and initial/resume/change (late) are the only reasons; others are foreign writers.",
+        "initial/resume/fallback (seed) and initial/resume/change (late) are the only reasons; others are foreign "
+        "writers.",
         '"reason":"refresh"',
     ),
     Rule(
@@ -423,7 +445,8 @@ _TABLE: list[Rule] = [
         "header-codec",
         "info",
         "A fallback snapshot whose change a round-tripping delta could have expressed.",
-        "The writer falls back only when the delta fails its round-trip guard; otherwise it is a larger log than needed.",
+        "The writer falls back only when the delta fails its round-trip guard; otherwise it is a larger log than "
+        "needed.",
         "fallback that only changes temperature",
     ),
     Rule(
@@ -431,8 +454,10 @@ _TABLE: list[Rule] = [
         "fallback-snapshot",
         "header-codec",
         "info",
-        "A fallback snapshot: the header changed in a way the delta encoding cannot express (a pure tool reorder, a tool inserted mid-list).",
-        "Normal harness behaviour, shown so a header change in the timeline has its cause; a reorder also changes the request bytes.",
+        "A fallback snapshot: the header changed in a way the delta encoding cannot express (a pure tool reorder, a "
+        "tool inserted mid-list).",
+        "Normal harness behaviour, shown so a header change in the timeline has its cause; a reorder also changes the "
+        "request bytes.",
         'tools [read, bash] -> [bash, read] logged as {"reason":"fallback"}',
     ),
     Rule(
@@ -441,7 +466,8 @@ _TABLE: list[Rule] = [
         "header-codec",
         "warning",
         "Late era: an initial snapshot on a log that already has a header fold, or a resume snapshot on one without.",
-        "HEAD's loop writes initial exactly when the log has no header yet and resume otherwise (agent.ts buildRequest); "
+        "HEAD's loop writes initial exactly when the log has no header yet and resume otherwise (agent.ts "
+        "buildRequest); "
         "the loader accepts either, so the request is still explained, but another writer chose the reason.",
         'request/header {reason:"initial"} at seq 8 after one at seq 3',
     ),
@@ -516,7 +542,8 @@ _TABLE: list[Rule] = [
         "header-field-diverges",
         "header-divergence",
         "error",
-        "A recorded request's model, system, tools, temperature, maxTokens, stop (late era: provider, reasoningEffort) differ from the folded header.",
+        "A recorded request's model, system, tools, temperature, maxTokens, stop (late era: provider, reasoningEffort) "
+        "differ from the folded header.",
         "The header fold is the log's account of the call config; a mismatch means a change that was never logged.",
         "temperature: header 0.2, recorded 0.7",
     ),
@@ -536,7 +563,8 @@ _TABLE: list[Rule] = [
         "prefix-instability",
         "error",
         "messagePrefix changed inside one loop instance (by a delta or a fallback snapshot).",
-        "The session prefix is composed once per instance; a change mid-instance rewrites the start of every request and busts the cache.",
+        "The session prefix is composed once per instance; a change mid-instance rewrites the start of every request "
+        "and busts the cache.",
         "request/header-delta {messagePrefix:[...]} at seq 88, instance anchored at seq 3",
     ),
     Rule(
@@ -545,7 +573,8 @@ _TABLE: list[Rule] = [
         "prefix-drift",
         "warning",
         "messagePrefix differs across a resume (the new instance composed a different prefix).",
-        "Attributable drift: requests before the resume start with the old prefix, after it with the new one; the provider cache is lost once.",
+        "Attributable drift: requests before the resume start with the old prefix, after it with the new one; the "
+        "provider cache is lost once.",
         "resume at seq 120: messagePrefix[0].content[0].text changed",
     ),
     Rule(
@@ -600,11 +629,15 @@ _TABLE: list[Rule] = [
         "log-rewritten",
         "log-integrity",
         "error",
-        "A log no longer begins with what a previous check recorded for it in the ledger (--ledger): it was rewritten, not appended to, "
+        "A log no longer begins with what a previous check recorded for it in the ledger (--ledger): it was rewritten, "
+        "not appended to, "
         "so a later resume continues a history that is not the previous instance's log.",
-        "A resume seeds the new instance with the whole stored log and only appends (a crash repair only cuts a torn tail); a consistent "
-        "rewrite of earlier events leaves no trace inside one log, so the ledger keeps the byte count and SHA-256 each check saw.",
-        "ledger: 112 events, 48213 bytes, sha256 3f1c...; now the first 48213 bytes differ and a resume follows at seq 140",
+        "A resume seeds the new instance with the whole stored log and only appends (a crash repair only cuts a torn "
+        "tail); a consistent "
+        "rewrite of earlier events leaves no trace inside one log, so the ledger keeps the byte count and SHA-256 each "
+        "check saw.",
+        "ledger: 112 events, 48213 bytes, sha256 3f1c...; now the first 48213 bytes differ and a resume follows at seq "
+        "140",
     ),
 ]
 
@@ -626,7 +659,7 @@ def rules_by_category() -> dict[str, list[Rule]]:
 _LOCATION_INTS = ("line", "seq", "turn", "step")
 
 
-def make_finding(code: str, message: str, **where):
+def make_finding(code: str, message: str, **where: Any) -> Finding:
     """A Finding for rule ``code`` with the rule's category and default severity.
 
     ``line``, ``seq``, ``turn`` and ``step`` are integers or None in every report: a

@@ -121,9 +121,10 @@ def expand_row(row: Any) -> list[dict]:
     if not isinstance(members, list) or not members or not all(isinstance(m, str) for m in members):
         raise bad(f"{payload_key} must be a non-empty list of strings")
     raw_dt = data["dt"]
-    gaps = [_safe_int(gap) for gap in raw_dt] if isinstance(raw_dt, list) else None
-    if gaps is None or any(gap is None for gap in gaps):
+    safe = [_safe_int(gap) for gap in raw_dt] if isinstance(raw_dt, list) else None
+    if safe is None or any(gap is None for gap in safe):
         raise bad("dt must be a list of safe integers")
+    gaps = [gap for gap in safe if gap is not None]
     if len(gaps) != len(members) - 1:
         raise bad(f"dt has {len(gaps)} entries but {len(members)} members need {len(members) - 1}")
     if seq0 + len(members) - 1 > MAX_SAFE_INTEGER:

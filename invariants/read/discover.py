@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Iterable
 
 from invariants.read.source import SQLITE_SUFFIXES, LogSource, is_capture_name, is_log_name
 
 
-def discover(paths: list[str | os.PathLike]) -> tuple[list[LogSource], list[str]]:
+def discover(paths: Iterable[str | os.PathLike]) -> tuple[list[LogSource], list[str]]:
     """Logs under ``paths`` in a stable order, and sentences for paths that are unusable."""
     found: list[LogSource] = []
     problems: list[str] = []

@@ -103,8 +103,10 @@ def classify_object(obj: dict, seen: dict[str, str]) -> None:
             seen.setdefault("reason fallback", "seed")
         elif reason == "change":
             seen.setdefault("reason change", "late")
-        header = data.get("header") if isinstance(data.get("header"), dict) else {}
-        config = header.get("config") if isinstance(header.get("config"), dict) else {}
+        header = data.get("header")
+        header = header if isinstance(header, dict) else {}
+        config = header.get("config")
+        config = config if isinstance(config, dict) else {}
         if "provider" in config:
             seen.setdefault("config.provider", "late")
         elif "model" in config:

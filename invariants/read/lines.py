@@ -10,9 +10,10 @@ lines that could still be recovered, so the caller reports them in order.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from invariants.read.line_records import CHUNK_PREFIX, DEFAULT_MAX_LINE, FrameProblem, LineRun, RawLine
+from invariants.read.source import LogSource
 
 _BLOCK = 1 << 20
 
@@ -41,11 +42,11 @@ def _chunks(path: Path) -> Iterator[bytes | FrameProblem]:
 
 
 def iter_source_lines(
-    source, max_line: int = DEFAULT_MAX_LINE, start: tuple[int, int] = (0, 0), runs: bool = False
+    source: LogSource, max_line: int = DEFAULT_MAX_LINE, start: tuple[int, int] = (0, 0), runs: bool = False
 ) -> Iterator:
     """Lines of a :class:`~invariants.read.source.LogSource`: a file, or one session of a
     SQLite database (then :class:`RowProblem` items mark rows that do not decode)."""
-    if getattr(source, "member", None) is not None:
+    if source.member is not None:
         from invariants.read.sqlite_backend import iter_member_lines
 
         if start != (0, 0):
@@ -244,7 +245,7 @@ def _plain_runs(
             yield RawLine(number + 1, offset, carry, False)
 
 
-def _raw_line(readline, line: bytes, number: int, offset: int, max_line: int) -> RawLine:
+def _raw_line(readline: Callable[[int], bytes], line: bytes, number: int, offset: int, max_line: int) -> RawLine:
     """Finish one physical line whose first ``max_line + 1`` bytes were read."""
     if line[-1:] == b"\n":
         return RawLine(number, offset, line[:-1], True)

@@ -313,7 +313,7 @@ class LogReader:
             return None
         return ChunkRun(objs, datas, b'"type":"usage"' in joined)
 
-    def _line(self, raw: RawLine, st: "_ReadState") -> Iterator[tuple[dict, int, int]]:
+    def _line(self, raw: RawLine, st: "_ReadState") -> Iterator[tuple[dict | ChunkRun, int, int]]:
         """Validate one physical line; yields its event(s) or records a defect."""
         number = raw.number
         defects = st.defects
@@ -468,7 +468,7 @@ class LogReader:
             fallback_id = self.source.path.parent.name
         obj, err = (None, "oversized") if raw.oversized else parse_json(raw.data)
         problem = err and f"first line is not JSON ({err})" or header_problem(obj)
-        if problem is None:
+        if problem is None and isinstance(obj, dict):  # header_problem accepts only an object
             self.header = SessionHeader(
                 id=obj["id"],
                 version=obj["version"],

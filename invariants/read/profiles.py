@@ -10,6 +10,7 @@ the event-contract variant.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 SEED_SURFACE = frozenset({"user/message", "assistant/message", "tool/result", "context/message", "steering/message"})
 HEAD_SURFACE = frozenset({"user/message", "assistant/message", "tool/result"})
@@ -33,7 +34,7 @@ class Profile:
     prefix_per_step: bool = False  # 17bd71e530: prefix/suffix came from a per-step waterfall
     head_contract: bool = False  # HEAD invariant.ts event rules, KNOWN_SESSION_EVENT_TYPES, legacy-shape migration
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[str], Profile], tuple[str]]:
         # Pickle by name: checkpoints and worker processes share the table.
         return (_profile_named, (self.name,))
 
@@ -88,7 +89,8 @@ PROFILES: dict[str, Profile] = {
         Profile(
             "late-unwrapped",
             "late",
-            "late era f593ef5ab5..6816e8a3d5: context and steering projected without tags, plain message payloads, derive(<step/start)",
+            "late era f593ef5ab5..6816e8a3d5: context and steering projected without tags, plain message payloads, "
+            "derive(<step/start)",
             SEED_SURFACE,
             "late-unwrapped",
             frozenset({"initial", "resume", "change"}),
@@ -101,7 +103,8 @@ PROFILES: dict[str, Profile] = {
         Profile(
             "head",
             "late",
-            "late era 6816e8a3d5..HEAD 611615650f: identified message objects (older late shapes read as HEAD migrates them), no prefix, derive(log at dispatch), HEAD invariant.ts contract, unknown types need ignorable",
+            "late era 6816e8a3d5..HEAD 611615650f: identified message objects (older late shapes read as HEAD migrates "
+            "them), no prefix, derive(log at dispatch), HEAD invariant.ts contract, unknown types need ignorable",
             HEAD_READ_SURFACE,
             "head",
             frozenset({"initial", "resume", "change"}),

@@ -10,7 +10,7 @@ messages).  For every row it accepts, the result equals ``expand_row``'s.
 from __future__ import annotations
 
 from itertools import accumulate
-from typing import Any
+from typing import Any, TypeGuard
 
 _MAX = 2**53 - 1
 _TEXT = {"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta"}
@@ -19,7 +19,7 @@ _TOOL_KEYS = ("turn", "step", "index", "dt", "id", "args")
 _TOOL_KEYS_NAMED = ("turn", "step", "index", "dt", "id", "name", "args")
 
 
-def _int_list(values: Any) -> bool:
+def _int_list(values: Any) -> TypeGuard[list[int]]:
     return type(values) is list and all(type(v) is int for v in values)
 
 
@@ -35,7 +35,7 @@ def expand_row_fast(row: dict) -> list[dict] | None:
     if type(turn) is not int or type(step) is not int or type(index) is not int:
         return None
     dt = data.get("dt")
-    kind = _TEXT.get(tag)
+    kind = _TEXT.get(tag) if type(tag) is str else None
     if kind is not None:
         if len(data) != 5 or not all(k in data for k in _TEXT_KEYS):
             return None

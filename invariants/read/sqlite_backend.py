@@ -384,7 +384,8 @@ def _head_row(row: tuple) -> bytes:
         if isinstance(payload, list) and not MIN_ROW_MEMBERS <= len(payload) <= MAX_ROW_MEMBERS:
             raise RowError(
                 "LOG012",
-                f"packed {type_} row holds {len(payload)} members (the SQLite codec allows {MIN_ROW_MEMBERS}..{MAX_ROW_MEMBERS})",
+                f"packed {type_} row holds {len(payload)} members (the SQLite codec allows "
+                f"{MIN_ROW_MEMBERS}..{MAX_ROW_MEMBERS})",
             )
         return b"".join(
             [b'{"type":', _dumps(type_), b',"seq0":', _dumps(seq), b',"time0":', _dumps(time), b',"data":', text, b"}"]
@@ -458,10 +459,16 @@ def _member_lines(source: LogSource, max_line: int, position: list[int]) -> Iter
         offset = len(text) + 1
         number = 1
         if info.schema == "head":
-            query = "SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable FROM events WHERE session_id = ? ORDER BY seq"
+            query = (
+                "SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable"
+                " FROM events WHERE session_id = ? ORDER BY seq"
+            )
             decode = _head_row
         else:
-            query = "SELECT seq, type, time, data, source_event_seqs, surface_op FROM events WHERE session_id = ? ORDER BY seq"
+            query = (
+                "SELECT seq, type, time, data, source_event_seqs, surface_op"
+                " FROM events WHERE session_id = ? ORDER BY seq"
+            )
             decode = _seed_row
         position[0] = number
         for row in con.execute(query, (source.member,)):
@@ -522,7 +529,8 @@ def write_database(
 
             if schema == "head":
                 con.execute(
-                    "INSERT INTO sessions (id, version, created_at, cwd, parent_session, seed_length, origin, delegation_depth, agent_preset, incarnation, revision)"
+                    "INSERT INTO sessions (id, version, created_at, cwd, parent_session, seed_length, origin, "
+                    "delegation_depth, agent_preset, incarnation, revision)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)",
                     (
                         header["id"],
@@ -597,7 +605,10 @@ def write_database(
 
 
 def _split_row(row: dict, members: int) -> list[dict]:
-    """Split a packed row at MAX_ROW_MEMBERS (the SQLite codec's cap); a remainder under 3 stays packed with its predecessor's share."""
+    """Split a packed row at MAX_ROW_MEMBERS (the SQLite codec's cap).
+
+    A remainder under 3 members stays packed with its predecessor's share.
+    """
     if members <= MAX_ROW_MEMBERS:
         return [row]
     data = row["data"]

@@ -1,1 +1,1 @@
-"""Records to step states: header codec and fold, surface, derivation, the one-pass session replay, request comparison."""
+"""Records to step states: header codec and fold, surface, derivation, one-pass session replay, request comparison."""

@@ -194,7 +194,8 @@ def compare(expected: RebuiltRequest, recorded: dict) -> list[Difference]:
                 Difference(
                     "DIV010",
                     p,
-                    f"{name} diverges from the folded header at {p}: header {shorten(e_val, 80)}, recorded {shorten(r_val, 80)}",
+                    f"{name} diverges from the folded header at {p}: header {shorten(e_val, 80)}, recorded "
+                    f"{shorten(r_val, 80)}",
                     {"field": name, "expected": shorten(e_val, 400), "recorded": shorten(r_val, 400)},
                 )
             )
@@ -232,7 +233,8 @@ def _order_difference(path: str, expected: Any, recorded: Any, root: str) -> Dif
     return Difference(
         "DIV002",
         path,
-        f"same content, different key order at {path}: expected keys {ek}, recorded {rk} (bytes differ; provider prefix caches miss)",
+        f"same content, different key order at {path}: expected keys {ek}, recorded {rk} (bytes differ; provider "
+        "prefix caches miss)",
         {"expected_keys": ek, "recorded_keys": rk},
     )
 

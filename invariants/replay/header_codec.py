@@ -70,7 +70,7 @@ def canonical(header: dict) -> dict:
     return out
 
 
-def non_canonical_fields(header: dict) -> list[str]:
+def non_canonical_fields(header: Any) -> list[str]:
     """Fields a snapshot carries that canonical form would drop (``system: ""``...)."""
     if not isinstance(header, dict):
         return []
@@ -103,7 +103,7 @@ def _strict_equal(x: Any, y: Any) -> bool:
 
 def config_keys_for(a: Any, b: Any) -> tuple[str, ...]:
     """Config keys compared for equality; late-era configs add provider and effort."""
-    keys = ("model", "temperature", "maxTokens")
+    keys: tuple[str, ...] = ("model", "temperature", "maxTokens")
     if any(isinstance(c, dict) and ("provider" in c or "reasoningEffort" in c) for c in (a, b)):
         keys += ("provider", "reasoningEffort")
     return keys
@@ -196,20 +196,24 @@ class DeltaResult:
     opaque: bool = False  # a placeholder was involved: round-trip checks are meaningless
 
 
-def _check_str_list(value: Any, what: str) -> list:
+def _check_str_list(value: Any, what: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
         raise HeaderShapeError(f"{what} must be an array of strings")
+    return value
+
+
+def _check_count(value: Any, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise HeaderShapeError(f"{what} must be a non-negative integer")
     return value
 
 
 def _apply_system(prev: Any, arm: Any, result: DeltaResult) -> Any:
     if not isinstance(arm, dict):
         raise HeaderShapeError("delta.system must be an object {keepStart, keepEnd, insert}")
-    ks, ke, insert = arm.get("keepStart"), arm.get("keepEnd"), arm.get("insert")
-    for name, v in (("keepStart", ks), ("keepEnd", ke)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise HeaderShapeError(f"delta.system.{name} must be a non-negative integer")
-    _check_str_list(insert, "delta.system.insert")
+    ks = _check_count(arm.get("keepStart"), "delta.system.keepStart")
+    ke = _check_count(arm.get("keepEnd"), "delta.system.keepEnd")
+    insert = _check_str_list(arm.get("insert"), "delta.system.insert")
     if is_placeholder(prev) or any(is_placeholder(x) for x in insert):
         result.opaque = True
         return "{{system}}"

@@ -104,6 +104,7 @@ class HeaderFold:
         # Instability is only observable once the instance has sent a request
         # with the old prefix; a change before that is the anchor completing.
         self.dispatched_in_instance = False
+        self._seq_cache: list[int] = []  # seqs of ``versions``, rebuilt when versions grow
 
     def _err(self, code: str, ev: Event, message: str, where: dict, **extra: Any) -> None:
         self.emit(code, message, seq=ev.seq, line=ev.line, **where, **extra)
@@ -145,7 +146,8 @@ class HeaderFold:
             self._err(
                 "HDR011",
                 ev,
-                f"request/header reason {shorten(reason, 40)} is not one the {self.profile.name} profile knows ({', '.join(sorted(self.profile.reasons))})",
+                f"request/header reason {shorten(reason, 40)} is not one the {self.profile.name} profile knows "
+                f"({', '.join(sorted(self.profile.reasons))})",
                 where,
             )
         prev = self.state
@@ -188,7 +190,8 @@ class HeaderFold:
                 self._err(
                     "HDR014",
                     ev,
-                    f"fallback snapshot: the delta encoding could not express this change to {', '.join(changed) or 'nothing'}",
+                    "fallback snapshot: the delta encoding could not express this change to "
+                    f"{', '.join(changed) or 'nothing'}",
                     where,
                     detail={"changed": changed},
                 )
@@ -215,7 +218,8 @@ class HeaderFold:
             self._err(
                 "PFX002",
                 ev,
-                f"messagePrefix drifted at this resume (first difference at {path}): requests before seq {ev.seq} start with the old prefix, later ones with the new",
+                f"messagePrefix drifted at this resume (first difference at {path}): requests before seq {ev.seq} "
+                "start with the old prefix, later ones with the new",
                 where,
                 path=path,
                 detail={
@@ -238,7 +242,8 @@ class HeaderFold:
         self._err(
             "PFX001",
             ev,
-            f"messagePrefix changed inside the loop instance anchored at seq {anchor} (by a {how}); the prefix is composed once per instance",
+            f"messagePrefix changed inside the loop instance anchored at seq {anchor} (by a {how}); the prefix is "
+            "composed once per instance",
             where,
             path=path,
             detail={"instance_anchor_seq": anchor},
@@ -325,8 +330,8 @@ class HeaderFold:
         return self.versions[k - 1] if k else None
 
     def _seqs(self) -> list[int]:
-        cache = getattr(self, "_seq_cache", None)
-        if cache is None or len(cache) != len(self.versions):
+        cache = self._seq_cache
+        if len(cache) != len(self.versions):
             cache = [v.seq for v in self.versions]
             self._seq_cache = cache
         return cache

@@ -10,6 +10,7 @@ whole session costs one pass plus the requests someone asks for.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, Iterable, Iterator
@@ -104,7 +105,7 @@ class SessionModel:
     torn: bool = False
     open_turn_at_end: bool = False
     requests: list = field(default_factory=list)  # filled by capture matching
-    checkpoint: bytes | None = None  # opaque: resume state for a log that grows (see resume())
+    checkpoint: builtins.bytes | None = None  # opaque: resume state for a log that grows (see resume())
     _step_seqs: list = field(default_factory=list, repr=False)
 
     @property
@@ -215,6 +216,7 @@ class _Replay:
         self.checkpoint: bytes | None = None
         self.chunks_total = 0
         self.want_checkpoint = False
+        self.legacy: LegacyIds | None = None  # made on first use (head profile only)
         self.due_seq = 0  # the seq the next event should carry
         if profile is not None:
             self._judge_by(profile)
@@ -445,15 +447,12 @@ class _Replay:
         model = self.model
         # The model is rebuilt from the state on resume; its running counters travel here.
         self.model_counts = (model.turns, list(model.compactions), list(model.end_seed_seqs))
-        self.model = None
-        try:
+        try:  # __getstate__ leaves the model out
             return zlib.compress(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL), 1)
         except (pickle.PicklingError, TypeError, RecursionError):
             return None
-        finally:
-            self.model = model
 
-    def _event(self, ev: Event) -> None:  # noqa: C901 - one dispatch point by design
+    def _event(self, ev: Event) -> None:  # one dispatch point by design
         if not isinstance(ev.data, dict):
             self._emit("EVT011", f"{ev.type} data is not an object", seq=ev.seq, line=ev.line, **self._where())
             return
@@ -558,7 +557,8 @@ class _Replay:
             if cur.header_version is None:
                 self._fold_emit(
                     "REQ001",
-                    "this step streamed a response but no request header was in force: the log cannot explain its request",
+                    "this step streamed a response but no request header was in force: the log cannot explain its "
+                    "request",
                     seq=ev.seq,
                     line=ev.line,
                     turn=cur.turn,
@@ -579,7 +579,7 @@ class _Replay:
         """HEAD migrates pre-identity messages with ids minted from the session id (head profile only)."""
         if not self.profile.head_contract:
             return None
-        legacy = getattr(self, "legacy", None)
+        legacy = self.legacy
         if legacy is None:
             hdr = self.reader.header
             legacy = self.legacy = LegacyIds(hdr.id if hdr else self.model.id)
@@ -612,7 +612,8 @@ class _Replay:
         if missing:
             self._emit(
                 "EVT005",
-                f"surface replace: sourceEventSeqs must include every shadowed surface node; missing {', '.join(map(str, missing[:10]))}",
+                "surface replace: sourceEventSeqs must include every shadowed surface node; missing "
+                f"{', '.join(map(str, missing[:10]))}",
                 seq=ev.seq,
                 line=ev.line,
                 **where,

@@ -103,6 +103,7 @@ class Surface:
         """Splice ``[start..end]`` (by position) into the new node; caller checked it."""
         nodes = self.current
         i, j = self._index(start), self._index(end)
+        assert i is not None and j is not None, "check_replace accepted the range"
         self.messages[seq] = message
         self.lines[seq] = line
         self._events += 1

@@ -321,7 +321,8 @@ class ContractTracer:
             cause = self._violation(
                 "EVT008",
                 ev,
-                f"{ev.type} names turn {turn}/step {step} but the open one is turn {self.open_turn}/step {self.open_step}",
+                f"{ev.type} names turn {turn}/step {step} but the open one is turn "
+                f"{self.open_turn}/step {self.open_step}",
             )
             if not adopt or cause is None:
                 return False  # one event with wrong numbers inside its step: the step goes on
@@ -354,7 +355,8 @@ class ContractTracer:
         self._err(
             "LOG007",
             ev,
-            f"event type {shorten(t, 60)} is not in HEAD's KNOWN_SESSION_EVENT_TYPES and is not marked ignorable: the harness refuses to interpret this log",
+            f"event type {shorten(t, 60)} is not in HEAD's KNOWN_SESSION_EVENT_TYPES and is not marked ignorable: the "
+            "harness refuses to interpret this log",
         )
         return False
 

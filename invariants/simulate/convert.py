@@ -91,9 +91,9 @@ def storage_lines(
 
     Existing chunk rows are expanded first, so the output's rows are exactly
     what the encoder makes of the events (``pack``) or there are none.  Lines
-    that cannot be parsed, or rows that do not decode, are kept verbatim.  A batch ends after every ``turn/end`` (the seed era's
-    flush point and a natural late-era flush), so a log of several turns
-    spans several frames.
+    that cannot be parsed, or rows that do not decode, are kept verbatim.  A
+    batch ends after every ``turn/end`` (the seed era's flush point and a
+    natural late-era flush), so a log of several turns spans several frames.
     """
     header, rest = lines[0], lines[1:]
     _parse(header, src, 1)
@@ -116,8 +116,8 @@ def storage_lines(
         if isinstance(rec, bytes):
             out.append((rec, False))
             continue
-        raw = original.get(id(rec))
-        text = raw if raw is not None else orjson.dumps(rec)
+        verbatim = original.get(id(rec))
+        text = verbatim if verbatim is not None else orjson.dumps(rec)
         out.append((text, isinstance(rec, dict) and rec.get("type") == "turn/end"))
     return header, out
 

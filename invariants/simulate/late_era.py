@@ -485,10 +485,10 @@ def _sample(name: str, files: dict[str, bytes], expected: dict[str, list]) -> Sa
 
 LATE_SAMPLES = [sample_late_zstd, sample_late_torn, sample_late_sqlite]
 LATE_DESCRIPTIONS = {
-    "late/--home-dev-project--/": "HEAD-era session stored as `session.jsonl.zstd` in its project/session directory: chunk runs packed "
-    "into rows, one zstd frame per append batch, inbox splices outside turns, a retried step "
+    "late/--home-dev-project--/": "HEAD-era session stored as `session.jsonl.zstd` in its project/session directory: "
+    "chunk runs packed into rows, one zstd frame per append batch, inbox splices outside turns, a retried step "
     "(two requests), a model change (`change` snapshot, `request/context`); `requests.jsonl` beside it",
     "late/torn/": "the same kind of session cut by a crash inside its last zstd frame",
-    "late/db/": "a schema-17 SQLite session database (packed rows, zstd data from 4 KiB, varint sourceEventSeqs) with a "
-    "parent and its forked subagent child, and one `requests.jsonl` for both",
+    "late/db/": "a schema-17 SQLite session database (packed rows, zstd data from 4 KiB, varint sourceEventSeqs) "
+    "with a parent and its forked subagent child, and one `requests.jsonl` for both",
 }

@@ -528,15 +528,17 @@ class SessionRecorder:
                 self._pending[block["id"]] = [self.step_no, None]
 
     def _run_tool(self, call: ToolCall) -> None:
+        call_id = call.call_id
+        assert call_id is not None, "the reply that wrote the call minted its id"
         data = {
             "turn": self.open_turn,
             "step": self.step_no,
-            "callId": call.call_id,
+            "callId": call_id,
             "name": call.name,
             "arguments": call.arguments_text(),
         }
         call_seq = self._append("tool/call", data)
-        self._pending[call.call_id][1] = call_seq
+        self._pending[call_id][1] = call_seq
         if call.result is CRASH:
             self.instance = None
             raise SimulatedCrash(f"process died while {call.name} ran (tool/call seq {call_seq})")
@@ -546,15 +548,15 @@ class SessionRecorder:
         result: dict = {
             "turn": self.open_turn,
             "step": self.step_no,
-            "callId": call.call_id,
+            "callId": call_id,
             "content": content,
             "isError": call.is_error,
         }
         if call.error is not None:
             result["error"] = call.error
         seq = self._append("tool/result", result, source_seqs=[call_seq], surface_op="append", lo=2, hi=40)
-        del self._pending[call.call_id]
-        self._surface_append(seq, _tool_result_message(call.call_id, content, call.is_error))
+        del self._pending[call_id]
+        self._surface_append(seq, _tool_result_message(call_id, content, call.is_error))
 
     # ----- compaction
 
@@ -1253,6 +1255,7 @@ def sample_prefix_unstable() -> Sample:
     _mock_turn(rec, "turn 1", "ok 1")
     # A plugin recomposes the prefix mid-instance: from ea4c10d753 on the prefix
     # is composed once per loop instance, so this is instability, not drift.
+    assert rec.instance is not None
     rec.instance.prefix = [{"role": "user", "content": text_content("<reminder>skills: alpha, beta</reminder>")}]
     _mock_turn(rec, "turn 2: the prefix changed without a resume", "ok 2")
     changes = [

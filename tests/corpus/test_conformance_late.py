@@ -55,6 +55,7 @@ def test_fixtures_as_zstd_with_packed_rows_give_the_same_findings(fixtures, tmp_
     packed = convert_tree(files, tmp_path / "zstd")  # rows re-encoded from the events, one frame per batch
     plain = convert_tree(files, tmp_path / "plain", pack=False, compress=False)  # every row expanded
     assert len(packed) == 148 and all(p.name.endswith(".jsonl.zstd") for p in packed)
+    assert len(plain) == 148 and all(p.name.endswith(".jsonl") for p in plain)
     a, b = check([tmp_path / "zstd"], keep_models=True), check([tmp_path / "plain"], keep_models=True)
     assert sum(m.chunk_rows for m in b.models) == 0
     assert sum(m.chunk_rows for m in a.models) >= sum(m.chunk_rows for m in fixtures.models) > 200

@@ -115,7 +115,7 @@ def test_rules_command_lists_and_explains(capsys):
 
 
 def test_text_output_is_inert(capsys, tmp_path):
-    from tests.support.logbuilder import Log
+    from tests.support.logs import Log
 
     log = Log()
     log.clean_turn(1, header_reason="initial")

@@ -9,9 +9,10 @@ import shutil
 from inspector.cli import main
 from invariants.analysis.forks import encode_id, find_parent_log
 from invariants import check
+from invariants.gate.ledger import apply_ledger
 from invariants.read.source import LogSource
 from tests.conftest import SAMPLES
-from tests.support.logbuilder import Log
+from tests.support.logs import Log
 
 
 def run(capsys, *argv):
@@ -63,6 +64,23 @@ def test_ledger_accepts_appends_and_flags_a_rewritten_prefix(capsys, tmp_path):
         capsys, "check", str(path), "--ledger", str(ledger), "--no-cache", "--select", "RSM001", "--format", "json"
     )
     assert "shorter than" in json.loads(out)["findings"][0]["message"]
+
+
+def test_the_ledger_reads_models_and_summaries_alike(tmp_path):
+    """apply_ledger takes SessionModels (keep_models=True) as it takes SessionSummaries."""
+    path = _two_instance_log().write(tmp_path / "sess.jsonl")
+    ledger = tmp_path / "ledger.json"
+    assert apply_ledger(ledger, check([path], keep_models=True).models) == []
+    log = _two_instance_log(extra_turn=True)
+    log.events[1]["data"]["content"][0]["text"] = "a different question"
+    log.write(path)
+    summaries_ledger = tmp_path / "ledger2.json"
+    shutil.copy(ledger, summaries_ledger)
+    from_models = apply_ledger(ledger, check([path], keep_models=True).models)
+    from_summaries = apply_ledger(summaries_ledger, check([path]).sessions)
+    assert [f.rule for f in from_models] == ["RSM001"]
+    assert from_models[0].detail["resume_seqs"] == from_summaries[0].detail["resume_seqs"] != []
+    assert from_models[0].message == from_summaries[0].message.replace(str(summaries_ledger), str(ledger))
 
 
 def test_a_broken_ledger_is_a_usage_error(capsys, tmp_path):

@@ -38,7 +38,8 @@ def rules_of(out: str) -> list[str]:
 
 def test_pyproject_settings_apply_and_flags_win(capsys, project):
     (project / "pyproject.toml").write_text(
-        '[project]\nname = "x"\n\n[tool.inspector]\nselect = ["DIV", "prefix-drift"]\nfail-on = "warning"\nformat = "json"\n'
+        '[project]\nname = "x"\n\n[tool.inspector]\nselect = ["DIV", "prefix-drift"]\nfail-on = "warning"\nformat = '
+        '"json"\n'
         'cache = false\n\n[tool.inspector.severity]\nPFX002 = "info"\n'
     )
     code, out, _ = run(capsys, "check", "logs")

@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.support.fuzz_strategies import ROOT, deep_json
-from tests.support.logbuilder import Log
+from tests.support.logs import Log
 
 
 def _cli(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -181,10 +184,6 @@ def test_long_lines_cost_linear_time_in_the_block_reader(tmp_path):
     assert t_runs < 10 * t_plain + 0.5  # a generous bound; quadratic was ~20x
 
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st
-
-
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(
     st.lists(
@@ -229,9 +228,9 @@ def test_finding_locations_are_integers_whatever_the_log_wrote(tmp_path, capsys)
 def test_snapshot_with_a_list_system_or_unhashable_tool_names(tmp_path, capsys, system, tools):
     """diff_header split a list system prompt (AttributeError) and keyed tools by unhashable names (TypeError)."""
     from inspector.cli import main
-    from tests.support.logbuilder import HEADER
+    from tests.support.logs import SEED_HEADER
 
-    bad = {**HEADER, "system": system} if tools is None else {**HEADER, "tools": tools}
+    bad = {**SEED_HEADER, "system": system} if tools is None else {**SEED_HEADER, "tools": tools}
     log = Log()
     log.turn_start(1)
     log.user("hi")
@@ -337,7 +336,7 @@ def test_highly_compressible_logs_under_the_floor_still_read(tmp_path):
     assert not [f for f in result.findings if f.rule == "LOG009"] and result.sessions[0].events == len(log.events)
 
 
-def _db_with(tmp_path, edit) -> "Path":
+def _db_with(tmp_path, edit) -> Path:
     """A seed-schema store (its tables without STRICT, as a damaged file may be) holding one session."""
     import sqlite3
 

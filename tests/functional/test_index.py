@@ -16,14 +16,15 @@ import pytest
 
 from inspector.index import QueryError, build_index, covers, list_sessions, run_query
 from invariants import check
+from invariants.analysis.cache_report import session_cache
 from tests.conftest import ROOT, corpus_dir
-from tests.support.index_support import (
+from tests.support.logs import (
     add_late,
     capture_lines_before,
     growing_session,
     make_root,
-    write_capture,
-    write_log,
+    story_log,
+    write_lines,
 )
 
 
@@ -218,15 +219,18 @@ def test_sqlite3_shell_opens_the_index(indexed):
             shell,
             "-readonly",
             str(db),
-            "SELECT count(*) FROM sessions; SELECT count(*) FROM cache_breaks "
-            "WHERE reason IS NOT NULL >= 0; SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'files';",
+            "SELECT count(*) FROM sessions; SELECT count(*) FROM cache_steps; "
+            "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'files';",
         ],
         capture_output=True,
         text=True,
         timeout=30,
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines()[0] == "9"
+    sessions, cache_steps, hits = (int(n) for n in out.stdout.splitlines())
+    assert sessions == 9
+    assert cache_steps == q(db, "SELECT count(*) FROM cache_steps")[0][0] > 0
+    assert hits == q(db, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'files'")[0][0] > 0
 
 
 # -- incremental ----------------------------------------------------------------------------
@@ -269,9 +273,9 @@ def test_grown_log_gains_exactly_its_new_steps(tmp_path, mid_step):
     def write(n: int) -> None:
         with open(log, "ab") as fh:  # append in place: same inode
             have = log.stat().st_size if log.exists() else 0
-            body = b"".join(l + b"\n" for l in lines[:n])
+            body = b"".join(line + b"\n" for line in lines[:n])
             fh.write(body[have:])
-        write_capture(folder / "requests.jsonl", capture_lines_before(capture, n - 1))
+        write_lines(folder / "requests.jsonl", capture_lines_before(capture, n - 1))
 
     folder.mkdir(parents=True)
     write(cut1)
@@ -306,12 +310,12 @@ def test_grown_log_with_an_unchanged_capture_does_not_reread_it(tmp_path, monkey
     folder.mkdir(parents=True)
     log = folder / "session.jsonl"
     cut = next(e for e in ends if e >= 420)
-    log.write_bytes(b"".join(l + b"\n" for l in lines[:cut]))
-    write_capture(folder / "requests.jsonl", capture_lines_before(capture, cut - 1))
+    log.write_bytes(b"".join(line + b"\n" for line in lines[:cut]))
+    write_lines(folder / "requests.jsonl", capture_lines_before(capture, cut - 1))
     db = tmp_path / "index.db"
     build_index([tmp_path / "root"], db, jobs=1)
     with open(log, "ab") as fh:
-        fh.write(b"".join(l + b"\n" for l in lines[cut:]))
+        fh.write(b"".join(line + b"\n" for line in lines[cut:]))
     import inspector.index.work as work
 
     def boom(*a, **k):
@@ -332,9 +336,9 @@ def test_replaced_and_removed_logs(tmp_path):
     a, b, c = list(written.values())[:3]
     # Replace a with b's content under a new inode; shrink c (a rewrite, not an append).
     tmp = a.log.with_suffix(".tmp")
-    write_log(tmp, b.lines)
+    write_lines(tmp, b.lines)
     os.replace(tmp, a.log)
-    write_log(c.log, c.lines[: len(c.lines) // 2])
+    write_lines(c.log, c.lines[: len(c.lines) // 2])
     shutil.rmtree(list(written.values())[3].folder)
     stats = build_index([base], db, jobs=1)
     assert stats.removed == 1 and stats.replaced == 2 and stats.appended == 0
@@ -349,7 +353,7 @@ def test_compressed_log_is_reread_when_it_changes(tmp_path):
     zw = next(w for w in written.values() if w.log.name.endswith(".zstd"))
     db = tmp_path / "index.db"
     build_index([base], db, jobs=1)
-    write_log(zw.log, zw.lines + zw.lines[1:3])  # same text plus two (out-of-order) events
+    write_lines(zw.log, zw.lines + zw.lines[1:3])  # same text plus two (out-of-order) events
     stats = build_index([base], db, jobs=1)
     assert stats.replaced == 1 and stats.appended == 0
     fresh = tmp_path / "fresh.db"
@@ -474,7 +478,22 @@ def test_query_reads_tables_views_and_fts(indexed):
     cols, rows, _ = run_query(db, "SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?", ["files"])
     assert rows[0][0] > 0
     cols, rows, _ = run_query(db, "WITH x AS (SELECT * FROM cache_breaks) SELECT count(*) FROM x")
-    assert rows[0][0] >= 0
+    breaks = [s for m in check([_base], keep_models=True).models for s in session_cache(m).steps if s.breaker]
+    assert rows == [(len(breaks),)]  # the recorder keeps every prefix stable: none
+
+
+def test_cache_breaks_are_the_library_account(tmp_path):
+    """The story breaks the prompt cache three times (a system delta, a prefix drift, a tools delta)."""
+    (tmp_path / "root").mkdir()
+    log, _ = story_log(tmp_path / "root")
+    db = tmp_path / "index.db"
+    build_index([tmp_path / "root"], db, jobs=1)
+    _cols, rows, _ = run_query(
+        db, "WITH x AS (SELECT * FROM cache_breaks) SELECT turn, step, reason FROM x ORDER BY idx"
+    )
+    (model,) = check([log], keep_models=True).models
+    expected = [(s.turn, s.step, s.breaker["kind"]) for s in session_cache(model).steps if s.breaker]
+    assert [tuple(r) for r in rows] == expected == [(1, 2, "system"), (3, 1, "prefix-drift"), (3, 2, "tools-changed")]
 
 
 def test_cli_sessions_and_query(indexed, capsys):

@@ -33,7 +33,7 @@ import pytest
 from inspector.cli import main
 from tests.conftest import ROOT, SAMPLES
 from tests.support.fuzz_strategies import hang_guard, to_zstd
-from tests.support.logbuilder import Log
+from tests.support.logs import Log
 
 
 class _Audit:
@@ -140,7 +140,7 @@ def snapshot(root: Path) -> dict:
 
 
 def set_writable(root: Path, writable: bool) -> None:
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    for dirpath, _dirnames, filenames in os.walk(root, followlinks=False):
         for name in filenames:
             p = Path(dirpath) / name
             if not p.is_symlink():
@@ -172,7 +172,7 @@ def build_root(root: Path) -> None:
     open_turn.user("still typing")  # the harness appends interrupted closers here on load
     open_turn.write(seed / "open-turn.jsonl")
     from invariants.read.sqlite_backend import write_database
-    from tests.support.logbuilder import Log as _Log
+    from tests.support.logs import Log as _Log
 
     db_log = _Log("in-db")
     db_log.clean_turn(1, header_reason="initial")
@@ -245,6 +245,7 @@ def test_check_replay_index_and_reports_never_write_a_log(readonly_root, capsys)
 
 async def test_the_tui_never_writes_a_log(readonly_root):
     from inspector.app import create_app
+    from inspector.screens.session import SessionScreen
     from tests.support.tui_helpers import settle
 
     root, work = readonly_root
@@ -262,12 +263,11 @@ async def test_the_tui_never_writes_a_log(readonly_root):
                     await pilot.press(key)
                     await settle(pilot, rounds=1)
                 screen = app.screen
-                if hasattr(screen, "export_request"):
-                    screen.export_request(work / "exported.json")
-                    await settle(pilot, rounds=1)
-                    if hasattr(screen, "source"):  # onto the log itself: refused
-                        screen.export_request(Path(screen.source.path))
-                        await settle(pilot, rounds=1)
+                assert isinstance(screen, SessionScreen), type(screen)
+                screen.export_request(work / "exported.json")
+                await settle(pilot, rounds=1)
+                screen.export_request(Path(screen.source.path))  # onto the log itself: refused
+                await settle(pilot, rounds=1)
     assert writes_under(root) == []
 
 
@@ -400,7 +400,7 @@ def test_symlinks_in_a_root_are_not_followed_and_loops_do_not_hang(tmp_path, cap
 def test_a_running_indexer_never_blocks_readers(tmp_path):
     """The indexer is stopped inside its write transaction (the index's own test hook); meanwhile
     ``sessions`` and ``query`` answer at once from the committed state (WAL, read-only opens)."""
-    from tests.support.index_support import make_root
+    from tests.support.logs import make_root
 
     base = tmp_path / "sessions"
     make_root(base, n=6)

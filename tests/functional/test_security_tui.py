@@ -21,11 +21,12 @@ from rich.console import Console
 
 from inspector.app import create_app as _create_app
 from tests.support.fuzz_strategies import random_case, sample_seeds, structured_case, write_case
-from tests.support.logbuilder import HEADER, Log
+from tests.support.logs import SEED_HEADER, Log
 from tests.support.tui_helpers import settle
 
 HOSTILE = (
-    "clip \x1b]52;c;ZXZpbA==\x07 clear \x1b[2J\x1b[H [bold]loud[/bold] [link=https://evil.example]click[/link] bell\x07 c1\x9b31m"
+    "clip \x1b]52;c;ZXZpbA==\x07 clear \x1b[2J\x1b[H [bold]loud[/bold] [link=https://evil.example]click[/link] "
+    "bell\x07 c1\x9b31m"
     " rtl\u202eevil\u202c"
 )
 SIZE = (160, 48)
@@ -67,9 +68,9 @@ def assert_inert(terminal: str, where: str) -> None:
 
 def hostile_log(folder: Path) -> Path:
     """A session where every place a log string can show holds escapes and markup."""
-    tools = [{**HEADER["tools"][0], "name": "read" + HOSTILE, "description": HOSTILE}, HEADER["tools"][1]]
+    tools = [{**SEED_HEADER["tools"][0], "name": "read" + HOSTILE, "description": HOSTILE}, SEED_HEADER["tools"][1]]
     header = {
-        **HEADER,
+        **SEED_HEADER,
         "system": "line A\n" + HOSTILE + "\nline C",
         "tools": tools,
         "messagePrefix": [{"role": "user", "content": [{"type": "text", "text": "prefix " + HOSTILE}]}],

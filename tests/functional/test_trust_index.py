@@ -9,8 +9,7 @@ from inspector.cli import main
 from inspector.index import build_index, list_sessions
 from tests.conftest import corpus_dir
 from tests.functional.test_index import assert_same
-from tests.support.latebuilder import LateLog
-from tests.support.logbuilder import Log
+from tests.support.logs import Log
 
 
 def q(db: Path, sql: str, *params):
@@ -104,7 +103,7 @@ def test_search_finds_text_the_model_streamed_though_no_message_holds_it(tmp_pat
 
 def test_search_finds_a_phrase_split_across_chunks_of_a_cut_off_stream(tmp_path):
     root = tmp_path / "root"
-    log = LateLog("torn")
+    log = Log("torn", era="late")
     log.turn_start(1)
     log.step_start(1, 1)
     log.user("what happened?")
@@ -120,7 +119,7 @@ def test_search_finds_a_phrase_split_across_chunks_of_a_cut_off_stream(tmp_path)
 
 def test_streams_held_by_a_message_are_not_stored_twice(tmp_path):
     root = tmp_path / "root"
-    log = LateLog("fine")
+    log = Log("fine", era="late")
     log.turn_start(1)
     log.step(1, 1, "hi", reply="all good")
     log.turn_end(1)
@@ -133,7 +132,7 @@ def test_streams_held_by_a_message_are_not_stored_twice(tmp_path):
 
 def test_a_cut_off_stream_that_completes_later_leaves_no_stale_stream_row(tmp_path):
     root = tmp_path / "root"
-    log = LateLog("grows")
+    log = Log("grows", era="late")
     log.turn_start(1)
     log.step_start(1, 1)
     log.user("go")

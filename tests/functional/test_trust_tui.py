@@ -6,7 +6,8 @@ from pathlib import Path
 
 from inspector.app import create_app as _create_app
 from inspector.widgets.status import StatusLine
-from tests.support.tui_helpers import LogBuilder, base_header, settle, story_log, wait_for
+from tests.support.logs import story_header, story_log, story_session
+from tests.support.tui_helpers import settle, wait_for
 
 SIZE = (140, 36)
 
@@ -38,9 +39,9 @@ async def test_a_missing_capture_file_is_said_on_the_session_list(tmp_path):
     root = tmp_path / "root"
     root.mkdir()
     for name in ("one", "two"):
-        b = LogBuilder(name)
+        b = story_session(name)
         b.user_turn("q")
-        b.step("a", snapshot=(base_header(), "initial"))
+        b.step("a", snapshot=(story_header(), "initial"))
         b.end_turn()
         b.write(root / f"{name}.jsonl")
     app = create_app(root, captures=[str(tmp_path / "missing.jsonl")])

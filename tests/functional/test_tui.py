@@ -1,4 +1,4 @@
-"""The inspector TUI, driven through Textual's Pilot on small logs written by tests.support.tui_helpers.
+"""The inspector TUI, driven through Textual's Pilot on small logs written by tests.support.logs.
 
 Every test runs the app users run (``inspector.app.create_app``) and asserts
 what is on screen: the step selected, the tab shown, and the text of the
@@ -8,6 +8,7 @@ views and the status line.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -24,7 +25,8 @@ from inspector.widgets.prefix_view import PrefixView
 from inspector.widgets.request_view import RequestView
 from inspector.widgets.status import StatusLine
 from inspector.widgets.timeline import Timeline
-from tests.support.tui_helpers import LogBuilder, base_header, settle, story_log, wait_for
+from tests.support.logs import Log, seq_of, story_header, story_log, story_session, write_capture
+from tests.support.tui_helpers import settle, wait_for
 
 SIZE = (120, 36)
 
@@ -43,6 +45,31 @@ def story(tmp_path, monkeypatch):
     return Path(log.name)
 
 
+@dataclass(frozen=True)
+class Landmarks:
+    """Seqs of the story's events the tests name, found by content."""
+
+    question: int  # the first prompt
+    initial: int  # the initial header snapshot
+    first_reply: int  # step 1.1's assistant message
+    system_delta: int
+    tools_delta: int
+    resume: int  # the resume snapshot whose prefix drifts
+    second_resume: int
+
+
+def landmarks(story: Path) -> Landmarks:
+    return Landmarks(
+        question=seq_of(story, "user/message", text="How many Python files are there under src/?"),
+        initial=seq_of(story, "request/header", reason="initial"),
+        first_reply=seq_of(story, "assistant/message", text="Let me count them."),
+        system_delta=seq_of(story, "request/header-delta", has=("system",)),
+        tools_delta=seq_of(story, "request/header-delta", has=("tools",)),
+        resume=seq_of(story, "request/header", reason="resume"),
+        second_resume=seq_of(story, "request/header", reason="resume", nth=1),
+    )
+
+
 def screen_of(app) -> SessionScreen:
     assert isinstance(app.screen, SessionScreen), type(app.screen)
     return app.screen
@@ -58,6 +85,7 @@ def rendered(widget) -> str:
 
 
 async def test_opening_a_log_shows_the_timeline_with_statuses_and_resume_boundaries(story):
+    at = landmarks(story)
     app = create_app(story)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -70,17 +98,18 @@ async def test_opening_a_log_shows_the_timeline_with_statuses_and_resume_boundar
         assert [s.status for s in screen.state.steps] == ["ok", "ok", "diverges", "ok", "ok", "ok"]
         assert screen.step_index == 0
         lines = rendered(timeline)
-        assert "instance 1 · resume · seq 42" in lines and "drift: messagePrefix" in lines
+        assert f"instance 1 · resume · seq {at.resume}" in lines and "drift: messagePrefix" in lines
         assert "✗ 2.1" in lines and "diverges" in lines
         bar = str(screen.query_one("#session-bar").content)
         assert "story.jsonl" in bar and "story-session" in bar and "seed era" in bar and "✗1 ⚠1" in bar
         request = screen.query_one(RequestView).plain_text()
-        assert "[0] prefix · user · from event seq 3" in request
-        assert "[1] derived history · user · from event seq 1" in request
+        assert f"[0] prefix · user · from event seq {at.initial}" in request
+        assert f"[1] derived history · user · from event seq {at.question}" in request
         assert "How many Python files are there under src/?" in request
 
 
 async def test_n_moves_to_the_diverging_step_and_shows_the_json_path_and_both_values(story):
+    at = landmarks(story)
     app = create_app(story)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -95,7 +124,7 @@ async def test_n_moves_to_the_diverging_step_and_shows_the_json_path_and_both_va
         assert "first difference at messages[2].content[0].text" in shown
         assert 'expected  "Let me count them."' in shown
         assert 'recorded  "Let me count them. (edited)"' in shown
-        assert "produced by event seq 11" in shown
+        assert f"produced by event seq {at.first_reply}" in shown
         status = status_text(app)
         assert "DIV001" in status and "messages[2].content[0].text" in status
         # the side-by-side marks the differing line on both sides
@@ -112,6 +141,7 @@ async def test_n_moves_to_the_diverging_step_and_shows_the_json_path_and_both_va
 
 
 async def test_header_tab_shows_what_a_delta_changed_and_which_event(story):
+    at = landmarks(story)
     app = create_app(story)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -120,14 +150,18 @@ async def test_header_tab_shows_what_a_delta_changed_and_which_event(story):
         screen = screen_of(app)
         assert screen.step_index == 1 and screen.active_tab == "header"
         text = screen.query_one(HeaderView).plain_text()
-        assert "version 1 of 5 · delta (arm system) at seq 14" in text
-        assert "seq 14  delta (arm system)  changed: system" in text
-        assert "system  changed since the previous step  · last changed at seq 14 by delta (arm system)" in text
+        assert f"version 1 of 5 · delta (arm system) at seq {at.system_delta}" in text
+        assert f"seq {at.system_delta}  delta (arm system)  changed: system" in text
+        assert (
+            f"system  changed since the previous step  · last changed at seq {at.system_delta} by delta (arm system)"
+            in text
+        )
         assert "+A section added by a delta." in text
-        assert "tools  · last changed at seq 3 by initial snapshot" in text
+        assert f"tools  · last changed at seq {at.initial} by initial snapshot" in text
 
 
 async def test_prefix_tab_shows_the_drift_at_a_resume(story):
+    at = landmarks(story)
     app = create_app(story)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -135,14 +169,15 @@ async def test_prefix_tab_shows_the_drift_at_a_resume(story):
         await settle(pilot)
         screen = screen_of(app)
         assert screen.step_index == 3
-        assert "loop instance 1: resume snapshot at seq 42" in status_text(app)
+        assert f"loop instance 1: resume snapshot at seq {at.resume}" in status_text(app)
         await pilot.press("4")
         await settle(pilot)
         text = screen.query_one(PrefixView).plain_text()
-        assert "instance 1 · resume snapshot at seq 42" in text
+        assert f"instance 1 · resume snapshot at seq {at.resume}" in text
         assert "prefix drifted at this resume (PFX002)" in text
         assert "+          │ - `changelog`: a skill" in text
-        assert "instance 2 · resume snapshot at seq 65" in text and "prefix unchanged across this resume" in text
+        assert f"instance 2 · resume snapshot at seq {at.second_resume}" in text
+        assert "prefix unchanged across this resume" in text
         await pilot.press("right_square_bracket")
         await settle(pilot)
         assert screen.step_index == 5
@@ -152,20 +187,21 @@ async def test_prefix_tab_shows_the_drift_at_a_resume(story):
 
 
 async def test_e_lands_on_the_event_that_produced_the_selected_message(story):
+    at = landmarks(story)
     app = create_app(story)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         screen = screen_of(app)
-        # from the difference: message 2 came from the assistant/message at seq 11 (step 1.1)
+        # from the difference: message 2 came from step 1.1's assistant/message
         await pilot.press("n")
         await settle(pilot)
         await pilot.press("e")
         await settle(pilot)
         events = screen.query_one(EventsView)
         assert screen.active_tab == "events" and screen.step_index == 0
-        assert events.selected_key == ("event", 11)
-        assert "event seq 11 produced the difference" in status_text(app)
-        assert "seq 11 assistant/message" in rendered(events)
+        assert events.selected_key == ("event", at.first_reply)
+        assert f"event seq {at.first_reply} produced the difference" in status_text(app)
+        assert f"seq {at.first_reply} assistant/message" in rendered(events)
         # from the Request tab: select message 1 (the user's question) and jump to it
         await pilot.press("1", "tab")  # Tab: from the timeline into the tab's content
         request = screen.query_one(RequestView)
@@ -175,11 +211,12 @@ async def test_e_lands_on_the_event_that_produced_the_selected_message(story):
         assert request.selected_key == ("message", 1)
         await pilot.press("e")
         await settle(pilot)
-        assert screen.active_tab == "events" and events.selected_key == ("event", 1)
-        assert "seq 1 user/message" in rendered(events)
+        assert screen.active_tab == "events" and events.selected_key == ("event", at.question)
+        assert f"seq {at.question} user/message" in rendered(events)
 
 
 async def test_w_jumps_to_the_event_that_last_changed_a_header_field_or_the_prefix(story):
+    at = landmarks(story)
     app = create_app(story)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -188,16 +225,16 @@ async def test_w_jumps_to_the_event_that_last_changed_a_header_field_or_the_pref
         await settle(pilot)
         await pilot.press("w")  # not on the Header tab: the prefix
         await settle(pilot)
-        assert "messagePrefix last changed at seq 42 by resume snapshot" in status_text(app)
-        assert screen.active_tab == "events" and screen.query_one(EventsView).selected_key == ("event", 42)
+        assert f"messagePrefix last changed at seq {at.resume} by resume snapshot" in status_text(app)
+        assert screen.active_tab == "events" and screen.query_one(EventsView).selected_key == ("event", at.resume)
         await pilot.press("G", "3")
         await settle(pilot)
         header = screen.query_one(HeaderView)
         assert header.select_key(("field", "tools"))
         await pilot.press("w")
         await settle(pilot)
-        assert "tools last changed at seq 53 by delta (arm tools)" in status_text(app)
-        assert screen.step_index == 4 and screen.query_one(EventsView).selected_key == ("event", 53)
+        assert f"tools last changed at seq {at.tools_delta} by delta (arm tools)" in status_text(app)
+        assert screen.step_index == 4 and screen.query_one(EventsView).selected_key == ("event", at.tools_delta)
 
 
 async def test_search_finds_message_text_and_steps_through_matches(story):
@@ -223,10 +260,10 @@ async def test_search_finds_message_text_and_steps_through_matches(story):
 
 async def test_follow_picks_up_appended_events_and_keeps_the_selection(tmp_path, monkeypatch):
     monkeypatch.setattr("inspector.screens.session.FOLLOW_POLL", 0.05)
-    b = LogBuilder("growing")
+    b = story_session("growing")
     b.user_turn("first question")
-    b.step("first answer", snapshot=(base_header(), "initial"))
-    b.step("more")
+    b.streamed_step("first answer", header_reason="initial", header=story_header())
+    b.streamed_step("more")
     b.end_turn()
     log = b.write(tmp_path / "growing.jsonl")
     app = create_app(log, follow=True)
@@ -237,12 +274,12 @@ async def test_follow_picks_up_appended_events_and_keeps_the_selection(tmp_path,
         await pilot.press("j")
         await pilot.pause()
         assert screen.step_index == 1
-        before = len(b.lines)
+        before = len(b.lines())
         b.user_turn("second question")
-        b.step("second answer")
+        b.streamed_step("second answer")
         b.end_turn()
         with open(log, "ab") as fh:
-            fh.write(b"\n".join(b.lines[before:]) + b"\n")
+            fh.write(b"\n".join(b.lines()[before:]) + b"\n")
         await wait_for(pilot, lambda: screen.state is not None and len(screen.state.steps) == 3)
         await pilot.pause()
         assert screen.step_index == 1
@@ -258,14 +295,13 @@ async def test_follow_resumes_the_replay_and_matches_a_full_recheck(tmp_path, mo
     import invariants.replay.session as replay_mod
     from inspector.screens.state import SessionState
     from invariants import check
-    from tests.support.tui_helpers import write_capture
 
     monkeypatch.setattr("inspector.screens.session.FOLLOW_POLL", 0.05)
-    b = LogBuilder("long-growing")
+    b = story_session("long-growing")
     b.user_turn("first question")
-    b.step("first answer", snapshot=(base_header(), "initial"))
+    b.streamed_step("first answer", header_reason="initial", header=story_header())
     for i in range(60):  # past the era sniff's window, so a resume is allowed
-        b.step(f"answer number {i}")
+        b.streamed_step(f"answer number {i}")
     b.end_turn()
     log = b.write(tmp_path / "long-growing.jsonl")
 
@@ -294,17 +330,17 @@ async def test_follow_resumes_the_replay_and_matches_a_full_recheck(tmp_path, mo
         await wait_for(pilot, lambda: screen.state is not None)
         assert calls == {"replay": 1, "resume": 0} and screen.check_mode == "full"
         assert len(screen.state.steps) == 61
-        before = len(b.lines)
+        before = len(b.lines())
         b.user_turn("second question")
-        b.step("second answer")
-        b.step("third answer")
+        b.streamed_step("second answer")
+        b.streamed_step("third answer")
         b.end_turn()
         new_steps = 63
         # the capture gains lines for the new steps (one diverging) before the log grows
         (tmp_path / "preview").mkdir()
         write_capture(b.write(tmp_path / "preview" / "long-growing.jsonl"), cap, {3: edit, 62: edit})
         with open(log, "ab") as fh:
-            fh.write(b"\n".join(b.lines[before:]) + b"\n")
+            fh.write(b"\n".join(b.lines()[before:]) + b"\n")
         await wait_for(pilot, lambda: screen.state is not None and len(screen.state.steps) == new_steps)
         await pilot.pause()
         assert calls["replay"] == 1 and calls["resume"] >= 1 and screen.check_mode == "resume"
@@ -439,15 +475,11 @@ async def test_help_screen_and_command_palette_list_the_actions(story):
         assert isinstance(app.screen, SessionScreen)
 
 
-def _fork(parent: LogBuilder, child_id: str) -> LogBuilder:
+def _fork(parent: Log, child_id: str) -> Log:
     """A child forked from ``parent`` at its last turn/end, with one turn of its own."""
-    child = LogBuilder(child_id)
-    head = orjson.loads(child.lines[0])
-    head.update(parentSession=parent.id, seedLength=parent.seq)
-    child.lines = [orjson.dumps(head)] + parent.lines[1:]
-    child.seq, child.time, child.turn, child.header = parent.seq, parent.time, parent.turn, parent.header
+    child = parent.fork(child_id)
     child.user_turn("a question for the fork")
-    child.step("fork answer", snapshot=(base_header(), "resume"))
+    child.streamed_step("fork answer", header_reason="resume", header=story_header())
     child.end_turn()
     return child
 
@@ -455,16 +487,16 @@ def _fork(parent: LogBuilder, child_id: str) -> LogBuilder:
 async def test_a_folder_opens_the_session_list_with_forks_under_their_parent(tmp_path):
     root = tmp_path / "sessions"
     root.mkdir()
-    parent = LogBuilder("b-parent", created=1783900800000)
+    parent = story_session("b-parent", created=1783900800000)
     parent.user_turn("hello")
-    parent.step("hi", snapshot=(base_header(), "initial"))
+    parent.streamed_step("hi", header_reason="initial", header=story_header())
     parent.end_turn()
     parent.write(root / "b-parent.jsonl")
     _fork(parent, "a-child").write(root / "a-child.jsonl")
-    other = LogBuilder("c-other", cwd="/srv/other", created=1783987200000)
+    other = story_session("c-other", cwd="/srv/other", created=1783987200000)
     other.user_turn("x")
-    other.step("y", snapshot=(base_header(), "initial"))
-    other.step("z")
+    other.streamed_step("y", header_reason="initial", header=story_header())
+    other.streamed_step("z")
     other.end_turn()
     other.write(root / "c-other.jsonl")
     app = create_app(root)
@@ -502,9 +534,9 @@ async def test_a_folder_opens_the_session_list_with_forks_under_their_parent(tmp
 
 async def test_session_flag_opens_that_session_of_a_folder(tmp_path):
     for name in ("one", "two"):
-        b = LogBuilder(name)
+        b = story_session(name)
         b.user_turn("q")
-        b.step("a", snapshot=(base_header(), "initial"))
+        b.streamed_step("a", header_reason="initial", header=story_header())
         b.end_turn()
         b.write(tmp_path / f"{name}.jsonl")
     app = create_app(tmp_path, session="two")
@@ -519,11 +551,11 @@ async def test_a_session_database_lists_its_sessions_and_opens_one(tmp_path):
 
     sessions = []
     for name in ("db-one", "db-two"):
-        b = LogBuilder(name)
+        b = story_session(name)
         b.user_turn(f"a question for {name}")
-        b.step("an answer", snapshot=(base_header(), "initial"))
+        b.streamed_step("an answer", header_reason="initial", header=story_header())
         b.end_turn()
-        lines = [orjson.loads(x) for x in b.lines]
+        lines = [orjson.loads(x) for x in b.lines()]
         sessions.append((lines[0], lines[1:]))
     db = tmp_path / "sessions.db"
     write_database(db, sessions)
@@ -545,9 +577,9 @@ async def test_a_session_database_lists_its_sessions_and_opens_one(tmp_path):
 
 
 async def test_a_huge_message_is_shown_cut_not_whole(tmp_path):
-    b = LogBuilder("huge")
+    b = story_session("huge")
     b.user_turn("start " + "x" * 1_000_000)
-    b.step("ok", snapshot=(base_header(), "initial"))
+    b.streamed_step("ok", header_reason="initial", header=story_header())
     b.end_turn()
     log = b.write(tmp_path / "huge.jsonl")
     app = create_app(log)
@@ -565,11 +597,11 @@ async def test_a_huge_message_is_shown_cut_not_whole(tmp_path):
 def _small_root(root: Path) -> None:
     root.mkdir()
     for name, steps in (("idx-one", 1), ("idx-two", 2)):
-        b = LogBuilder(name)
+        b = story_session(name)
         b.user_turn("q")
-        b.step("a", snapshot=(base_header(), "initial"))
+        b.streamed_step("a", header_reason="initial", header=story_header())
         for _ in range(steps - 1):
-            b.step("more")
+            b.streamed_step("more")
         b.end_turn()
         b.write(root / f"{name}.jsonl")
 
@@ -586,13 +618,13 @@ async def test_session_list_comes_from_the_index_and_rechecks_a_stale_log(tmp_pa
     db = tmp_path / "elsewhere.db"
     build_index([root], db, jobs=1)
     # grow idx-two after indexing: only it is stale and checked live
-    b = LogBuilder("idx-two")
+    b = story_session("idx-two")
     b.user_turn("q")
-    b.step("a", snapshot=(base_header(), "initial"))
-    b.step("more")
+    b.streamed_step("a", header_reason="initial", header=story_header())
+    b.streamed_step("more")
     b.end_turn()
     b.user_turn("again")
-    b.step("and again")
+    b.streamed_step("and again")
     b.end_turn()
     b.write(root / "idx-two.jsonl")
     import inspector.screens.session_list as session_list

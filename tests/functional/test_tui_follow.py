@@ -10,26 +10,26 @@ import orjson
 from inspector.screens.follow import FollowCheck
 from invariants import CheckOptions, check
 from invariants.read.source import LogSource
-from tests.support.tui_helpers import LogBuilder, base_header, write_capture
+from tests.support.logs import Log, story_header, story_session, write_capture
 
 
-def _builder(steps: int) -> LogBuilder:
-    b = LogBuilder("follow-unit")
+def _builder(steps: int) -> Log:
+    b = story_session("follow-unit")
     b.user_turn("q")
-    b.step("a", snapshot=(base_header(), "initial"))
+    b.streamed_step("a", header_reason="initial", header=story_header())
     for i in range(steps - 1):
-        b.step(f"reply {i}")
+        b.streamed_step(f"reply {i}")
     b.end_turn()
     return b
 
 
-def _grow(b: LogBuilder, log: Path) -> None:
-    before = len(b.lines)
+def _grow(b: Log, log: Path) -> None:
+    before = len(b.lines())
     b.user_turn("more")
-    b.step("more reply")
+    b.streamed_step("more reply")
     b.end_turn()
     with open(log, "ab") as fh:
-        fh.write(b"\n".join(b.lines[before:]) + b"\n")
+        fh.write(b"\n".join(b.lines()[before:]) + b"\n")
 
 
 def _same(result, path: Path) -> None:
@@ -61,7 +61,7 @@ def test_growth_resumes_and_replacement_or_shrinking_does_not(tmp_path):
     assert fc.last_mode == "resume"  # a resumed model carries a checkpoint too
     # replaced by a new file (another inode): full
     tmp = tmp_path / "f.new"
-    tmp.write_bytes(log.read_bytes() + b"\n".join(_builder(3).lines[1:4]) + b"\n")
+    tmp.write_bytes(log.read_bytes() + b"\n".join(_builder(3).lines()[1:4]) + b"\n")
     os.replace(tmp, log)
     _same(fc.check(), log)
     assert fc.last_mode == "full"
@@ -103,7 +103,7 @@ def test_a_database_session_goes_through_a_full_check(tmp_path):
     from invariants.read.sqlite_backend import write_database
 
     b = _builder(2)
-    lines = [orjson.loads(x) for x in b.lines]
+    lines = [orjson.loads(x) for x in b.lines()]
     db = tmp_path / "s.db"
     write_database(db, [(lines[0], lines[1:])])
     fc = FollowCheck(LogSource(db, tmp_path, "follow-unit"), CheckOptions())

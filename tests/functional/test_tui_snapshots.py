@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from inspector.app import create_app
-from tests.support.tui_helpers import LogBuilder, base_header, settle, story_log, wait_for
+from tests.support.logs import story_header, story_log, story_session
+from tests.support.tui_helpers import settle, wait_for
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("TUI_SNAPSHOT_UPDATE") == "1"
@@ -94,9 +95,9 @@ async def test_session_list_snapshot(tmp_path, monkeypatch):
     root = tmp_path / "sessions"
     root.mkdir()
     story_log(root)
-    other = LogBuilder("other-session", cwd="/srv/other", created=1783987200000)
+    other = story_session("other-session", cwd="/srv/other", created=1783987200000)
     other.user_turn("x")
-    other.step("y", snapshot=(base_header(), "initial"))
+    other.streamed_step("y", header_reason="initial", header=story_header())
     other.end_turn()
     other.write(root / "other.jsonl")
     app = create_app("sessions")

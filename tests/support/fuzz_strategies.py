@@ -639,7 +639,7 @@ def hang_guard(seconds: float):
         yield
         return
 
-    def on_alarm(signum, frame):  # noqa: ARG001
+    def on_alarm(signum, frame):
         raise Hang(f"no answer within {seconds:.1f}s")
 
     old = signal.signal(signal.SIGALRM, on_alarm)
@@ -680,7 +680,7 @@ def run_cli(argv: list[str], budget: float) -> Outcome:
             code = main(argv)
     except SystemExit as e:  # argparse
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
-    except BaseException as e:  # noqa: BLE001 - every escape is a failure mode to report
+    except BaseException as e:  # every escape is a failure mode to report
         if isinstance(e, KeyboardInterrupt):
             raise
         exc, tb = e, traceback.format_exc()
@@ -1170,7 +1170,7 @@ def structured_events(rng: random.Random, n: int | None = None) -> list[dict]:
                     )
                 else:
                     add("request/header-delta", _delta(rng))
-            for k in range(rng.randrange(0, 5)):
+            for _ in range(rng.randrange(0, 5)):
                 ch = rng.choice(
                     [
                         {"type": "text-delta", "index": 0, "text": "t"},
@@ -1326,7 +1326,7 @@ def _log_files(log, capture: list | None = None, name: str = "s1.jsonl") -> dict
 
 
 def scale_family(name: str, n: int) -> tuple[dict[str, bytes], str]:
-    from tests.support.logbuilder import Log
+    from tests.support.logs import Log
 
     log = Log()
     log.turn_start(1)
@@ -1396,7 +1396,7 @@ def scale_family(name: str, n: int) -> tuple[dict[str, bytes], str]:
         for k in range(n):
             log.delta({"system": {"keepStart": k + 3, "keepEnd": 0, "insert": [f"line {k}"]}})
     elif name == "defects":
-        for i in range(n):
+        for _ in range(n):
             log.events.append({"raw": True})
         log.turn_end(1)
         lines = log.lines()

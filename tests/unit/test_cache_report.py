@@ -1,15 +1,15 @@
-"""Cache economics on a generated session whose every breaker is known in advance."""
+"""Cache economics on a session whose every breaker is known in advance."""
 
 from __future__ import annotations
 
 import json
 
-import orjson
 import pytest
 
 from invariants.analysis.cache_report import est_tokens, session_cache, volatile_change
 from invariants.read.source import LogSource
 from invariants.replay.session import replay
+from tests.support.logs import Log
 
 TOOLS = [
     {"name": "read", "description": "read a file", "parameters": {"type": "object"}},
@@ -19,83 +19,46 @@ GREP = {"name": "grep", "description": "search", "parameters": {"type": "object"
 PREFIX = [{"role": "user", "content": [{"type": "text", "text": "skills: a, b"}]}]
 
 
-class Session:
-    """A seed-era log written event by event; each turn is one step with the header it names."""
-
-    def __init__(self) -> None:
-        self.lines: list[dict] = [{"type": "session", "version": 0, "id": "cache", "createdAt": 1}]
-        self.seq = 0
-        self.turn = 0
-        self.surface: list[int] = []
-
-    def ev(self, type_: str, data: dict, **extra) -> int:
-        self.lines.append({"type": type_, "seq": self.seq, "time": 1000 + self.seq, "data": data, **extra})
-        self.seq += 1
-        return self.seq - 1
-
-    def turn_step(
-        self, header: dict | None = None, reason: str = "fallback", compact: bool = False, cache_read: int = 0
-    ) -> None:
-        self.turn += 1
-        t = self.turn
-        self.ev("turn/start", {"turn": t, "trigger": {"kind": "message", "source": {"kind": "user"}}})
-        self.surface.append(
-            self.ev(
-                "user/message",
-                {"content": [{"type": "text", "text": f"question {t}"}], "source": {"kind": "user"}},
-                surfaceOp="append",
-            )
+def _turn(
+    log: Log, surface: list[int], header: dict | None, reason: str | None, compact: bool, cache_read: int
+) -> None:
+    """One turn of one step with the header it names (and a compaction of the turns before it)."""
+    t = log.turn + 1
+    log.turn_start(t)
+    surface.append(log.user(f"question {t}"))
+    if compact:
+        first, last = surface[0], surface[-2]
+        shadowed = surface[:-1]
+        start = log.add("compact/start", {"turn": t})
+        summary = log.add(
+            "compact/summary",
+            {
+                "summary": "s",
+                "shadowedRange": {"start": first, "end": last},
+                "shadowedSeqs": shadowed,
+                "shadowedTokenCount": 10,
+                "model": "m",
+            },
         )
-        if compact:
-            first, last = self.surface[0], self.surface[-2]
-            shadowed = self.surface[:-1]
-            start = self.ev("compact/start", {"turn": t})
-            summary = self.ev(
-                "compact/summary",
-                {
-                    "summary": "s",
-                    "shadowedRange": {"start": first, "end": last},
-                    "shadowedSeqs": shadowed,
-                    "shadowedTokenCount": 10,
-                    "model": "m",
-                },
-            )
-            seq = self.ev(
-                "user/message",
-                {
-                    "content": [{"type": "text", "text": "summary of earlier turns"}],
-                    "source": {"kind": "plugin", "plugin": "compact"},
-                },
-                surfaceOp={"op": "replace", "start": first, "end": last},
-                sourceEventSeqs=[start, summary, *shadowed],
-            )
-            self.surface = [seq, self.surface[-1]]
-            self.ev("compact/end", {"turn": t})
-        self.ev("step/start", {"turn": t, "step": 1})
-        if header is not None:
-            self.ev("request/header", {"header": header, "reason": reason})
-        c = self.ev(
-            "assistant/chunk", {"turn": t, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "ok"}}
+        seq = log.add(
+            "user/message",
+            {
+                "content": [{"type": "text", "text": "summary of earlier turns"}],
+                "source": {"kind": "plugin", "plugin": "compact"},
+            },
+            surfaceOp={"op": "replace", "start": first, "end": last},
+            sourceEventSeqs=[start, summary, *shadowed],
         )
-        self.surface.append(
-            self.ev(
-                "assistant/message",
-                {
-                    "turn": t,
-                    "step": 1,
-                    "content": [{"type": "text", "text": f"answer {t}"}],
-                    "usage": {"inputTokens": 100 * t, "outputTokens": 5, "cacheReadTokens": cache_read},
-                },
-                surfaceOp="append",
-                sourceEventSeqs=[c],
-            )
-        )
-        self.ev("step/end", {"turn": t, "step": 1})
-        self.ev("turn/end", {"turn": t, "reason": {"kind": "completed"}})
-
-    def write(self, path):
-        path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in self.lines))
-        return path
+        surface[:] = [seq, surface[-1]]
+        log.add("compact/end", {"turn": t})
+    log.step_start(t, 1)
+    if header is not None:
+        log.snapshot(reason, header)
+    c = log.chunk(t, 1, "ok")
+    usage = {"inputTokens": 100 * t, "outputTokens": 5, "cacheReadTokens": cache_read}
+    surface.append(log.assistant(t, 1, [{"type": "text", "text": f"answer {t}"}], [c], usage=usage))
+    log.step_end(t, 1)
+    log.turn_end(t)
 
 
 def H(system="You are a coding agent.", tools=TOOLS, model="m1", prefix=PREFIX, **config):
@@ -154,7 +117,7 @@ SCRIPT = [
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    s = Session()
+    log, surface = Log("cache", created=1), []
     last = None
     for header, reason, compact, _ in SCRIPT:
         if header == "same+model":
@@ -168,8 +131,8 @@ def report(tmp_path_factory):
             }
         if header is not None:
             last = header
-        s.turn_step(header, reason, compact, cache_read=64)
-    path = s.write(tmp_path_factory.mktemp("cache") / "cache.jsonl")
+        _turn(log, surface, header, reason, compact, cache_read=64)
+    path = log.write(tmp_path_factory.mktemp("cache") / "cache.jsonl")
     model = replay(LogSource(path, path.parent))
     return model, session_cache(model)
 

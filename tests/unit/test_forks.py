@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 
 from invariants import check
-from tests.support.logbuilder import Log
+from tests.support.logs import Log
 
 
 def _family(tmp_path, *, tamper: bool = False, seed_cut: int = 0, seed_length: int | None = None, parent: bool = True):

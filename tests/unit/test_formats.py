@@ -145,7 +145,8 @@ def test_github_lines_are_exact():
     ]
     out = render(CheckResult([], findings, [], []), "github")
     assert out.split("\n") == [
-        "::error file=logs/a.jsonl,line=17,title=HDR002 delta-does-not-apply::tools arm does not apply cleanly (session s1, turn 2 step 1, seq 15)",
+        "::error file=logs/a.jsonl,line=17,title=HDR002 delta-does-not-apply::tools arm does not apply cleanly "
+        "(session s1, turn 2 step 1, seq 15)",
         "::warning file=a%2Cb%3Ac.jsonl,title=DIV002 key-order-only::50%25 off%0Anext::line (session s1)",
         "::notice title=PFX003 header-drift-at-resume::tools changed at this resume (turn 3)",
     ]

@@ -176,7 +176,7 @@ def test_call_config_equality_follows_upstream():
 def test_fold_of_a_snapshot_only_log_is_the_last_snapshot(tmp_path_factory, snaps):
     from invariants.read.source import LogSource
     from invariants.replay.session import replay
-    from tests.support.logbuilder import Log
+    from tests.support.logs import Log
 
     log = Log()
     for i, h in enumerate(snaps, start=1):

@@ -1,4 +1,4 @@
-"""Late-era rules, each with a firing case and a clean twin (HEAD shapes from tests.support.latebuilder)."""
+"""Late-era rules, each with a firing case and a clean twin (HEAD shapes: tests.support.logs.Log with era="late")."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from invariants import CheckOptions
 from invariants.model.registry import RULES
 from invariants.read.era import sniff
 from invariants.read.source import LogSource
-from tests.support.latebuilder import HEADER, LateLog, one_turn
+from tests.support.logs import LATE_HEADER, Log, one_turn
 
 
 def check(tmp_path, log, name="late-1.jsonl", captures=True, **options):
@@ -36,7 +36,7 @@ def errors(result):
 def test_head_session_is_clean_and_judged_by_head(tmp_path):
     log = one_turn()
     log.turn_start(2)
-    log.step(2, 1, "again", header_reason=None)
+    log.simple_step(2, 1, prompt="again", capture=True)
     log.turn_end(2)
     result = check(tmp_path, log)
     assert result.findings == []
@@ -114,10 +114,10 @@ def test_late_header_fields_alone_mean_head(tmp_path):
 # -- LOG011 mixed era -------------------------------------------------------------------
 
 
-def _mixed(bad: bool) -> LateLog:
+def _mixed(bad: bool) -> Log:
     log = one_turn()
     if bad:
-        log.add("request/header", {"header": HEADER, "reason": "fallback"})
+        log.add("request/header", {"header": LATE_HEADER, "reason": "fallback"})
     return log
 
 
@@ -136,9 +136,9 @@ def test_log011_quiet_on_one_era(tmp_path):
 
 
 def test_hdr012_delta_in_late_log(tmp_path):
-    log = LateLog()
+    log = Log(era="late")
     log.turn_start(1)
-    log.step(1, 1, "hi")
+    log.simple_step(1, 1, prompt="hi", header_reason="initial", capture=True)
     log.step_start(1, 2)
     log.add("request/header-delta", {"system": {"keepStart": 0, "keepEnd": 0, "insert": ["new"]}})
     c = log.chunk(1, 2)
@@ -158,10 +158,10 @@ def test_hdr012_quiet_without_delta(tmp_path):
 
 @pytest.mark.parametrize("extra, fires", [({}, True), ({"ignorable": True}, False)])
 def test_log007_unknown_type_needs_ignorable(tmp_path, extra, fires):
-    log = LateLog()
+    log = Log(era="late")
     log.turn_start(1)
     log.add("plugin/thing", {"x": 1}, **extra)
-    log.step(1, 1, "hi")
+    log.simple_step(1, 1, prompt="hi", header_reason="initial", capture=True)
     log.turn_end(1)
     result = check(tmp_path, log)
     assert ("LOG007" in codes(result, "error")) is fires
@@ -169,7 +169,7 @@ def test_log007_unknown_type_needs_ignorable(tmp_path, extra, fires):
 
 
 def test_log007_known_plugin_type_outside_turn_is_fine(tmp_path):
-    log = LateLog()
+    log = Log(era="late")
     log.add("subagent/descriptor", {"x": 1})
     log.add("approval/policy", {"policy": "never"})
     one_turn(log)
@@ -187,7 +187,7 @@ def test_log007_quiet_in_earlier_late_profiles(tmp_path):
 
 
 def test_inbox_and_user_messages_outside_turns_are_fine_at_head(tmp_path):
-    log = LateLog()
+    log = Log(era="late")
     log.add("agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": []})
     log.user("queued before the turn")
     one_turn(log, "now")
@@ -205,8 +205,8 @@ def test_core_events_outside_turns_fire_at_head(tmp_path):
     assert [f.seq for f in result.findings if f.rule == "EVT010"] == [log.seq - 2, log.seq - 1]
 
 
-def _crash_result(code: str | None, with_call: bool, rewrite: bool = False) -> LateLog:
-    log = LateLog()
+def _crash_result(code: str | None, with_call: bool, rewrite: bool = False) -> Log:
+    log = Log(era="late")
     log.turn_start(1)
     log.step_start(1, 1)
     log.user("hi")
@@ -240,8 +240,8 @@ def test_seed_interrupted_code_is_not_head_exempt(tmp_path):
     assert "EVT009" in codes(result, "error")
 
 
-def _rewrite(in_turn: bool) -> LateLog:
-    log = LateLog()
+def _rewrite(in_turn: bool) -> Log:
+    log = Log(era="late")
     log.turn_start(1)
     log.step_start(1, 1)
     log.user("hi")
@@ -273,16 +273,16 @@ def test_tool_result_rewrite_needs_only_an_open_turn(tmp_path):
 
 
 def test_end_seed_marker_may_sit_inside_an_open_turn(tmp_path):
-    log = LateLog()
+    log = Log(era="late")
     log.turn_start(1)
     log.add("session/end-seed", {})
-    log.step(1, 1, "hi")
+    log.simple_step(1, 1, prompt="hi", header_reason="initial", capture=True)
     log.turn_end(1)
     assert errors(check(tmp_path, log)) == []
 
 
 def test_turn_end_with_open_step_fires(tmp_path):
-    log = LateLog()
+    log = Log(era="late")
     log.turn_start(1)
     log.step_start(1, 1)
     log.turn_end(1)
@@ -301,9 +301,9 @@ def test_turn_end_with_open_step_fires(tmp_path):
     ],
 )
 def test_head_header_needs_provider_and_model(tmp_path, config, fires):
-    log = LateLog()
+    log = Log(era="late")
     log.turn_start(1)
-    log.step(1, 1, "hi", header={"config": config, "system": "s"}, capture=False)
+    log.simple_step(1, 1, prompt="hi", header_reason="initial", header={"config": config, "system": "s"})
     log.turn_end(1)
     result = check(tmp_path, log, profile="head")
     assert ("HDR006" in codes(result, "error")) is fires
@@ -316,9 +316,9 @@ def test_adapter_defaults_must_mark_present_fields(tmp_path):
     }
     bad = {"config": {"provider": "p", "model": "m"}, "adapterDefaults": {"reasoningEffort": True}}
     for header, fires in ((good, False), (bad, True)):
-        log = LateLog()
+        log = Log(era="late")
         log.turn_start(1)
-        log.step(1, 1, "hi", header=header)
+        log.simple_step(1, 1, prompt="hi", header_reason="initial", header=header, capture=True)
         log.turn_end(1)
         result = check(tmp_path, log)
         assert ("HDR006" in codes(result)) is fires
@@ -328,11 +328,11 @@ def test_adapter_defaults_must_mark_present_fields(tmp_path):
 # -- HDR015 anchor reasons in the late era ----------------------------------------------------------
 
 
-def _anchors(bad: bool) -> LateLog:
+def _anchors(bad: bool) -> Log:
     log = one_turn()
     log.add("session/end-seed", {})  # a new loop instance
     log.turn_start(2)
-    log.step(2, 1, "again", header_reason="initial" if bad else "resume")
+    log.simple_step(2, 1, prompt="again", header_reason="initial" if bad else "resume", capture=True)
     log.turn_end(2)
     return log
 
@@ -347,10 +347,10 @@ def test_hdr015_quiet_on_resume(tmp_path):
 
 
 def test_header_outside_a_step_is_head_legal(tmp_path):
-    log = LateLog()
+    log = Log(era="late")
     log.turn_start(1)
     log.snapshot()  # written by a title plugin's own request, inside the turn, before any step
-    log.step(1, 1, "hi", header_reason=None)
+    log.simple_step(1, 1, prompt="hi", capture=True)
     log.turn_end(1)
     assert errors(check(tmp_path, log)) == []
 
@@ -380,10 +380,10 @@ def test_log017_quiet_on_a_current_header(tmp_path):
 # -- LOG015 scrubbed snapshot fixtures -------------------------------------------------------------
 
 
-def _gapped(cwd: str) -> LateLog:
-    log = LateLog(cwd=cwd)
+def _gapped(cwd: str) -> Log:
+    log = Log(era="late", cwd=cwd)
     log.turn_start(1)
-    log.step(1, 1, "hi", capture=False)
+    log.simple_step(1, 1, prompt="hi", header_reason="initial")
     log.turn_end(1)
     del log.events[4]  # a trimmed chunk, as replay fixtures do
     return log
@@ -402,7 +402,7 @@ def test_log015_quiet_on_a_real_cwd(tmp_path):
 
 
 def test_log015_unframed_replay_turn(tmp_path):
-    log = one_turn(LateLog(cwd="{{cwd}}"))
+    log = one_turn(Log(era="late", cwd="{{cwd}}"))
     log.user("next prompt")  # a hand-appended replay turn: chunks with no turn/step framing
     log.chunk(2, 1)
     assert codes(check(tmp_path, log, captures=False), "error") == []
@@ -411,10 +411,10 @@ def test_log015_unframed_replay_turn(tmp_path):
 # -- the HEAD request rule: derivation over the log at dispatch ----------------------------------------
 
 
-def _dispatch_rule() -> LateLog:
-    log = LateLog()
+def _dispatch_rule() -> Log:
+    log = Log(era="late")
     log.turn_start(1)
-    log.step(1, 1, "first")
+    log.simple_step(1, 1, prompt="first", header_reason="initial", capture=True)
     log.step_start(1, 2)
     log.user("steered in after step/start")  # HEAD: joins this step's request
     log.request(1, 2)
@@ -436,7 +436,7 @@ def test_boundary_rule_would_disagree(tmp_path):
 
 
 def test_retries_are_compared_each_on_its_own(tmp_path):
-    log = LateLog()
+    log = Log(era="late")
     log.turn_start(1)
     log.step_start(1, 1)
     log.user("hi")
@@ -478,9 +478,16 @@ def test_retries_are_compared_each_on_its_own(tmp_path):
 
 
 def test_head_fold_drops_a_legacy_prefix(tmp_path):
-    log = LateLog()
+    log = Log(era="late")
     log.turn_start(1)
-    log.step(1, 1, "hi", header={**HEADER, "messagePrefix": [{"role": "user", "content": []}]})
+    log.simple_step(
+        1,
+        1,
+        prompt="hi",
+        header_reason="initial",
+        header={**LATE_HEADER, "messagePrefix": [{"role": "user", "content": []}]},
+        capture=True,
+    )
     log.turn_end(1)
     log.requests[0]["request"].pop("messagePrefix", None)
     result = check(tmp_path, log, profile="head")
@@ -489,7 +496,7 @@ def test_head_fold_drops_a_legacy_prefix(tmp_path):
 
 def test_pre_identity_messages_are_read_as_head_migrates_them(tmp_path):
     """A log written before 6816e8a3d5 and resumed by HEAD: its old messages get legacy ids."""
-    log = LateLog("old")
+    log = Log("old", era="late")
     log.turn_start(1)
     log.step_start(1, 1)
     log.snapshot()

@@ -6,16 +6,20 @@ import hashlib
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from invariants import check
 from invariants.read.discover import discover
+from invariants.read.line_records import LineRun, RawLine
+from invariants.read.lines import iter_lines
 from invariants.read.zstdio import iter_frames, write_frames
 from invariants.simulate.convert import convert_log, project_key, session_path
-from tests.support.latebuilder import LateLog
+from tests.support.logs import Log
 
 
-def _session(turns: int = 3) -> LateLog:
-    log = LateLog("zz", cwd="/home/dev/project")
+def _session(turns: int = 3) -> Log:
+    log = Log("zz", era="late", cwd="/home/dev/project")
     for t in range(1, turns + 1):
         log.turn_start(t)
         log.step_start(t, 1)
@@ -30,7 +34,7 @@ def _session(turns: int = 3) -> LateLog:
     return log
 
 
-def _write_zstd(tmp_path, log: LateLog):
+def _write_zstd(tmp_path, log: Log):
     plain = log.write(tmp_path / "src" / "zz.jsonl")
     dst = session_path(tmp_path / "root", log.header)
     convert_log(plain, dst)
@@ -103,7 +107,7 @@ def test_bad_checksum_in_a_middle_frame_is_corruption(tmp_path):
 
 def test_header_only_zstd_log_is_an_empty_session(tmp_path):
     dst = tmp_path / "h.jsonl.zstd"
-    write_frames(dst, [orjson.dumps(LateLog().header) + b"\n"])
+    write_frames(dst, [orjson.dumps(Log(era="late").header) + b"\n"])
     result = check([dst])
     assert result.findings == [] and result.sessions[0].events == 0
 
@@ -140,12 +144,6 @@ def test_late_samples_are_present(name):
 
 
 # -- the zstd line reader: grouped runs equal the line-by-line reader ------------------------
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from invariants.read.line_records import LineRun, RawLine
-from invariants.read.lines import iter_lines  # noqa: E402
 
 _CHUNK = b'{"type":"assistant/chunk","seq":1,"time":1,"data":{}}'
 

@@ -12,7 +12,7 @@ from invariants import check
 from invariants.read.load import LogReader
 from invariants.read.source import LogSource
 from invariants.replay.session import replay
-from tests.support.logbuilder import Log
+from tests.support.logs import Log
 
 
 def _clean(turns: int = 3) -> Log:

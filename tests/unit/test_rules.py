@@ -11,7 +11,7 @@ import copy
 import pytest
 
 from invariants.model.registry import RULES
-from tests.support.logbuilder import HEADER, TOOLS, Log
+from tests.support.logs import SEED_HEADER, SEED_TOOLS, Log
 
 
 def _base(log: Log, reason: str = "initial") -> None:
@@ -159,7 +159,7 @@ def evt009_repair_exempt(log, bad):
     log.snapshot()
     log.chunk(1, 1)
     log.tool_result(
-        1, 1, "c9", None, isError=True, error={"name": "InterruptedError", "code": "other" if bad else "interrupted"}
+        1, 1, "c9", None, is_error=True, error={"name": "InterruptedError", "code": "other" if bad else "interrupted"}
     )
     log.step_end(1, 1)
     log.add("turn/end", {"turn": 1, "reason": {"kind": "interrupted"}})
@@ -230,7 +230,7 @@ def hdr004(log, bad):
 
 
 def hdr005(log, bad):
-    log.clean_turn(1, header_reason="initial", header={**HEADER, "tools": []} if bad else HEADER)
+    log.clean_turn(1, header_reason="initial", header={**SEED_HEADER, "tools": []} if bad else SEED_HEADER)
 
 
 def hdr006(log, bad):
@@ -276,19 +276,19 @@ def hdr010(log, bad):
 
 def hdr011(log, bad):
     _base(log)
-    log.clean_turn(2, header_reason="refresh" if bad else "fallback", header={**HEADER, "config": {"model": "m9"}})
+    log.clean_turn(2, header_reason="refresh" if bad else "fallback", header={**SEED_HEADER, "config": {"model": "m9"}})
 
 
 def hdr013(log, bad):
     _base(log)
-    header = {**HEADER, "config": {"model": "m9"}} if bad else {**HEADER, "tools": list(reversed(TOOLS))}
+    header = {**SEED_HEADER, "config": {"model": "m9"}} if bad else {**SEED_HEADER, "tools": list(reversed(SEED_TOOLS))}
     log.clean_turn(2, header_reason="fallback", header=header)
 
 
 def hdr014(log, bad):
     _base(log)
     if bad:
-        log.clean_turn(2, header_reason="fallback", header={**HEADER, "tools": list(reversed(TOOLS))})
+        log.clean_turn(2, header_reason="fallback", header={**SEED_HEADER, "tools": list(reversed(SEED_TOOLS))})
     else:
         _delta_turn(log, {"config": {"model": "m2"}})
 
@@ -358,27 +358,31 @@ def div011(log, bad):
 
 
 def pfx001(log, bad):
-    log.clean_turn(1, header_reason="initial", header={**HEADER, "messagePrefix": [{"role": "user", "content": "P1"}]})
+    log.clean_turn(
+        1, header_reason="initial", header={**SEED_HEADER, "messagePrefix": [{"role": "user", "content": "P1"}]}
+    )
     if bad:
         _delta_turn(log, {"messagePrefix": [{"role": "user", "content": "P2"}]})
     else:
         log.clean_turn(
-            2, header_reason="resume", header={**HEADER, "messagePrefix": [{"role": "user", "content": "P2"}]}
+            2, header_reason="resume", header={**SEED_HEADER, "messagePrefix": [{"role": "user", "content": "P2"}]}
         )
 
 
 def pfx002(log, bad):
-    log.clean_turn(1, header_reason="initial", header={**HEADER, "messagePrefix": [{"role": "user", "content": "P1"}]})
+    log.clean_turn(
+        1, header_reason="initial", header={**SEED_HEADER, "messagePrefix": [{"role": "user", "content": "P1"}]}
+    )
     log.clean_turn(
         2,
         header_reason="resume",
-        header={**HEADER, "messagePrefix": [{"role": "user", "content": "P2" if bad else "P1"}]},
+        header={**SEED_HEADER, "messagePrefix": [{"role": "user", "content": "P2" if bad else "P1"}]},
     )
 
 
 def pfx003(log, bad):
     _base(log)
-    log.clean_turn(2, header_reason="resume", header={**HEADER, "system": "changed"} if bad else HEADER)
+    log.clean_turn(2, header_reason="resume", header={**SEED_HEADER, "system": "changed"} if bad else SEED_HEADER)
 
 
 def log006(log, bad):

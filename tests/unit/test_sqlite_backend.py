@@ -25,8 +25,7 @@ from invariants.read.sqlite_backend import (
     encode_source_seqs,
     write_database,
 )
-from tests.support.latebuilder import LateLog, one_turn
-from tests.support.logbuilder import Log
+from tests.support.logs import Log, one_turn
 
 
 def _seed_log() -> Log:
@@ -38,8 +37,8 @@ def _seed_log() -> Log:
     return log
 
 
-def _late_log(session_id: str = "late-1", long: bool = False) -> LateLog:
-    log = LateLog(session_id, cwd="/home/dev/p")
+def _late_log(session_id: str = "late-1", long: bool = False) -> Log:
+    log = Log(session_id, era="late", cwd="/home/dev/p")
     log.turn_start(1)
     log.step_start(1, 1)
     log.user("x" * 6000 if long else "hi")
@@ -115,7 +114,7 @@ def test_seed_schema_reads_like_the_jsonl_log(tmp_path):
 
 
 def test_every_session_of_a_database_is_checked(tmp_path):
-    one, two = one_turn(LateLog("a")), one_turn(LateLog("b"))
+    one, two = one_turn(Log("a", era="late")), one_turn(Log("b", era="late"))
     db = tmp_path / "sessions.sqlite"
     write_database(db, [(one.header, one.events), (two.header, two.events)])
     sources, problems = discover([tmp_path])
@@ -138,17 +137,18 @@ def test_a_foreign_database_given_explicitly_is_a_problem(tmp_path):
 
 
 def _bad_row(tmp_path, where: str, after_turn_end: bool):
-    log = one_turn(LateLog("s"))
+    log = one_turn(Log("s", era="late"))
     if after_turn_end:
         log.turn_start(2)
-        log.step(2, 1, "again", header_reason=None)
+        log.simple_step(2, 1, prompt="again", capture=True)
     db = tmp_path / "s.sqlite"
     write_database(db, [(log.header, log.events)])
     con = sqlite3.connect(db)
     target = log.seq - 1 if after_turn_end else 2  # seq 2 is the user/message of turn 1
     if where == "varint":
         con.execute(
-            "UPDATE events SET source_event_seqs = x'80' WHERE seq = (SELECT min(seq) FROM events WHERE type = 'assistant/message')"
+            "UPDATE events SET source_event_seqs = x'80' WHERE seq = (SELECT min(seq) FROM events WHERE type = "
+            "'assistant/message')"
         )
     else:
         con.execute("UPDATE events SET data = x'28b52ffd0000' WHERE seq = ?", (target,))
@@ -196,7 +196,7 @@ def test_packed_row_with_surface_columns_is_refused(tmp_path):
 
 
 def test_long_runs_split_at_the_row_cap(tmp_path):
-    log = LateLog("long")
+    log = Log("long", era="late")
     log.turn_start(1)
     log.step_start(1, 1)
     log.user("hi")

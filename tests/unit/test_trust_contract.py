@@ -15,8 +15,7 @@ import pytest
 from invariants.read.source import LogSource
 from invariants.replay.session import replay
 from tests.support.damage import damage, one_finding_per_defect
-from tests.support.latebuilder import LateLog
-from tests.support.logbuilder import Log
+from tests.support.logs import Log
 
 
 def _replay(log, tmp_path, name: str = "s.jsonl"):
@@ -29,8 +28,8 @@ def _errors(model) -> list:
 
 
 # ---------------------------------------------------------------- item 3: EVT012
-def _late_turn_with_open_step(reason: dict) -> LateLog:
-    log = LateLog()
+def _late_turn_with_open_step(reason: dict) -> Log:
+    log = Log(era="late")
     log.turn_start(1)
     log.step_start(1, 1)
     log.user("go")
@@ -146,7 +145,7 @@ def test_a_misnumbered_step_end_is_one_error(tmp_path):
 
 
 def test_a_missing_turn_end_is_one_error_in_the_head_contract(tmp_path):
-    log = LateLog()
+    log = Log(era="late")
     for turn in (1, 2, 3):
         log.turn_start(turn)
         log.step_start(turn, 1)
@@ -174,7 +173,7 @@ def test_one_damaged_line_of_a_seed_log_is_one_error(tmp_path):
 
 
 def test_one_damaged_line_of_a_late_log_is_one_error(tmp_path):
-    log = LateLog()
+    log = Log(era="late")
     log.turn_start(1)
     log.step_start(1, 1)
     log.user("read it")

@@ -10,7 +10,7 @@ import pytest
 from invariants.model.jsonvalue import MAX_DEPTH
 from invariants.simulate.convert import ConvertError, convert_log
 from tests.conftest import ROOT
-from tests.support.logbuilder import Log
+from tests.support.logs import Log
 
 DEEP = b'{"a":' * 100_000 + b"1" + b"}" * 100_000  # orjson would recurse until the C stack overflows
 

@@ -11,7 +11,7 @@ from invariants.gate.report import report_json
 from invariants.read.era import SNIFF_LINES
 from invariants.read.source import LogSource
 from invariants.replay.session import replay, resume
-from tests.support.logbuilder import Log
+from tests.support.logs import Log
 
 LATE_HEADER = {"config": {"provider": "p", "model": "m"}, "system": "sys"}
 

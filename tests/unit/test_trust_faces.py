@@ -12,7 +12,7 @@ from invariants.analysis.cache_report import provider_prompt, session_cache
 from invariants.read.source import LogSource
 from invariants.replay.session import replay
 from tests.conftest import corpus_dir
-from tests.support.logbuilder import Log
+from tests.support.logs import Log
 
 # --------------------------------------------------------------------------- 1. cache-report ratio
 
@@ -143,7 +143,7 @@ def test_no_div011_for_provider_on_the_harness_invariant_tests(t):
 )
 def test_spread_config_fields_are_not_compared_but_unknown_fields_are(tmp_path, overrides):
     from invariants import check
-    from tests.support.latebuilder import one_turn
+    from tests.support.logs import one_turn
 
     log = one_turn()
     request = log.requests[0]["request"]

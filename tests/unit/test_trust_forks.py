@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from invariants import check
 from invariants.simulate.convert import convert_log
-from tests.support.latebuilder import LateLog
-from tests.support.logbuilder import Log
+from tests.support.logs import Log
 
 
 def _seed_family(tmp_path, *, tamper: int | None = None, seed_cut: int = 0):
@@ -39,7 +38,7 @@ def test_an_open_seed_boundary_points_at_the_seeds_last_event(tmp_path):
 
 
 def test_the_parents_line_is_its_own_when_its_rows_are_packed(tmp_path):
-    p = LateLog("parent")
+    p = Log("parent", era="late")
     for turn in (1, 2):
         p.turn_start(turn)
         p.step_start(turn, 1)
@@ -52,7 +51,7 @@ def test_the_parents_line_is_its_own_when_its_rows_are_packed(tmp_path):
         p.turn_end(turn)
     plain = p.write(tmp_path / "parent-plain.jsonl")
     convert_log(plain, tmp_path / "family" / "parent.jsonl.zstd")  # five chunks per step become one row
-    child = LateLog("child", parentSession="parent", seedLength=len(p.events))
+    child = Log("child", era="late", parentSession="parent", seedLength=len(p.events))
     child.events = [dict(e) for e in p.events]
     tampered = len(p.events) - 2  # turn 2's step/end
     child.events[tampered] = {**child.events[tampered], "time": 1}

@@ -6,8 +6,7 @@ import pytest
 
 from invariants.read.source import LogSource
 from invariants.replay.session import replay
-from tests.support.latebuilder import LateLog
-from tests.support.logbuilder import Log
+from tests.support.logs import Log
 
 
 def _findings(log, tmp_path, rule: str) -> list:
@@ -39,8 +38,8 @@ def _seed(reason=None, trigger=None, chunk=None, source=None, status="pending", 
     return log
 
 
-def _late(reason=None, role="user", source=None, target="next-turn", msg_id="u1") -> LateLog:
-    log = LateLog()
+def _late(reason=None, role="user", source=None, target="next-turn", msg_id="u1") -> Log:
+    log = Log(era="late")
     log.add("agent/inbox/spliced", {"target": target, "start": 0, "inserted": []})
     log.turn_start(1)
     log.step_start(1, 1)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 
 from invariants.gate.result import CheckResult
+from invariants.gate.formats.context import ReportContext
+from invariants.model.findings import Finding
 
 _CONTROL = re.compile(
     r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
@@ -40,7 +42,7 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotation(f) -> str:
+def annotation(f: Finding) -> str:
     from invariants.model.registry import RULES
 
     props = []
@@ -61,5 +63,5 @@ def annotation(f) -> str:
     return f"::{LEVELS.get(f.severity, 'warning')} {','.join(props)}::{escape_data(message)}"
 
 
-def render_github(result: CheckResult, ctx) -> str:
+def render_github(result: CheckResult, ctx: ReportContext) -> str:
     return "\n".join(annotation(f) for f in result.findings)

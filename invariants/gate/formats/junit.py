@@ -16,6 +16,8 @@ from pathlib import PurePath
 
 from invariants.gate.result import CheckResult
 from invariants.model.findings import SEVERITY_RANK
+from invariants.gate.formats.context import ReportContext
+from invariants.model.findings import SEVERITY_RANK, Finding
 
 # Not representable in XML 1.0, or a terminal control when the file is printed (DEL, C1: U+009B is CSI).
 _XML_BAD = re.compile(
@@ -31,7 +33,7 @@ def xml_safe(text: str) -> str:
     return _XML_BAD.sub(esc, text)
 
 
-def _line(f) -> str:
+def _line(f: Finding) -> str:
     loc = []
     if f.line is not None:
         loc.append(f"line {f.line}")
@@ -62,7 +64,7 @@ def _case(
     return (1 if failing else 0), len(findings)
 
 
-def render_junit(result: CheckResult, ctx) -> str:
+def render_junit(result: CheckResult, ctx: ReportContext) -> str:
     from invariants.gate.report import session_row
 
     threshold = SEVERITY_RANK.get(ctx.fail_on, 2)

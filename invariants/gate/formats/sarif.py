@@ -22,13 +22,16 @@ from urllib.parse import quote
 
 from invariants.gate.result import CheckResult
 from invariants.model.registry import RULES
+from invariants.gate.formats.context import ReportContext
+from invariants.model.findings import Finding
+from invariants.model.registry import RULES, Rule
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 INFORMATION_URI = "https://github.com/toninfo/deepseek-harness"
 
 
-def _rule(r) -> dict[str, Any]:
+def _rule(r: Rule) -> dict[str, Any]:
     help_text = f"{r.summary}\n\nWhy it matters: {r.rationale}" + (f"\n\nExample: {r.example}" if r.example else "")
     help_md = f"{r.summary}\n\n**Why it matters:** {r.rationale}" + (
         f"\n\n**Example:** `{r.example}`" if r.example else ""
@@ -60,7 +63,7 @@ def artifact_location(file: str, base: Path | None) -> dict[str, Any]:
         return {"uri": quote(absolute.as_posix())}
 
 
-def _result(f, index: dict[str, int], base: Path | None) -> dict[str, Any]:
+def _result(f: Finding, index: dict[str, int], base: Path | None) -> dict[str, Any]:
     from invariants.gate.baseline import fingerprint
 
     res: dict[str, Any] = {
@@ -98,7 +101,7 @@ def _result(f, index: dict[str, int], base: Path | None) -> dict[str, Any]:
     return res
 
 
-def sarif_log(result: CheckResult, ctx) -> dict[str, Any]:
+def sarif_log(result: CheckResult, ctx: ReportContext) -> dict[str, Any]:
     base = ctx.base_dir if ctx.base_dir is not None else Path.cwd()
     rules = [_rule(r) for r in RULES.values()]
     index = {r["id"]: i for i, r in enumerate(rules)}

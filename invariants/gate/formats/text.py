@@ -5,11 +5,12 @@ baseline's account (suppressed findings, entries that no longer occur)."""
 from __future__ import annotations
 
 from invariants.gate.result import CheckResult
+from invariants.gate.formats.context import ReportContext
 from invariants.gate.report import report_text
 from invariants.model.inert import inert
 
 
-def render_text(result: CheckResult, ctx) -> str:
+def render_text(result: CheckResult, ctx: ReportContext) -> str:
     from invariants.gate.formats.context import statistics_text
 
     text = report_text(result, verbose=ctx.verbose)
