@@ -221,7 +221,7 @@ def check_fork_sides(child: ForkSide, parent: ForkSide | None, emit: Callable[..
             **at,
             detail=({"parent_file": parent_at[0], "parent_line": parent_at[1]} if parent_at else {}),
         )
-    if parent_head is None:
+    if parent_head is None or parent is None:  # no parent log, or it could not be read
         return
     fields = ("type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs")
     for (a, a_line), (b, b_line) in zip(child_head, parent_head):

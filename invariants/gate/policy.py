@@ -15,7 +15,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from invariants.gate.baseline import BaselineOutcome, apply_baseline, read_baseline
 from invariants.gate.config import Config
@@ -78,7 +78,7 @@ def path_ignored(file: str | None, rule: str, per_path: dict[str, list[str]], ro
     return False
 
 
-def report_order(files: Iterable[str]):
+def report_order(files: Iterable[str]) -> Callable[[Finding], tuple]:
     """The sort key of the report: sessions in discovery order (``files``), then seq, line and rule."""
     order = {f: i for i, f in enumerate(files)}
     end = len(order)

@@ -10,7 +10,7 @@ deepdiff is asked for the full picture only once a difference exists.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from invariants.model.jsonvalue import (
     MISSING,
@@ -22,6 +22,9 @@ from invariants.model.jsonvalue import (
     shorten,
 )
 from invariants.replay.session import RebuiltRequest
+
+if TYPE_CHECKING:
+    import logging
 
 HEADER_FIELDS = ("model", "system", "tools", "temperature", "maxTokens", "stop")
 # Spread from the header config into the late-era request, but not in the harness's comparison list
@@ -114,7 +117,7 @@ def _quiet_deepdiff() -> None:
 class _LimitNotice:
     """Drops deepdiff's "has reached the max number of ..." warnings (a ``logging`` filter)."""
 
-    def filter(self, record) -> bool:
+    def filter(self, record: logging.LogRecord) -> bool:
         return "has reached the max number of" not in record.getMessage()
 
 

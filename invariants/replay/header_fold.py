@@ -94,7 +94,7 @@ def prefix_of(header: dict | None) -> list:
 
 
 class HeaderFold:
-    def __init__(self, profile: Profile, emit: Callable[..., None]) -> None:
+    def __init__(self, profile: Profile, emit: Callable[..., object]) -> None:
         self.profile = profile
         self.emit = emit
         self.state: dict | None = None

@@ -200,7 +200,8 @@ class _Replay:
         self.reader = reader
         self.findings: list[Finding] = []
         self.evidence = list(evidence)
-        self.profile: Profile | None = None  # set by _judge_by: given, or provisional from the first lines
+        self.profile: Profile  # set by _judge_by: given, or provisional from the first lines
+        self.judged = False
         self.sniffing = profile is None
         self.seen: dict[str, str] = {}  # era evidence: marker -> era
         self.header_loss: Cause | None = None  # events lost since the last anchor snapshot: one may be a header
@@ -223,6 +224,7 @@ class _Replay:
 
     def _judge_by(self, profile: Profile) -> None:
         self.profile = profile
+        self.judged = True
         self.tracer = ContractTracer(profile, self._emit)
         self.values = ValueChecker(profile, self._emit)
         self.fold = HeaderFold(profile, self._fold_emit)
@@ -300,7 +302,7 @@ class _Replay:
         """Fold every (remaining) event of the log, then close the model."""
         seed_length = self.seed_length
         items = self.reader.iter_objects()
-        if self.profile is None:
+        if not self.judged:
             items = self._provisional(items)
         sniffing, seen = self.sniffing, self.seen
         tracer = self.tracer
@@ -734,7 +736,7 @@ def resume(source: LogSource, checkpoint: bytes) -> SessionModel | None:
         state = _load_checkpoint(checkpoint)
     except Exception:
         return None
-    if not isinstance(state, _Replay) or state.profile is None:
+    if not isinstance(state, _Replay) or not state.judged:
         return None
     reader = state.reader
     try:
