@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
 
     sources, _ = discover(paths)
     print(
-        f"{', '.join(paths)}: {len(sources)} sessions in {len({s.path.parent for s in sources})} folders, {os.cpu_count()} CPUs"
+        f"{', '.join(paths)}: {len(sources)} sessions in {len({s.path.parent for s in sources})} folders, "
+        f"{os.cpu_count()} CPUs"
     )
     if args.phases:
         for label, seconds in phases(paths).items():

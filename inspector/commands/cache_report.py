@@ -58,7 +58,8 @@ def session_text(sc, breaks_only: bool = False) -> list[str]:
         + ")"
     ]
     lines.append(
-        f"  {'step':>4}  {'turn.step':<9} {'seq':>6} {'~tokens':>9} {'reused':>7} {'~re-paid':>9} {'cacheRead/input':>17}  breaker"
+        f"  {'step':>4}  {'turn.step':<9} {'seq':>6} {'~tokens':>9} {'reused':>7} {'~re-paid':>9} "
+        f"{'cacheRead/input':>17}  breaker"
     )
     for k, st in enumerate(sc.steps):
         if breaks_only and st.breaker is None:
@@ -127,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
             lines += session_text(r, args.breaks_only) + [""]
         total = sum(r.summary()["repaid_bytes"] for r in reports)
         lines.append(
-            f"{len(reports)} session(s); ~{_n((total + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN)} tokens re-paid in all. "
+            f"{len(reports)} session(s); ~{_n((total + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN)} tokens re-paid "
+            "in all. "
             f"Tokens are estimated as bytes/{BYTES_PER_TOKEN}; 'reused' is the byte-identical prefix shared with the "
             "previous step's request (render order model, system, tools, messages)."
         )

@@ -52,4 +52,4 @@ def run(args: argparse.Namespace) -> int:
         config=config,
     )
     app.run()
-    return getattr(app, "exit_code", 0) or 0
+    return app.return_code or 0

@@ -227,7 +227,7 @@ class SessionListScreen(Screen):
         heads: list[SessionRow] = []
         fresh: set[tuple[Path, str | None]] = set()  # rows the index answered: no live check
         for i, src in enumerate(sources):
-            member = getattr(src, "member", None)
+            member = src.member
             known = indexed.pop((os.path.abspath(src.path), member), None)
             if known is not None and not known.stale:
                 s = replace(known, order=i)
@@ -296,7 +296,7 @@ class SessionListScreen(Screen):
     @staticmethod
     def _head(order: int, src: LogSource) -> SessionRow:
         reader = LogReader(src)
-        member = getattr(src, "member", None)
+        member = src.member
         try:
             next(iter(reader.iter_objects()), None)
         except Exception as exc:  # unreadable file or database: shown as such, never fatal
