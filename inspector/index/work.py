@@ -272,7 +272,7 @@ def process_group(task: GroupTask, policy: FindingPolicy | None = None) -> Group
             for i, lt in enumerate(task.logs):
                 if i not in loaded and not lt.changed:
                     load(i, lt)
-            models = [loaded[i][1] for i in sorted(loaded)]  # discovery order, as run_check has them
+            models = [loaded[i][1] for i in sorted(loaded)]  # discovery order, as check() has them
             for ct, cr in zip(task.captures, plans):
                 cr.all_lines = all_lines
                 try:
