@@ -39,8 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--format",
         choices=FORMATS,
         default=None,
-        help="text (default), json (report version 1), jsonl (one finding per line), junit (one test case per session), "
-        "sarif (SARIF 2.1.0), github (workflow annotations)",
+        help="text (default), json (report version 1), jsonl (one finding per line), "
+        "junit (one test case per session), sarif (SARIF 2.1.0), github (workflow annotations)",
     )
     out.add_argument("--output", "-o", metavar="FILE", type=Path, help="write the report here instead of stdout")
     out.add_argument("--statistics", action="store_true", help="count findings per rule (text: instead of the listing)")
@@ -87,7 +87,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     base.add_argument(
         "--ledger",
         metavar="FILE",
-        help="log ledger: verify that each log still begins with what a previous check recorded (RSM001), then record it",
+        help="log ledger: verify that each log still begins with what a previous check recorded (RSM001), "
+        "then record it",
     )
     run_ = p.add_argument_group("speed")
     run_.add_argument(

@@ -28,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "index",
         help="index a sessions root into one SQLite file (incremental; opens in Datasette or sqlite3)",
         description="Index every session log under PATH (both eras, plain and zstd) with its capture, run the same "
-        "checks as `inspector check` under the same configuration, and store sessions, steps, findings, headers, loop instances and message text "
+        "checks as `inspector check` under the same configuration, and store sessions, steps, findings, headers, "
+        "loop instances and message text "
         f"in one SQLite file (default ./{DEFAULT_DB}). Re-running reads only what changed: unchanged files are "
         "skipped, grown plain logs are read from where the last run stopped, replaced or compressed logs are "
         "re-read in full. Query it with `inspector sessions`, `inspector query`, Datasette or the sqlite3 shell.",

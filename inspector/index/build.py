@@ -1034,9 +1034,7 @@ def _fork_phase(db: sqlite_utils.Database, roots: list[str], stats: IndexStats, 
 
 
 def _source(file: str, root: str, member: str | None) -> LogSource:
-    if member is None:
-        return LogSource(Path(file), Path(root))
-    return LogSource(Path(file), Path(root), member)  # type: ignore[call-arg]  # SQLite-backed session
+    return LogSource(Path(file), Path(root), member)
 
 
 class _Indexed:
@@ -1062,8 +1060,8 @@ def _resolve_parent(
     """
     prefix = root.rstrip(os.sep) + os.sep
     rows = conn.execute(
-        "SELECT id, path, events, revision, era, file, member, version, created_at FROM sessions WHERE uid = ? AND id != ? "
-        "AND substr(path, 1, ?) = ? ORDER BY id",
+        "SELECT id, path, events, revision, era, file, member, version, created_at FROM sessions "
+        "WHERE uid = ? AND id != ? AND substr(path, 1, ?) = ? ORDER BY id",
         [parent_uid, sid, len(prefix), prefix],
     ).fetchall()
     created = conn.execute("SELECT created_at FROM sessions WHERE id = ?", [sid]).fetchone()

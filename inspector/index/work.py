@@ -118,19 +118,15 @@ class LogTask:
         return str(self.source.root)
 
 
-def member_of(src: LogSource) -> str | None:
-    return getattr(src, "member", None)
-
-
 def resumable(src: LogSource) -> bool:
     """A plain log file, which can be resumed at a byte offset (not zstd, not a database)."""
-    return not src.compressed and member_of(src) is None
+    return not src.compressed and src.member is None
 
 
 def source_stat(src: LogSource) -> Stat:
     """The revision of the file a session lives in; a SQLite database counts its -wal file too."""
     st = Stat.of(src.path)
-    if member_of(src) is None:
+    if src.member is None:
         return st
     try:
         wal = Stat.of(f"{src.path}-wal")
@@ -277,7 +273,7 @@ def process_group(task: GroupTask, policy: FindingPolicy | None = None) -> Group
             for i, lt in enumerate(task.logs):
                 if i not in loaded and not lt.changed:
                     load(i, lt)
-            models = [loaded[i][1] for i in sorted(loaded)]  # discovery order, as run_check has them
+            models = [loaded[i][1] for i in sorted(loaded)]  # discovery order, as check() has them
             for ct, cr in zip(task.captures, plans):
                 cr.all_lines = all_lines
                 try:
@@ -301,7 +297,7 @@ def _problem(path: str, exc: BaseException) -> str:
 
 
 def _result(lt: LogTask, action: str) -> SessionResult:
-    return SessionResult(lt.path, lt.root, action, lt.stat, str(lt.source.path), member_of(lt.source))
+    return SessionResult(lt.path, lt.root, action, lt.stat, str(lt.source.path), lt.source.member)
 
 
 def _load(lt: LogTask) -> tuple[SessionResult, SessionModel]:

@@ -1,15 +1,16 @@
 """Checking a log that grows (``--follow``): resume the fold instead of replaying it all.
 
-:class:`FollowCheck` gives the same :class:`~invariants.gate.pipeline.CheckResult`
-``run_check([path])`` gives, but for a plain ``.jsonl`` log it keeps the
-replay's checkpoint (``replay(source, checkpoint=True)``) and, when the file
-only grew (same inode, larger, the bytes before the old end unchanged), reads
-just the appended bytes with ``resume(source, checkpoint)``.  Recorded
-requests are matched again against the resumed model with the library's own
-functions (``find_capture``, ``read_capture``, ``check_sessions``), then fork
-seeds, as ``run_check`` does.  Anything else (zstd, a SQLite database, a
-shrunk or replaced file, a checkpoint that does not fit, a log still shorter
-than the era sniff's window) is a full re-check.  Pure: no Textual.
+:class:`FollowCheck` gives the same :class:`~invariants.gate.result.CheckResult`
+``check([path], keep_models=True)`` gives, but for a plain ``.jsonl`` log it
+keeps the replay's checkpoint (``replay(source, checkpoint=True)``) and, when
+the file only grew (same inode, larger, the bytes before the old end
+unchanged), reads just the appended bytes with ``resume(source, checkpoint)``.
+The resumed model goes through the rest of the one pipeline
+(:func:`~invariants.gate.pipeline.check_sources`: captures, fork seeds, the
+configuration), with a capture reader that reads a capture again only when
+it changed.  Anything else (zstd, a SQLite database, a shrunk or replaced
+file, a checkpoint that does not fit, a log still shorter than the era
+sniff's window) is a full re-check.  Pure: no Textual.
 """
 
 from __future__ import annotations

@@ -176,7 +176,8 @@ def parse_table(table: dict, path: Path, where: str = "") -> Config:
         key = _norm(raw_key)
         if key not in KNOWN_KEYS:
             raise ConfigError(
-                f"{path}: unknown key `{raw_key}` in {where or 'configuration'} (known: {', '.join(sorted(KNOWN_KEYS))})"
+                f"{path}: unknown key `{raw_key}` in {where or 'configuration'} "
+                f"(known: {', '.join(sorted(KNOWN_KEYS))})"
             )
         if key == "select":
             cfg.select = validate_selectors(_str_list(value, key, path), f"{path}: select")
@@ -246,7 +247,8 @@ def validate_selectors(selectors: list[str], where: str) -> list[str]:
             out.append(up)
         else:
             raise ConfigError(
-                f"{where}: unknown rule selector {s!r} (a rule code like DIV001, a prefix like DIV, or a category like fork-seed)"
+                f"{where}: unknown rule selector {s!r} "
+                "(a rule code like DIV001, a prefix like DIV, or a category like fork-seed)"
             )
     return out
 

@@ -1,13 +1,16 @@
 """The cross-session step: each forked child's seed against its parent.
 
-:func:`resolve_parent` is the one choice of a child's parent, used by the
-pipeline (over the sessions of a run) and the index (over the sessions it
-holds under the child's root).  :func:`fork_findings` runs the seed checks of
+:func:`resolve_parent` is the one choice of a child's parent (a checked
+log, else the log the store would have written), used by the pipeline (over
+the sessions of a run) and the index (over the sessions it holds under the
+child's root).  :func:`fork_findings` runs the seed checks of
 a run's children, cached per child in the result cache.
 """
 
 from __future__ import annotations
 
+import os
+from functools import lru_cache
 from typing import Any, Protocol, Sequence, TypeVar
 
 from invariants.analysis.forks import (
@@ -18,6 +21,7 @@ from invariants.analysis.forks import (
     parent_candidates,
     root_index_scope,
 )
+from invariants.gate.executor import Executor, SerialExecutor
 from invariants.gate.result import SessionSummary
 from invariants.gate.result_cache import ResultCache, revision
 from invariants.model.findings import Finding
@@ -38,16 +42,18 @@ class Checked(Protocol):
 C = TypeVar("C", bound=Checked)
 
 
+@lru_cache(maxsize=1 << 16)
+def _place(path: str) -> tuple[str, str | None]:
+    """A log's folder, and its project directory when it is ``<id>/session.jsonl*`` (late layout)."""
+    folder = os.path.dirname(path)
+    return folder, os.path.dirname(folder) if os.path.basename(path).startswith("session.jsonl") else None
+
+
 def _near(a: LogSource, b: LogSource) -> bool:
     """Logs a fork keeps together: one folder, one project directory (``<id>/session.jsonl*``), one database."""
-    pa, pb = a.path, b.path
-    if pa.parent == pb.parent or (a.member is not None and pa == pb):
-        return True
-    return (
-        pa.name.startswith("session.jsonl")
-        and pb.name.startswith("session.jsonl")
-        and pa.parent.parent == pb.parent.parent
-    )
+    pa, pb = str(a.path), str(b.path)  # strings: a child is compared with every log of its parent's id
+    (da, ga), (db, gb) = _place(pa), _place(pb)
+    return da == db or (a.member is not None and pa == pb) or (ga is not None and ga == gb)
 
 
 def checked_parent(child: LogSource, parent_id: str, created_at: Any, same_id: Sequence[C]) -> C | None:
@@ -66,34 +72,60 @@ def checked_parent(child: LogSource, parent_id: str, created_at: Any, same_id: S
     return pick[0] if len(pick) == 1 else None
 
 
-def resolve_parent(
-    child: LogSource, parent_id: str, created_at: Any, seed_length: int, same_id: Sequence[C]
-) -> C | LogSource | None:
-    """The child's parent: a checked log (:func:`checked_parent`), else, when there is a seed
-    to compare, the log the store would have written (:func:`~invariants.analysis.forks.find_parent_log`,
-    read only as far as its header), else None."""
-    parent = checked_parent(child, parent_id, created_at, same_id)
-    if parent is not None:
-        return parent
+def stored_parent(child: LogSource, parent_id: str, created_at: Any, seed_length: int) -> LogSource | None:
+    """When no checked log is the parent and there is a seed to compare: the log the store would have
+    written (:func:`~invariants.analysis.forks.find_parent_log`, read only as far as its header)."""
     return find_parent_log(child, parent_id, created_at) if seed_length > 0 else None
 
 
-def fork_findings(sessions: list[SessionSummary], cache: ResultCache | None = None) -> tuple[list[Finding], int]:
-    """The seed findings of every forked child among ``sessions``, and how many came from the cache."""
+def resolve_parent(
+    child: LogSource, parent_id: str, created_at: Any, seed_length: int, same_id: Sequence[C]
+) -> C | LogSource | None:
+    """The child's parent: :func:`checked_parent`, else :func:`stored_parent`, else None."""
+    parent = checked_parent(child, parent_id, created_at, same_id)
+    return parent if parent is not None else stored_parent(child, parent_id, created_at, seed_length)
+
+
+def fork_findings(
+    sessions: list[SessionSummary], cache: ResultCache | None = None, executor: Executor | None = None
+) -> tuple[list[Finding], int]:
+    """The seed findings of every forked child among ``sessions`` (in their order), and how many children
+    the cache answered.  Parents are chosen here, over all the sessions; the seed comparisons, which
+    read both logs' heads, go to ``executor``'s workers."""
     by_id: dict[str, list[SessionSummary]] = {}
     for m in sessions:
         by_id.setdefault(m.id, []).append(m)
-    out: list[Finding] = []
+    answers: list[list[Finding] | None] = []
+    todo: list[tuple[int, list, list, tuple[ForkSide, ForkSide | None]]] = []
     hits = 0
     with root_index_scope():  # each root scanned once for all the fork checks
         for m in sessions:
             if not m.has_header or not m.parent_session:
                 continue
             same_id = [c for c in by_id.get(m.parent_session, []) if c is not m]
-            found, hit = _one_child(m, same_id, cache)
-            out.extend(found)
-            hits += hit
-    return out, hits
+            found, identity, key, sides = _one_child(m, same_id, cache)
+            hits += found is not None
+            if found is None:
+                todo.append((len(answers), identity, key, sides))
+            answers.append(found)
+    jobs = [sides for _, _, _, sides in todo]
+    checked = (executor or SerialExecutor()).map(fork_job, jobs, [s[0].seed_length for s in jobs])
+    for (n, identity, key, _), found_json in zip(todo, checked):
+        answers[n] = [Finding(**f) for f in found_json]
+        if cache is not None and key[0] is not None:
+            cache.put("fork", identity, key, found_json)
+    return [f for found in answers if found is not None for f in found], hits
+
+
+def fork_job(sides: tuple[ForkSide, ForkSide | None]) -> list[dict[str, Any]]:
+    """A worker's task: the seed checks of one child against its chosen parent, as finding JSON."""
+    out: list[Finding] = []
+
+    def emit(code: str, message: str, **w: Any) -> None:
+        out.append(make_finding(code, message, **w))
+
+    check_fork_sides(*sides, emit)
+    return [f.to_json() for f in out]
 
 
 def _side(m: SessionSummary) -> ForkSide:
@@ -102,7 +134,8 @@ def _side(m: SessionSummary) -> ForkSide:
 
 def _one_child(
     m: SessionSummary, same_id: list[SessionSummary], cache: ResultCache | None
-) -> tuple[list[Finding], bool]:
+) -> tuple[list[Finding] | None, list, list, tuple[ForkSide, ForkSide | None]]:
+    """The cached findings of ``m`` (None on a miss), its cache identity and key, and the two sides to compare."""
     pid = m.parent_session or ""
     child_rev = revision(m.path)
     checked = checked_parent(m.source, pid, m.created_at, same_id)
@@ -116,18 +149,10 @@ def _one_child(
     if cache is not None and child_rev is not None:
         hit = cache.get("fork", identity, key)
         if hit is not None:
-            return [Finding(**f) for f in hit], True
-    out: list[Finding] = []
-
-    def emit(code: str, message: str, **w: Any) -> None:
-        out.append(make_finding(code, message, **w))
-
-    parent = resolve_parent(m.source, pid, m.created_at, m.seed_length, same_id)
-    if isinstance(parent, SessionSummary):
-        parent_side: ForkSide | None = _side(parent)
+            return [Finding(**f) for f in hit], identity, key, (_side(m), None)
+    if checked is not None:  # resolve_parent, its first half already done for the cache key
+        parent_side: ForkSide | None = _side(checked)
     else:
-        parent_side = ForkSide(parent, pid, None) if parent is not None else None
-    check_fork_sides(_side(m), parent_side, emit)
-    if cache is not None and child_rev is not None:
-        cache.put("fork", identity, key, [f.to_json() for f in out])
-    return out, False
+        stored = stored_parent(m.source, pid, m.created_at, m.seed_length)
+        parent_side = ForkSide(stored, pid, None) if stored is not None else None
+    return None, identity, key, (_side(m), parent_side)

@@ -174,7 +174,9 @@ def check_sources(
     outcomes = _run_units(
         units, options, executor or executor_for(1), None if here else cache, stats, models, read, here
     )
-    return _assemble(units, outcomes, list(problems), options, policy or FindingPolicy(), cache, stats, ledger, here)
+    return _assemble(
+        units, outcomes, list(problems), options, policy or FindingPolicy(), cache, stats, ledger, here, executor
+    )
 
 
 def _run_units(
@@ -210,10 +212,13 @@ def _run_units(
             outcomes[n] = check_unit(units[n], options, given, read)
     elif executor.jobs > 1 and options.captures is not None and todo:
         (n,) = todo  # explicit captures route globally: one unit, its replays spread over the workers
-        replayed = executor.map(replay_job, [(s, options) for s in units[n].sources])
+        sources = units[n].sources
+        replayed = executor.map(replay_job, [(s, options) for s in sources], [_size(s.path) for s in sources])
         outcomes[n] = check_unit(units[n], options, replayed)
     else:
-        for n, data in zip(todo, executor.map(run_unit, [(units[n], options) for n in todo])):
+        jobs = [(units[n], options) for n in todo]
+        costs = [sum(_size(s.path) for s in units[n].sources) for n in todo]
+        for n, data in zip(todo, executor.map(run_unit, jobs, costs)):
             outcomes[n] = UnitOutcome(data)
     if cache is not None:
         for n in todo:
@@ -221,6 +226,14 @@ def _run_units(
                 identity, key = keys[n]
                 cache.put("unit", identity, key, outcomes[n].data)
     return [o for o in outcomes if o is not None]
+
+
+def _size(path: Path) -> int:
+    """What a log costs to check, roughly: its size (a database counts once per session)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _assemble(
@@ -233,6 +246,7 @@ def _assemble(
     stats: RunStats,
     ledger: PathLike | None,
     keep: bool,
+    executor: Executor | None,
 ) -> CheckResult:
     """The cross-session half: sessions in discovery order, fork seeds, the ledger, the policy, the order.
 
@@ -269,14 +283,15 @@ def _assemble(
     for _, cap, live in captures:
         found.extend(Finding(**f) for f in cap["check"])
         requests.extend(live if live is not None else (RequestCheck.from_json(r) for r in cap["requests"]))
-    forks, hits = fork_findings(summaries, cache)
+    forks, hits = fork_findings(summaries, cache, None if keep else executor)
     stats.fork_hits += hits
     found.extend(forks)
     if ledger is not None:
         found.extend(apply_ledger(ledger, summaries))
     found.sort(key=report_order(m.file for m in summaries))
     kept = policy.filter(found)
-    findings, outcome = policy.absorb(kept, checked_owners(summaries, kept, options.captures))
+    checked = checked_owners(summaries, kept, options.captures) if policy.baseline_entries is not None else ()
+    findings, outcome = policy.absorb(kept, checked)
     return CheckResult(
         summaries,
         findings,

@@ -67,7 +67,8 @@ class RequestRouter:
                 return None  # a session in that folder the user did not ask to check
             finding = make_finding(
                 "REQ004",
-                f"recorded request (capture line {rec.line}) names session {rec.session_id!r}, which no checked log explains",
+                f"recorded request (capture line {rec.line}) names session {rec.session_id!r}, "
+                "which no checked log explains",
                 file=rec.file,
                 line=rec.line,
                 session=rec.session_id,
@@ -135,7 +136,8 @@ def _check_one(model: SessionModel, rec: Recorded) -> RecordOutcome:
         if rec.log_length > model.events:
             return fail(
                 "REQ005",
-                f"recorded request (capture {cap}) was sent at logLength {rec.log_length}, but the log has {model.events} events",
+                f"recorded request (capture {cap}) was sent at logLength {rec.log_length}, "
+                f"but the log has {model.events} events",
                 turn=rec.turn,
                 step=rec.step,
             )
@@ -157,7 +159,8 @@ def _check_one(model: SessionModel, rec: Recorded) -> RecordOutcome:
         step.status = "unexplained"
         return fail(
             "REQ003",
-            f"recorded loop-built request (capture {cap}) has no request header in force: its model, system and tools are unexplained",
+            f"recorded loop-built request (capture {cap}) has no request header in force: "
+            "its model, system and tools are unexplained",
         )
     diffs = compare(expected, rec.request)
     for d in diffs:

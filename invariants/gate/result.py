@@ -9,6 +9,7 @@ objects are kept beside them only when a caller asks (``keep_models``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -84,8 +85,9 @@ class SessionSummary:
     def id(self) -> str:
         return self.session
 
-    @property
+    @cached_property
     def source(self) -> LogSource:
+        """Made once: the fork pass compares a child with every checked log of its parent's id."""
         return LogSource(Path(self.path), Path(self.root), self.member)
 
     def row(self) -> dict[str, Any]:

@@ -40,19 +40,44 @@ def discover(paths: Iterable[str | os.PathLike]) -> tuple[list[LogSource], list[
         if not p.is_dir():
             problems.append(f"{p}: not a regular file or directory")
             continue
-        for dirpath, dirnames, filenames in os.walk(p, followlinks=False):
-            dirnames.sort()
-            for name in sorted(filenames):
-                fp = Path(dirpath) / name
-                if is_log_name(name) and not fp.is_symlink():
-                    _add(found, seen, LogSource(fp, p))
-                elif name.endswith(SQLITE_SUFFIXES) and not fp.is_symlink():
-                    _add_database(found, seen, problems, fp, p, explicit=False)
+        top, real = str(p), str(p.resolve())
+        for folder, name in _walk_files(top):
+            fp = Path(folder, name)
+            # links are never followed, so a file's real path is the named folder's plus its place under it
+            key = os.path.join(real + folder[len(top) :], name)
+            if is_log_name(name):
+                _add(found, seen, LogSource(fp, p), key)
+            elif name.endswith(SQLITE_SUFFIXES):
+                _add_database(found, seen, problems, fp, p, explicit=False)
     return found, problems
 
 
-def _add(found: list[LogSource], seen: set, src: LogSource) -> None:
-    key = (src.path.resolve(), src.member)
+def _walk_files(top: str):
+    """(folder, name) of every entry under ``top`` that is neither a folder nor a symlink, in the order
+    of ``os.walk`` with sorted names (a folder's files, then its folders depth first).  Symlinks are
+    neither followed nor listed; an unreadable folder is skipped.  One ``scandir`` per folder and no
+    call per file: discovery is serial work before any worker starts."""
+    try:
+        with os.scandir(top) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return
+    dirs = []
+    for e in entries:
+        try:
+            if e.is_dir():
+                if not e.is_symlink():
+                    dirs.append(e.path)
+            elif not e.is_symlink():
+                yield top, e.name
+        except OSError:
+            continue
+    for d in dirs:
+        yield from _walk_files(d)
+
+
+def _add(found: list[LogSource], seen: set, src: LogSource, real: str | None = None) -> None:
+    key = (real if real is not None else str(src.path.resolve()), src.member)
     if key not in seen:
         seen.add(key)
         found.append(src)

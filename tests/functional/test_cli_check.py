@@ -147,7 +147,7 @@ def test_cache_report_is_a_command(capsys):
     assert run(capsys, "cache-report", str(SAMPLES / "nope.jsonl"))[0] == 2
 
 
-def test_checking_a_copy_elsewhere_keeps_parity_with_run_check(capsys, tmp_path):
+def test_checking_a_copy_elsewhere_keeps_parity_with_the_library(capsys, tmp_path):
     shutil.copytree(SAMPLES / "fork", tmp_path / "fork")
     code, out, _ = run(capsys, "check", str(tmp_path / "fork"), "--no-cache", "--format", "json")
     from invariants.gate.formats import render

@@ -4,9 +4,9 @@ baseline's account (suppressed findings, entries that no longer occur)."""
 
 from __future__ import annotations
 
-from invariants.gate.result import CheckResult
 from invariants.gate.formats.context import ReportContext
 from invariants.gate.report import report_text
+from invariants.gate.result import CheckResult
 from invariants.model.inert import inert
 
 
