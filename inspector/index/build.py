@@ -276,7 +276,7 @@ def _cannot_write(db_path: str, exc: BaseException) -> str:
 def _start_run(db: sqlite_utils.Database, paths: Iterable[str | os.PathLike]) -> int:
     conn = db.conn
     conn.execute("BEGIN IMMEDIATE")
-    for rid, pid in conn.execute("SELECT id, pid FROM runs WHERE status = 'running'").fetchall():
+    for rid, _pid in conn.execute("SELECT id, pid FROM runs WHERE status = 'running'").fetchall():
         conn.execute("UPDATE runs SET status = 'interrupted' WHERE id = ?", [rid])
     cur = conn.execute(
         "INSERT INTO runs(started_at, status, paths, pid, groups_done) VALUES (?, 'running', ?, ?, 0)",
@@ -1005,7 +1005,7 @@ def _fork_phase(db: sqlite_utils.Database, roots: list[str], stats: IndexStats, 
             emitted: list[Finding] = []
 
             def emit(code: str, message: str, **where: Any) -> None:
-                emitted.append(make_finding(code, message, **where))
+                emitted.append(make_finding(code, message, **where))  # noqa: B023 (used within this pass)
 
             child = ForkSide(_source(file, root, member), uid, events, era, parent_uid, seed or 0)
             side = None

@@ -222,9 +222,10 @@ def _run_units(
             outcomes[n] = UnitOutcome(data)
     if cache is not None:
         for n in todo:
-            if keys[n] is not None:
-                identity, key = keys[n]
-                cache.put("unit", identity, key, outcomes[n].data)
+            pair, done = keys[n], outcomes[n]
+            if pair is not None and done is not None:
+                identity, key = pair
+                cache.put("unit", identity, key, done.data)
     return [o for o in outcomes if o is not None]
 
 
@@ -291,12 +292,12 @@ def _assemble(
     found.sort(key=report_order(m.file for m in summaries))
     kept = policy.filter(found)
     checked = checked_owners(summaries, kept, options.captures) if policy.baseline_entries is not None else ()
-    findings, outcome = policy.absorb(kept, checked)
+    findings, baseline_outcome = policy.absorb(kept, checked)
     return CheckResult(
         summaries,
         findings,
         requests,
         problems + [msg for _, _, msg in source_problems],
         [m for _, m in models],
-        outcome,
+        baseline_outcome,
     )

@@ -95,7 +95,7 @@ def unit_identity(unit: Unit) -> list:
 
 def unit_key(unit: Unit, options: CheckOptions) -> list | None:
     """Everything the unit's result depends on, or None when a file cannot be stat'ed (never cached)."""
-    revs = []
+    revs: list[Any] = []
     for s in unit.sources:
         r = revision(s.path)
         if r is None:
@@ -149,8 +149,8 @@ def check_unit(
     if unit.captures is not None:
         records_all: list[Recorded] = []
         read_findings: list[Finding] = []
-        for cp in unit.captures:
-            p = Path(cp)
+        for name in unit.captures:
+            p = Path(name)
             if not p.is_file():
                 problems.append([len(unit.sources), f"{p}: capture file not found"])
                 continue

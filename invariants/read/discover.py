@@ -11,6 +11,7 @@ Symlinks to folders are not followed, so a link loop in a root cannot hang us.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Iterable
 
@@ -52,7 +53,7 @@ def discover(paths: Iterable[str | os.PathLike]) -> tuple[list[LogSource], list[
     return found, problems
 
 
-def _walk_files(top: str):
+def _walk_files(top: str) -> Iterator[tuple[str, str]]:
     """(folder, name) of every entry under ``top`` that is neither a folder nor a symlink, in the order
     of ``os.walk`` with sorted names (a folder's files, then its folders depth first).  Symlinks are
     neither followed nor listed; an unreadable folder is skipped.  One ``scandir`` per folder and no

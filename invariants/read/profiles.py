@@ -118,7 +118,8 @@ PROFILES: dict[str, Profile] = {
         Profile(
             "undetermined",
             "undetermined",
-            "no era-specific shape in the whole log (a header-only log, a chunk-only replay script): judged by the seed profile's rules",
+            "no era-specific shape in the whole log (a header-only log, a chunk-only replay script): "
+            "judged by the seed profile's rules",
             SEED_SURFACE,
             "seed",
             frozenset({"initial", "resume", "fallback"}),

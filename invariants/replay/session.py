@@ -803,7 +803,8 @@ def replay(
         model.findings.append(
             make_finding(
                 "LOG011",
-                f"log mixes format eras; judged as {model.profile.name}, but it also shows {', '.join(guess.conflicts)}",
+                f"log mixes format eras; judged as {model.profile.name}, "
+                f"but it also shows {', '.join(guess.conflicts)}",
                 file=model.file,
                 session=model.id,
                 detail={"evidence": list(guess.evidence)},

@@ -7,8 +7,8 @@ import json
 import shutil
 
 from inspector.cli import main
-from invariants.analysis.forks import encode_id, find_parent_log
 from invariants import check
+from invariants.analysis.forks import encode_id, find_parent_log
 from invariants.gate.ledger import apply_ledger
 from invariants.read.source import LogSource
 from tests.conftest import SAMPLES

@@ -95,7 +95,7 @@ async def test_gate_index_and_tui_show_the_same_findings(project, capsys):
         app = create_app(project / "logs" / f"{name}.jsonl", config=config)
         app.animation_level = "none"
         async with app.run_test(size=(120, 36)) as pilot:
-            await wait_for(pilot, lambda: getattr(app.screen, "state", None) is not None)
+            await wait_for(pilot, lambda: getattr(app.screen, "state", None) is not None)  # noqa: B023
             shown += [_key(f.rule, f.severity, f.file, f.line, f.seq) for f in app.screen.state.findings]
     assert sorted(shown) == gate
 
@@ -104,7 +104,7 @@ async def test_gate_index_and_tui_show_the_same_findings(project, capsys):
         app.animation_level = "none"
         async with app.run_test(size=(120, 36)) as pilot:
             await settle(pilot)
-            await wait_for(pilot, lambda: app.screen.finished)
+            await wait_for(pilot, lambda: app.screen.finished)  # noqa: B023
             await pilot.pause(0.2)
             rows = {s.path.name: (s.errors, s.warnings, s.infos) for s, _ in app.screen.query_one("#sessions").rows}
             assert (app.screen.index_used is not None) == (db is not None)

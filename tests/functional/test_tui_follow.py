@@ -1,4 +1,7 @@
-"""FollowCheck (``--follow``): a grown plain log is resumed, anything else is checked in full, and both agree with check()."""
+"""FollowCheck (``--follow``): a grown plain log is resumed, anything else is checked in full.
+
+Both paths agree with check().
+"""
 
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ import shutil
 import orjson
 
 from inspector.cli import main
-from invariants.gate.baseline import apply_baseline, fingerprint, normalize_message, read_baseline
 from invariants import check
+from invariants.gate.baseline import apply_baseline, fingerprint, normalize_message, read_baseline
 from tests.conftest import SAMPLES
 
 

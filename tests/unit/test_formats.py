@@ -11,8 +11,8 @@ import jsonschema
 import pytest
 
 from inspector.cli import main
-from invariants.gate.formats import FORMATS, ReportContext, render, statistics
 from invariants import CheckResult, check
+from invariants.gate.formats import FORMATS, ReportContext, render, statistics
 from invariants.model.findings import Finding
 from invariants.model.registry import RULES
 from tests.conftest import SAMPLES

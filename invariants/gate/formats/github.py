@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from invariants.gate.result import CheckResult
 from invariants.gate.formats.context import ReportContext
+from invariants.gate.result import CheckResult
 from invariants.model.findings import Finding
 
 _CONTROL = re.compile(

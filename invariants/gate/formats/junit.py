@@ -14,9 +14,8 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import PurePath
 
-from invariants.gate.result import CheckResult
-from invariants.model.findings import SEVERITY_RANK
 from invariants.gate.formats.context import ReportContext
+from invariants.gate.result import CheckResult
 from invariants.model.findings import SEVERITY_RANK, Finding
 
 # Not representable in XML 1.0, or a terminal control when the file is printed (DEL, C1: U+009B is CSI).

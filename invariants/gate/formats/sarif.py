@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from invariants.gate.result import CheckResult
-from invariants.model.registry import RULES
 from invariants.gate.formats.context import ReportContext
+from invariants.gate.result import CheckResult
 from invariants.model.findings import Finding
 from invariants.model.registry import RULES, Rule
 
