@@ -464,6 +464,11 @@ TESTED_ELSEWHERE = {
     "FRK003": "test_forks.py",
     "FRK004": "test_forks.py",
     "RSM001": "test_cli_check.py",
+    "TOK001": "test_tokens.py",
+    "CTX001": "test_tokens.py",
+    "CTX002": "test_tokens.py",
+    "CTX003": "test_tokens.py",
+    "CTX004": "test_tokens.py",
 }
 
 
