@@ -83,6 +83,7 @@ class TokenCounter:
         # id(message) -> (message, base tokens, reasoning tokens, yields a wire user message)
         self._messages: dict[int, tuple[Any, float, int, bool]] = {}
         self._tools: dict[int, tuple[Any, float]] = {}
+        self._wired: dict[int, tuple[Any, list[WireMessage]]] = {}  # rendered by prime(), not yet costed
 
     # -- batching ------------------------------------------------------------
     def _encode(self, texts: Iterable[str]) -> None:
@@ -95,6 +96,7 @@ class TokenCounter:
     def prime(self, requests: Iterable[dict]) -> None:
         """Tokenize every text of these requests not seen yet, in one batch."""
         texts: list[str] = []
+        wired = self._wired
         for req in requests:
             system = wire_system(req)
             if system is not None:
@@ -104,11 +106,14 @@ class TokenCounter:
                 for t in wire_tools(tools):
                     texts += (t.name, t.description, _schema_text(t.parameters))
             for msg in req.get("messages") or ():
-                if id(msg) not in self._messages:
-                    for w in wire_messages(msg):
-                        texts += (w.content, w.reasoning, w.tool_call_id)
-                        for c in w.calls:
-                            texts += (c.name, c.arguments, c.id)
+                key = id(msg)
+                if key in self._messages or key in wired:
+                    continue
+                wires = wired[key] = (msg, wire_messages(msg))
+                for w in wires[1]:
+                    texts += (w.content, w.reasoning, w.tool_call_id)
+                    for c in w.calls:
+                        texts += (c.name, c.arguments, c.id)
         self._encode(texts)
 
     def _n(self, text: str) -> int:
@@ -133,7 +138,8 @@ class TokenCounter:
         hit = self._messages.get(id(msg))
         if hit is not None and hit[0] is msg:
             return hit[1], hit[2], hit[3]
-        wires = wire_messages(msg)
+        rendered = self._wired.pop(id(msg), None)
+        wires = rendered[1] if rendered is not None and rendered[0] is msg else wire_messages(msg)
         base = sum(self._wire_base(w) for w in wires)
         reasoning = sum(self._n(w.reasoning) for w in wires)
         user = any(w.role == "user" for w in wires)
