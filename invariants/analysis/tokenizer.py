@@ -55,10 +55,19 @@ def available() -> bool:
 
 def count_texts(texts: Iterable[str]) -> list[int]:
     """The number of tokens of each text (no special tokens added), in one batch."""
-    batch = list(texts)
+    batch = [_encodable(t) for t in texts]
     if not batch:
         return []
     return [len(e) for e in tokenizer().encode_batch_fast(batch, add_special_tokens=False)]
+
+
+def _encodable(text: str) -> str:
+    """The text as the tokenizer can take it: a lone surrogate (a log's ``\\ud800``) becomes U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
 
 
 def count(text: str) -> int:

@@ -266,3 +266,9 @@ def test_request_context_window_and_the_per_model_table(tmp_path):
     total = step_tokens(model)[0].tokens.total
     (f,) = token_findings(model, TokenSettings(windows={"m1": total - 10}))
     assert (f.rule, f.detail["window_source"]) == ("CTX002", "configuration")  # answered: info
+
+
+def test_a_lone_surrogate_in_a_log_text_is_counted_not_raised():
+    counter = TokenCounter()
+    msg = {"role": "user", "content": [{"type": "text", "text": "a\ud800b"}]}
+    assert counter.request({"messages": [msg]}).total > 0
