@@ -144,7 +144,14 @@ def fit(gitdir: Path) -> tuple[Calibration, dict]:
     coef = [a, b, m, c]
     cal = Calibration(*(round(x, 1) for x in coef))
     errs = [abs(f[0] + sum(c * x for c, x in zip(coef, f[1])) - y) / y * 100 for _, f, y in kept]
+    # The request each usage sequence was recorded with: its first step's count, keyed by the usage totals.
+    recorded = {}
+    for k in keep:
+        steps = sorted(rows[k])
+        _, f, _ = steps[0]
+        recorded[tuple(y for _, _, y in steps)] = f[0] + sum(c * x for c, x in zip(coef, f[1]))
     return cal, {
+        "recorded": recorded,
         "versions": len(rows),
         "kept": len(keep),
         "steps": len(kept),
@@ -153,11 +160,12 @@ def fit(gitdir: Path) -> tuple[Calibration, dict]:
     }
 
 
-def corpus_table(corpus: Path) -> dict:
+def corpus_table(corpus: Path, recorded: dict | None = None) -> dict:
     roots = [corpus / "upstream-seed-era", corpus / "upstream-late-era"]
     sources, _ = discover([p for r in roots for p in sorted(r.iterdir()) if "snapshot" in p.name])
     absolute, growth, bytes4, growth4, departures = [], [], [], [], []
     outliers = []
+    matched: list[tuple[float, float]] = []  # (our count of the log's request - of the recorded one, error there)
     sessions = 0
     for src in sources:
         model = replay(src)
@@ -185,6 +193,13 @@ def corpus_table(corpus: Path) -> dict:
         worst = max(counted, key=lambda s: abs(s.tokens.total - s.provider))
         if abs(worst.tokens.total - worst.provider) > 0.1 * worst.provider:
             outliers.append((src.display, worst.provider, worst.tokens.total))
+        usage = tuple(s.provider for s in counted)
+        for key, first in (recorded or {}).items():
+            if key[: len(usage)] == usage or usage[: len(key)] == key:
+                matched.append(
+                    (counted[0].tokens.total - first, abs(first - counted[0].provider) / counted[0].provider)
+                )
+                break
     return {
         "sessions": sessions,
         "steps": len(absolute),
@@ -196,6 +211,7 @@ def corpus_table(corpus: Path) -> dict:
         "bytes4_growth_median": statistics.median(growth4),
         "max_departure": max(departures),
         "outliers": outliers,
+        "matched": matched,
     }
 
 
@@ -268,6 +284,7 @@ def main() -> None:
     ap.add_argument("--harness", type=Path, default=Path("/work/.mirror/toninfo+deepseek-harness/repo"))
     ap.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus")
     args = ap.parse_args()
+    stats: dict = {}
     if args.harness.exists():
         cal, stats = fit(args.harness)
         print(f"fit on the harness's recordings: {cal}")
@@ -275,7 +292,7 @@ def main() -> None:
             f"  {stats['versions']} recordings, {stats['kept']} with their own header, {stats['steps']} steps: "
             f"median error {stats['median']:.2f} %, p95 {stats['p95']:.2f} %"
         )
-    t = corpus_table(args.corpus)
+    t = corpus_table(args.corpus, stats.get("recorded"))
     print(f"corpus, real usage: {t['steps']} steps in {t['sessions']} sessions")
     print(
         f"  ours:    absolute error median {t['abs_median']:.1f} %, p95 {t['abs_p95']:.1f} %; "
@@ -290,6 +307,16 @@ def main() -> None:
         f"({t['max_departure'][2]})"
     )
     print(f"  tolerance in force: {HINT_TOLERANCE}")
+    print(f"  {len(t['outliers'])} session(s) off by more than 10 %")
+    if t["matched"]:
+        grown = [g for g, _ in t["matched"]]
+        err = [100 * e for _, e in t["matched"]]
+        print(
+            f"  {len(t['matched'])} of {t['sessions']} sessions match a harness recording by their usage: the log's "
+            f"first request is larger than the recorded one by a median {statistics.median(grown):.0f} tokens "
+            f"(min {min(grown):.0f}, max {max(grown):.0f}); against the recorded request the error is a median "
+            f"{statistics.median(err):.2f} % (p95 {_pct(err, 0.95):.2f} %)"
+        )
     for path, prov, ours in t["outliers"]:
         print(f"  outlier: {path}: provider {prov}, ours {ours}")
     f = fault_table(args.corpus)

@@ -131,7 +131,13 @@ def hint_findings(model: Any, steps: list[StepTokens], tolerance: Tolerance = HI
 class Window:
     tokens: int
     source: str  # "request/context seq N", "configuration", "--context-window"
-    target: str  # provider/model as far as known
+    provider: Any
+    model: Any
+
+    @property
+    def target(self) -> str:
+        """provider/model as far as known, inert."""
+        return _target_name(self.provider, self.model)
 
 
 def _target(model: Any, st: Any) -> tuple[str | None, str | None]:
@@ -154,13 +160,13 @@ def window_for(model: Any, st: Any, settings: TokenSettings) -> Window | None:
         provider, name = data.get("provider", provider), data.get("model", name)
         w = data.get("contextWindow")
         if type(w) is int and w > 0:
-            return Window(w, f"request/context seq {seq}", _target_name(provider, name))
+            return Window(w, f"request/context seq {seq}", provider, name)
     for key in (f"{provider}/{name}", name):
         w = settings.windows.get(key) if isinstance(key, str) else None
         if w:
-            return Window(w, "configuration", _target_name(provider, name))
+            return Window(w, "configuration", provider, name)
     if settings.context_window:
-        return Window(settings.context_window, "--context-window", _target_name(provider, name))
+        return Window(settings.context_window, "--context-window", provider, name)
     return None
 
 
@@ -208,6 +214,9 @@ def pressure_findings(model: Any, steps: list[StepTokens], settings: TokenSettin
         if s.dispatch is not None:  # the step recovered by compaction: judge its first attempt too
             exp = model.rebuild_request(st)
             first = rebuilt_tokens(counter, exp) if exp is not None else s.tokens
+        if first.total < threshold:
+            run_start = None
+            continue
         where = _where(model, st)
         detail = {
             "tokens": first.total,
