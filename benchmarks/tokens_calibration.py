@@ -76,22 +76,17 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def harness_recordings(gitdir: Path, out: Path) -> list[Path]:
-    log = subprocess.run(
-        ["git", "-C", str(gitdir), "log", "--all", "--raw", "--no-abbrev", "--format=%h", "--", "examples/"],
+    listing = subprocess.run(
+        ["git", "-C", str(gitdir), "rev-list", "--objects", "--all", "--", "examples/"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
     blobs = sorted(
         {
-            parts[3]
-            for line in log.splitlines()
-            if line.startswith(":")
-            and (parts := line.split())
-            and "/tests/snapshots/" in parts[-1]
-            and Path(parts[-1]).name.startswith("session")
-            and parts[-1].endswith(".jsonl")
-            and set(parts[3]) != {"0"}
+            sha
+            for sha, _, path in (line.partition(" ") for line in listing.splitlines())
+            if "/tests/snapshots/" in path and Path(path).name.startswith("session") and path.endswith(".jsonl")
         }
     )
     paths = []
