@@ -310,8 +310,7 @@ def _under_gate(model: Any, st: Any, total: int, counter: Any) -> int | None:
     old, new = prefix_of(before.header), prefix_of(inst.header)
     if not isinstance(old, list) or not isinstance(new, list):
         return None
-    cost = lambda msgs: sum(counter.message(m)[0] + counter.message(m)[1] for m in msgs)  # noqa: E731
-    grown = round(cost(new) - cost(old))
+    grown = round(sum(map(counter.message_tokens, new)) - sum(map(counter.message_tokens, old)))
     return total - grown if grown > 0 else None
 
 

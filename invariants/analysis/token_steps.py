@@ -98,6 +98,7 @@ def step_tokens(model: Any) -> list[StepTokens]:
         if exp is not None:
             rebuilt.append((st, exp, dispatch))
     counter.prime(exp.request for _, exp, _ in rebuilt)
+    counter.prime_reasoning(exp.request for _, exp, _ in rebuilt)
     out: list[StepTokens] = []
     prev: tuple[Any, Any] | None = None  # (rebuilt, tokens)
     for st, exp, dispatch in rebuilt:

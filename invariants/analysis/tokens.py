@@ -82,8 +82,9 @@ class TokenCounter:
     def __init__(self, calibration: Calibration = CALIBRATION) -> None:
         self.cal = calibration
         self._texts: dict[str, int] = {}
-        # id(message) -> (message, base tokens, reasoning tokens, yields a wire user message)
-        self._messages: dict[int, tuple[Any, float, int, bool]] = {}
+        # id(message) -> (message, base tokens, reasoning text, yields a wire user message); the reasoning is
+        # tokenized only when a request carries the message after its last user message (prime_reasoning)
+        self._messages: dict[int, tuple[Any, float, str, bool]] = {}
         self._tools: dict[int, tuple[Any, float]] = {}
         self._wired: dict[int, tuple[Any, list[WireMessage]]] = {}  # rendered by prime(), not yet costed
 
@@ -96,7 +97,7 @@ class TokenCounter:
             self._texts[text] = n
 
     def prime(self, requests: Iterable[dict]) -> None:
-        """Tokenize every text of these requests not seen yet, in one batch."""
+        """Tokenize every text of these requests not seen yet, in one batch (reasoning aside)."""
         texts: list[str] = []
         wired = self._wired
         for req in requests:
@@ -113,10 +114,22 @@ class TokenCounter:
                     continue
                 wires = wired[key] = (msg, wire_messages(msg))
                 for w in wires[1]:
-                    texts += (w.content, w.reasoning, w.tool_call_id)
+                    texts += (w.content, w.tool_call_id)
                     for c in w.calls:
                         texts += (c.name, c.arguments, c.id)
         self._encode(texts)
+
+    def prime_reasoning(self, requests: Iterable[dict]) -> None:
+        """Tokenize, in one batch, the reasoning these requests send (their messages after the last user one)."""
+        texts = [self.message(m)[1] for req in requests for m in self._tail(req.get("messages") or [])]
+        self._encode(t for t in texts if t)
+
+    def _tail(self, messages: list) -> list:
+        """The messages after the last one that sends user text: their reasoning is sent."""
+        for i in range(len(messages) - 1, -1, -1):
+            if self.message(messages[i])[2]:
+                return messages[i + 1 :]
+        return messages
 
     def _n(self, text: str) -> int:
         if not text:
@@ -135,18 +148,23 @@ class TokenCounter:
             n += cal.per_call + self._n(c.name) + self._n(c.arguments) + self._n(c.id)
         return n
 
-    def message(self, msg: Any) -> tuple[float, int, bool]:
-        """(tokens without reasoning, reasoning tokens, carries user text) of one harness message."""
+    def message(self, msg: Any) -> tuple[float, str, bool]:
+        """(tokens without reasoning, reasoning text, carries user text) of one harness message."""
         hit = self._messages.get(id(msg))
         if hit is not None and hit[0] is msg:
             return hit[1], hit[2], hit[3]
         rendered = self._wired.pop(id(msg), None)
         wires = rendered[1] if rendered is not None and rendered[0] is msg else wire_messages(msg)
         base = sum(self._wire_base(w) for w in wires)
-        reasoning = sum(self._n(w.reasoning) for w in wires)
+        reasoning = "".join(w.reasoning for w in wires)
         user = any(w.role == "user" for w in wires)
         self._messages[id(msg)] = (msg, base, reasoning, user)
         return base, reasoning, user
+
+    def message_tokens(self, msg: Any, with_reasoning: bool = True) -> float:
+        """One message's tokens, its reasoning counted or not."""
+        base, reasoning, _ = self.message(msg)
+        return base + (self._n(reasoning) if with_reasoning else 0)
 
     def tools(self, tools: Any) -> float:
         hit = self._tools.get(id(tools))
@@ -171,7 +189,7 @@ class TokenCounter:
         head = self.tools(request.get("tools")) + (self._n(system.content) if system is not None else 0)
         costs = [self.message(m) for m in messages]
         last_user = max((i for i, c in enumerate(costs) if c[2]), default=-1)
-        per = [c[0] + (c[1] if i > last_user else 0) for i, c in enumerate(costs)]
+        per = [c[0] + (self._n(c[1]) if i > last_user else 0) for i, c in enumerate(costs)]
         end = len(per) if derived_len is None else prefix_len + derived_len
         prefix, derived, suffix = sum(per[:prefix_len]), sum(per[prefix_len:end]), sum(per[end:])
         total = round(head + prefix + derived + suffix)

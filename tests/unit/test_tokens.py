@@ -99,7 +99,8 @@ def test_reasoning_of_earlier_turns_is_not_counted():
     user = {"role": "user", "content": [{"type": "text", "text": "next"}]}
     current = counter.request({"messages": [user, thought]}).total
     earlier = counter.request({"messages": [thought, user]}).total
-    assert current - earlier == counter.message(thought)[1] > 40
+    reasoning = counter.message_tokens(thought) - counter.message_tokens(thought, with_reasoning=False)
+    assert current - earlier == reasoning > 40
 
 
 def test_counts_are_cached_per_message_and_tools_add_the_template():
