@@ -57,6 +57,14 @@ class SessionScanFinished(Message):
 
 
 @dataclass
+class TokensCounted(Message):
+    """The DeepSeek V4 token counts of every step of one checked state (``serial``), by step index."""
+
+    serial: int
+    steps: dict[int, Any]  # step index -> invariants.analysis.token_steps.StepTokens
+
+
+@dataclass
 class EventsRead(Message):
     """The raw events of one step, read back from the file."""
 

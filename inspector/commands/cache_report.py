@@ -62,6 +62,9 @@ def session_text(sc, breaks_only: bool = False) -> list[str]:
     from invariants.analysis.cache_report import est_tokens, provider_prompt
     from invariants.model.inert import inert
 
+    counted = all(st.tokens is not None for st in sc.steps)
+    head = "tokens" if counted else "~tokens"
+
     s = sc.summary()
     lines = [
         f"{inert(sc.file)}  (session {inert(sc.session)}, {sc.profile}, {s['steps']} step(s) with a request"
@@ -69,7 +72,7 @@ def session_text(sc, breaks_only: bool = False) -> list[str]:
         + ")"
     ]
     lines.append(
-        f"  {'step':>4}  {'turn.step':<9} {'seq':>6} {'~tokens':>9} {'reused':>7} {'~re-paid':>9} "
+        f"  {'step':>4}  {'turn.step':<9} {'seq':>6} {head:>9} {'reused':>7} {'~re-paid':>9} "
         f"{'cacheRead/prompt':>22}  breaker"
     )
     for k, st in enumerate(sc.steps):
@@ -86,13 +89,15 @@ def session_text(sc, breaks_only: bool = False) -> list[str]:
         if st.config_changes:
             why += ("; " if why else "") + f"config {', '.join(st.config_changes)} changed (not in the prefix)"
         ts = f"{st.turn}.{st.step}"
+        size = st.tokens if counted else est_tokens(st.bytes)
         lines.append(
-            f"  {st.index + 1:>4}  {inert(ts):<9} {st.seq:>6} {_n(est_tokens(st.bytes)):>9} {ratio:>7} "
+            f"  {st.index + 1:>4}  {inert(ts):<9} {st.seq:>6} {_n(size):>9} {ratio:>7} "
             f"{_n(est_tokens(st.repaid_bytes)):>9} {usage:>22}  {why}"
         )
     bk = ", ".join(f"{k} {v}" for k, v in s["breakers"].items()) or "none"
+    sent = f"{_n(s['tokens'])} tokens sent" if s["tokens"] is not None else f"~{_n(s['tokens_est'])} tokens sent"
     tail = (
-        f"  summary: ~{_n(s['tokens_est'])} tokens sent, ~{_n(s['reused_tokens_est'])} reusable prefix"
+        f"  summary: {sent}, ~{_n(s['reused_tokens_est'])} reusable prefix"
         + (f" ({round(100 * s['reuse_ratio'])}%)" if s["reuse_ratio"] is not None else "")
         + f", ~{_n(s['repaid_tokens_est'])} re-paid; breakers: {bk}"
     )
@@ -109,6 +114,7 @@ def session_text(sc, breaks_only: bool = False) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from invariants.analysis.cache_report import BYTES_PER_TOKEN, est_tokens, report_document, session_cache
+    from invariants.analysis.tokenizer import NAME, available
     from invariants.gate.config import ConfigError
     from invariants.gate.report import dumps_json
     from invariants.gate.result import CheckOptions
@@ -123,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
     sources, problems = discover(args.paths)
     for p in problems:
         fail(p)
+    count = available()
     reports = []
     for src in sources:
         model = replay_source(src, options)
@@ -132,9 +139,9 @@ def run(args: argparse.Namespace) -> int:
             continue
         if args.session and model.id not in args.session:
             continue
-        reports.append(session_cache(model))
+        reports.append(session_cache(model, count_tokens=count))
     if args.format == "json":
-        text = dumps_json(report_document(reports), indent=True)
+        text = dumps_json(report_document(reports, NAME if count else None), indent=True)
     else:
         lines: list[str] = []
         for r in reports:
@@ -142,9 +149,15 @@ def run(args: argparse.Namespace) -> int:
         total = sum(r.summary()["repaid_bytes"] for r in reports)
         lines.append(
             f"{len(reports)} session(s); ~{_n(est_tokens(total))} tokens re-paid in all. "
-            f"Tokens are estimated as bytes/{BYTES_PER_TOKEN}; 'reused' is the byte-identical prefix shared with the "
-            "previous step's request (render order model, system, tools, messages); 'cacheRead/prompt' is the "
-            "provider's count of cached prompt tokens over its whole prompt (inputTokens + cacheReadTokens)."
+            + (
+                f"'tokens' is each request counted with the {NAME} as the provider receives it; re-paid tokens "
+                f"are estimated as bytes/{BYTES_PER_TOKEN}"
+                if count
+                else f"Tokens are estimated as bytes/{BYTES_PER_TOKEN} (install the 'tokens' extra for real counts)"
+            )
+            + "; 'reused' is the byte-identical prefix shared with the previous step's request "
+            "(render order model, system, tools, messages); 'cacheRead/prompt' is the provider's count of cached "
+            "prompt tokens over its whole prompt (inputTokens + cacheReadTokens)."
         )
         text = "\n".join(lines)
     if args.output:

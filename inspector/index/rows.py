@@ -79,6 +79,7 @@ CACHE_COLUMNS = (
     "config_changes",
     "input_tokens",
     "cache_read_tokens",
+    "tokens",
 )
 HEADER_COLUMNS = (
     "hash",
@@ -507,6 +508,7 @@ def cache_rows(model: SessionModel, start: int = 0) -> list[tuple]:
     request header, so a slice starts there and its first row is dropped.
     """
     from invariants.analysis.cache_report import session_cache, step_rows
+    from invariants.analysis.tokenizer import available
 
     steps = model.steps
     begin = 0
@@ -515,7 +517,7 @@ def cache_rows(model: SessionModel, start: int = 0) -> list[tuple]:
             begin = i
             break
     view = model if begin == 0 else _StepsView(model, steps[begin:])
-    sc = session_cache(view)
+    sc = session_cache(view, count_tokens=available())
     out = []
     for row, sc_step in zip(step_rows(sc), sc.steps):
         if sc_step.index < start:
@@ -538,6 +540,7 @@ def cache_rows(model: SessionModel, start: int = 0) -> list[tuple]:
                 dumps(sc_step.config_changes) if sc_step.config_changes else None,
                 scalar(row["input_tokens"]) if isinstance(row["input_tokens"], (int, float)) else None,
                 scalar(row["cache_read_tokens"]) if isinstance(row["cache_read_tokens"], (int, float)) else None,
+                sc_step.tokens,
             )
         )
     return out

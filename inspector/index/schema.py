@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlite_utils
 
-SCHEMA_VERSION = 2  # 2: the streams table (text streamed but held by no message)
+SCHEMA_VERSION = 3  # 2: the streams table (text streamed but held by no message); 3: cache_steps.tokens
 
 # (table, columns, pk, foreign keys, not_null)
 TABLES: list[tuple[str, dict, object, list, set]] = [
@@ -242,6 +242,7 @@ TABLES: list[tuple[str, dict, object, list, set]] = [
             "config_changes": str,
             "input_tokens": int,
             "cache_read_tokens": int,
+            "tokens": int,  # DeepSeek V4 count of the request (NULL without the tokens extra)
         },
         ("session_id", "idx"),
         [("session_id", "sessions", "id")],

@@ -76,6 +76,7 @@ KEYS = [
     ("e", "jump from the selected message (or difference, field) to the event that produced it"),
     ("w", "when did this change? jump to the event that last changed the selected header field (else the prefix)"),
     ("x", "export the rebuilt request of the step as JSON"),
+    ("t", "show or hide the token bar of the step (needs the tokens extra)"),
     ("Escape", "back to the timeline; from the timeline, back to the session list"),
     ("ctrl+p", "command palette"),
     ("q", "quit"),

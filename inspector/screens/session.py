@@ -36,6 +36,7 @@ from inspector.messages import (
     SessionLoaded,
     SessionLoadFailed,
     StepSelected,
+    TokensCounted,
 )
 from inspector.screens.state import TABS, SessionState, describe_version, finding_tab
 from inspector.widgets.diff_view import DiffView
@@ -48,6 +49,7 @@ from inspector.widgets.prefix_view import PrefixView
 from inspector.widgets.request_view import RequestView
 from inspector.widgets.status import SessionBar, StatusLine
 from inspector.widgets.timeline import Timeline
+from inspector.widgets.token_bar import TokenBar, token_bar_text
 from invariants.analysis.events_view import LineIndex, Match, read_events, search
 from invariants.gate.config import Config
 from invariants.gate.pipeline import check
@@ -89,6 +91,7 @@ class SessionScreen(Screen):
         Binding("e", "goto_origin", "Event"),
         Binding("w", "when_changed", "When?"),
         Binding("x", "export", "Export"),
+        Binding("t", "tokens", "Tokens", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("escape", "back", "Back", show=False),
         Binding("q", "quit", "Quit"),
@@ -133,6 +136,7 @@ class SessionScreen(Screen):
     # -- layout --------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield SessionBar(Text(f" {safe(self.source.display)} · reading…"), id="session-bar")
+        yield TokenBar(id="token-bar")
         with Horizontal(id="main"):
             yield Timeline(id="timeline")
             with TabbedContent(id="tabs", initial="request"):
@@ -252,6 +256,9 @@ class SessionScreen(Screen):
             self.loaded_at = time.perf_counter()
         self._update_bar()
         self._update_findings_title()
+        self._tokens: dict[int, Any] = {}
+        if self.query_one(TokenBar).wanted:
+            self.count_tokens(state)
         rows = state.rows(self.category)
         step = self.step_index if message.refresh and self.step_index >= 0 else (0 if state.steps else -1)
         step = min(step, len(state.steps) - 1)
@@ -373,6 +380,55 @@ class SessionScreen(Screen):
             return
         self.timeline.select_step(new)
         self._draw_active()
+        self._show_tokens()
+
+    # -- token bar ----------------------------------------------------------------------------
+    def action_tokens(self) -> None:
+        """Show or hide the token bar (counting the session's requests the first time)."""
+        bar = self.query_one(TokenBar)
+        bar.wanted = not bar.wanted
+        if not bar.wanted:
+            bar.show(None)
+            return
+        from invariants.analysis.tokenizer import available
+
+        if not available():
+            bar.wanted = False
+            self.say(Text("token counts need the optional packages: pip install 'dsh-inspector[tokens]'"))
+            return
+        if self.state is not None and not getattr(self, "_tokens", None):
+            self.say(Text("counting tokens…", style="#7dcfff"))
+            self.count_tokens(self.state)
+        self._show_tokens()
+
+    @work(thread=True, exclusive=True, group="tokens")
+    def count_tokens(self, state: SessionState) -> None:
+        """Count every step's request once per checked state (the tokens extra, checked by the caller)."""
+        from invariants.analysis.token_steps import step_tokens
+
+        steps = {s.index: s for s in step_tokens(state.model)}
+        if not get_current_worker().is_cancelled:
+            self.post_message(TokensCounted(state.serial, steps))
+
+    def on_tokens_counted(self, message: TokensCounted) -> None:
+        if self.state is not None and message.serial == self.state.serial:
+            self._tokens = message.steps
+            self._show_tokens()
+
+    def _show_tokens(self) -> None:
+        state, bar = self.state, self.query_one(TokenBar)
+        step = getattr(self, "_tokens", {}).get(self.step_index) if state is not None else None
+        if step is None or not bar.wanted:
+            bar.show(None)
+            return
+        from invariants.analysis.token_rules import TokenSettings, window_for
+
+        st = state.model.steps[step.index]
+        window = window_for(state.model, st, TokenSettings())
+        usage = st.usage if isinstance(st.usage, dict) else {}
+        cache = usage.get("cacheReadTokens")
+        width = max(20, self.size.width)
+        bar.show(token_bar_text(step, window.tokens if window else None, cache if type(cache) is int else None, width))
 
     def watch_category(self, old: str | None, new: str | None) -> None:
         state = self.state

@@ -207,6 +207,7 @@ class StepCache:
     breaker: dict | None  # {kind, part, message_index, offset, detail}
     config_changes: list[str] = field(default_factory=list)
     usage: dict | None = None
+    tokens: int | None = None  # the DeepSeek V4 count of the request (token_steps), when asked for
 
     def to_json(self) -> dict[str, Any]:
         u = self.usage or {}
@@ -219,6 +220,7 @@ class StepCache:
             "instance": self.instance,
             "bytes": self.bytes,
             "tokens_est": est_tokens(self.bytes),
+            "tokens": self.tokens,
             "reused_bytes": self.reused_bytes,
             "reused_tokens_est": est_tokens(self.reused_bytes),
             "new_bytes": self.bytes - self.reused_bytes,
@@ -252,11 +254,13 @@ class SessionCache:
         cache_read = sum(r for r, _ in prompts)
         prompt = sum(t for _, t in prompts)
         inp = sum(s.usage["inputTokens"] for s in self.steps if provider_prompt(s.usage))  # type: ignore[index]
+        counted = [s.tokens for s in self.steps if s.tokens is not None]
         return {
             "steps": len(self.steps),
             "skipped": self.skipped,
             "bytes": total,
             "tokens_est": est_tokens(total),
+            "tokens": sum(counted) if counted and len(counted) == len(self.steps) else None,
             "reused_bytes": reused,
             "reused_tokens_est": est_tokens(reused),
             "reuse_ratio": round(reused / total, 4) if total else None,
@@ -378,8 +382,16 @@ def classify(
     return out
 
 
-def session_cache(model: Any) -> SessionCache:
-    """The cache account of one replayed session (a ``SessionModel``)."""
+def session_cache(model: Any, count_tokens: bool = False) -> SessionCache:
+    """The cache account of one replayed session (a ``SessionModel``).
+
+    ``count_tokens`` adds each request's DeepSeek V4 token count
+    (:mod:`invariants.analysis.token_steps`; needs the ``tokens`` extra)."""
+    counts: dict[int, int] = {}
+    if count_tokens:
+        from invariants.analysis.token_steps import step_tokens
+
+        counts = {s.index: s.tokens.total for s in step_tokens(model)}
     steps: list[StepCache] = []
     skipped = 0
     prev: tuple[dict, list[Part], Any, Any] | None = None
@@ -432,17 +444,21 @@ def session_cache(model: Any) -> SessionCache:
                 breaker,
                 config_changes,
                 st.usage if isinstance(st.usage, dict) else None,
+                counts.get(st.index),
             )
         )
         prev = (req, parts, exp, st)
     return SessionCache(model.id, model.file, model.profile.name, steps, skipped)
 
 
-def report_document(sessions: Iterable[SessionCache]) -> dict[str, Any]:
-    """The JSON document of ``inspector cache-report --format json`` (version 1)."""
+def report_document(sessions: Iterable[SessionCache], token_count: str | None = None) -> dict[str, Any]:
+    """The JSON document of ``inspector cache-report --format json`` (version 1).
+
+    ``token_count`` names the tokenizer behind each step's ``tokens`` (None: not counted, ``tokens`` is null)."""
     return {
         "version": 1,
         "token_estimate": f"bytes/{BYTES_PER_TOKEN}",
+        "token_count": token_count,
         "render_order": list(RENDER_ORDER),
         "sessions": [sc.to_json() for sc in sessions],
     }

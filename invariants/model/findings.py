@@ -17,6 +17,8 @@ CATEGORIES = (
     "prefix-instability",
     "prefix-drift",
     "fork-seed",
+    "token-accounting",
+    "context-pressure",
 )
 
 

@@ -623,6 +623,67 @@ _TABLE: list[Rule] = [
         "The seed cannot be longer than what was copied.",
         "seedLength 40 on a 12-event log",
     ),
+    # ---- token-accounting / context-pressure (need the tokenizer: `inspector check --tokens`) ----
+    Rule(
+        "TOK001",
+        "usage-mismatch-hint",
+        "token-accounting",
+        "warning",
+        "The provider's input count (inputTokens + cacheReadTokens) departs from the tokens of the rebuilt request "
+        "by more than the session's steady difference allows: the log does not explain what was sent.",
+        "Without a recorded request the provider's usage is the only witness of what the loop sent. Real usage keeps a "
+        "steady difference from our count (template tokens, a header recorded differently); a jump at one step means a "
+        "message was sent that the log lacks, or one the log has was not sent. Mock usage (10, 20, ...) is recognised "
+        "and never compared. A hint, never an error: it cannot say which message.",
+        "step 4.2: provider counted 3,091 input tokens, the log implies 2,640: about 450 tokens were sent that the "
+        "log does not explain",
+    ),
+    Rule(
+        "CTX001",
+        "request-over-window",
+        "context-pressure",
+        "warning",
+        "A request is larger than the model's context window (request/context.contextWindow, the configured "
+        "per-model table or --context-window) and the log shows no answer to it.",
+        "A provider refuses a request over its window; the loop only recovers when compaction runs on the overflow.",
+        "step 3.1: the request is about 2,140 tokens by the DeepSeek V4 tokenizer, over the 128-token context window",
+    ),
+    Rule(
+        "CTX002",
+        "over-window-handled",
+        "context-pressure",
+        "info",
+        "A request is larger than the context window, and the log shows what became of it: the provider refused it "
+        "and a compaction inside the step recovered, or the provider answered it anyway.",
+        "The overflow happened and was handled (or the provider counts differently, e.g. a test adapter); worth "
+        "knowing when a session's cost or latency jumps.",
+        "step 3.1: ... over the 128-token context window; the provider refused it (CONTEXT_WINDOW_EXCEEDED), then "
+        "a compaction at seq 21 recovered the step",
+    ),
+    Rule(
+        "CTX003",
+        "over-threshold-no-compaction",
+        "context-pressure",
+        "info",
+        "A request is at or over the compaction threshold (80% of the window by default) and no compaction ran in "
+        "the agent/pre-step before it.",
+        "The harness gates compaction on its own estimate, not on this tokenizer, so this is not proof of a bug; a "
+        "run of such steps reaches the window soon. One finding per run of steps.",
+        "step 1.5: the request is about 340 tokens ..., at or over the compaction threshold of 320",
+    ),
+    Rule(
+        "CTX004",
+        "under-gate",
+        "context-pressure",
+        "warning",
+        "The first request of a resumed or forked loop instance crosses the compaction threshold only because its "
+        "prefix grew: with the previous instance's folded prefix it would not have, and no compaction ran.",
+        "The pressure gate runs in agent/pre-step, before the new instance logs its header, so it reads the previous "
+        "instance's prefix and under-counts a grown one: it skips compaction and ships an over-threshold (or "
+        "over-window) first request.",
+        "step 7.1: about 1,050 tokens against a threshold of 1,024 on the first request of a new instance whose prefix "
+        "grew by 60 tokens: the gate counts about 990",
+    ),
     # ---- resume (needs a previous observation: `inspector check --ledger FILE`) ----
     Rule(
         "RSM001",

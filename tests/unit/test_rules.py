@@ -470,6 +470,11 @@ TESTED_ELSEWHERE = {
     "RSM001": "test_cli_check.py",
     "EVT012": "test_trust_contract.py",
     "EVT013": "test_trust_values.py",
+    "TOK001": "test_tokens.py",
+    "CTX001": "test_tokens.py",
+    "CTX002": "test_tokens.py",
+    "CTX003": "test_tokens.py",
+    "CTX004": "test_tokens.py",
 }
 
 
