@@ -1,4 +1,4 @@
-"""FollowCheck (``--follow``): a grown plain log is resumed, anything else is checked in full, and both agree with check()."""
+"""Follow (the TUI's ``--follow``): a grown plain log is resumed, anything else is read in full, as check() would."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from pathlib import Path
 
 import orjson
 
-from inspector.screens.follow import FollowCheck
 from invariants import CheckOptions, check
-from invariants.read.source import LogSource
+from invariants.gate.follow import Follow
 from tests.support.tui_helpers import LogBuilder, base_header, write_capture
 
 
@@ -50,7 +49,7 @@ def test_growth_resumes_and_replacement_or_shrinking_does_not(tmp_path):
     write_capture(
         log, tmp_path / "f.requests.jsonl", {2: lambda r: r["messages"].append({"role": "user", "content": "x"})}
     )
-    fc = FollowCheck(LogSource(log, tmp_path), CheckOptions())
+    fc = Follow(log, CheckOptions())
     _same(fc.check(), log)
     assert fc.last_mode == "full"
     _grow(b, log)
@@ -75,7 +74,7 @@ def test_growth_resumes_and_replacement_or_shrinking_does_not(tmp_path):
 def test_bytes_changed_before_the_old_end_mean_a_full_check(tmp_path):
     b = _builder(60)
     log = b.write(tmp_path / "g.jsonl")
-    fc = FollowCheck(LogSource(log, tmp_path), CheckOptions())
+    fc = Follow(log, CheckOptions())
     fc.check()
     data = bytearray(log.read_bytes())
     i = data.rindex(b"reply 58")
@@ -90,7 +89,7 @@ def test_bytes_changed_before_the_old_end_mean_a_full_check(tmp_path):
 def test_a_short_log_is_checked_in_full_while_the_era_sniff_still_reads_it(tmp_path):
     b = _builder(2)
     log = b.write(tmp_path / "s.jsonl")
-    fc = FollowCheck(LogSource(log, tmp_path), CheckOptions())
+    fc = Follow(log, CheckOptions())
     fc.check()
     _grow(b, log)
     _same(fc.check(), log)
@@ -104,13 +103,13 @@ def test_a_database_session_goes_through_a_full_check(tmp_path):
     lines = [orjson.loads(x) for x in b.lines]
     db = tmp_path / "s.db"
     write_database(db, [(lines[0], lines[1:])])
-    fc = FollowCheck(LogSource(db, tmp_path, "follow-unit"), CheckOptions())
+    fc = Follow(db, CheckOptions())
     result = fc.check()
-    assert fc.last_mode == "check" and result.sessions[0].id == "follow-unit"
+    assert fc.last_mode == "full" and result.sessions[0].id == "follow-unit"
 
 
 def test_an_unchanged_capture_is_not_read_again(tmp_path, monkeypatch):
-    import inspector.screens.follow as follow
+    import invariants.gate.follow as follow
 
     b = _builder(60)
     log = b.write(tmp_path / "c.jsonl")
@@ -120,7 +119,7 @@ def test_an_unchanged_capture_is_not_read_again(tmp_path, monkeypatch):
     reads = []
     real = follow.read_capture
     monkeypatch.setattr(follow, "read_capture", lambda *a, **k: reads.append(a[0]) or real(*a, **k))
-    fc = FollowCheck(LogSource(log, tmp_path), CheckOptions())
+    fc = Follow(log, CheckOptions())
     fc.check()
     _grow(b, log)
     _same(fc.check(), log)
