@@ -34,6 +34,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="a PATH folder with no session logs is not an error (default: exit 2, `no session logs under PATH`)",
     )
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="check again whenever a log or capture changes (a grown log is resumed), printing only new findings; "
+        "Ctrl-C stops with the summary and the exit code of a check of the logs as they are then",
+    )
     out = p.add_argument_group("output")
     out.add_argument(
         "--format",
@@ -182,6 +188,10 @@ def run(args: argparse.Namespace) -> int:
         cfg = configuration(args)
     except ConfigError as exc:
         return fail(str(exc))
+    if args.watch:
+        from .check_watch import run as run_watch
+
+        return run_watch(args, cfg)
     fmt, fail_on = cfg.format, cfg.fail_on
     jobs = args.jobs if args.jobs is not None else (cfg.jobs if cfg.jobs is not None else 1)
     if jobs < 0:

@@ -7,7 +7,7 @@ reactives, and the watchers redraw the timeline and the *active* tab (other
 tabs redraw when they are shown).  The check runs in a worker thread, so the
 first screen appears before a large log is read; events are read back from
 the file in another worker; ``--follow`` re-checks in a third as the log grows,
-resuming the replay over the appended bytes when it can (:mod:`inspector.screens.follow`).
+resuming the replay over the appended bytes when it can (:mod:`invariants.gate.follow`).
 """
 
 from __future__ import annotations
@@ -130,8 +130,8 @@ class SessionScreen(Screen):
         self.search_matches: list[Match] = []
         self.search_pos = -1
         self._collected_at = time.perf_counter()
-        self._checker = None  # FollowCheck while following: re-checks resume the replay
-        self.check_mode = "none"  # how the last check ran: full | resume | check
+        self._checker = None  # a Follow while following: re-checks resume the replay
+        self.check_mode = "none"  # how the last check ran: check, or (following) full | resume | kept | none
 
     # -- layout --------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -194,14 +194,14 @@ class SessionScreen(Screen):
         return [self.source.path]
 
     def _check(self) -> Any:
-        """Check the log: once, or, while following, through a FollowCheck that resumes."""
+        """Check the log: once, or, while following, through a Follow that resumes."""
         if not self.follow:
             self.check_mode = "check"
             return check(self._paths(), self.options, config=self.config, keep_models=True)
         if self._checker is None:
-            from inspector.screens.follow import FollowCheck
+            from invariants.gate.follow import Follow
 
-            self._checker = FollowCheck(self.source, self.options, self.config)
+            self._checker = Follow(self._paths(), self.options, config=self.config)
         result = self._checker.check()
         self.check_mode = self._checker.last_mode
         return result

@@ -78,6 +78,11 @@ def _loc(f: Finding) -> str:
 
 
 def report_text(result: CheckResult, verbose: bool = False) -> str:
+    return "\n".join([*finding_lines(result, verbose), summary_line(result)])
+
+
+def finding_lines(result: CheckResult, verbose: bool = False) -> list[str]:
+    """The text report's listing: each file's findings under a line naming the file and its session."""
     lines: list[str] = []
     by_file: dict[str, list] = {}
     for f in result.findings:
@@ -98,11 +103,15 @@ def report_text(result: CheckResult, verbose: bool = False) -> str:
             lines.append(f"  {f.severity:<7} {f.rule}  {loc + ':' if loc else ''}{path} {inert(f.message)}")
             if verbose and f.detail:
                 lines.append(f"          {inert(dumps_json(f.detail))}")
+    return lines
+
+
+def summary_line(result: CheckResult) -> str:
+    """The text report's last line: sessions, events, requests checked, findings per severity."""
     s = result.summary()
     oneshots = sum(1 for r in result.requests if r.status == "one-shot")
     tail = f"{s['sessions']} session(s), {s['events']} events, {s['requests_checked']} request(s) checked"
     if oneshots:
         tail += f" ({oneshots} one-shot shown, not checked)"
     tail += f": {s['errors']} error(s), {s['warnings']} warning(s), {s['infos']} info(s)"
-    lines.append(tail)
-    return "\n".join(lines)
+    return tail

@@ -91,6 +91,15 @@ class RequestRouter:
         return checks, findings
 
 
+def clear_routing(model: SessionModel) -> None:
+    """Undo what routing wrote into ``model`` (its requests, its steps' requests and statuses), so a
+    model kept from an earlier check can be routed again (:class:`~invariants.gate.follow.Follow`)."""
+    model.requests.clear()
+    for step in model.steps:
+        step.requests.clear()
+        step.status = "unchecked"
+
+
 def _route(
     rec: Recorded,
     local_ids: dict[str, SessionModel],

@@ -1,4 +1,4 @@
-"""FollowCheck (``--follow``): a grown plain log is resumed, anything else is checked in full.
+"""Follow (the TUI's ``--follow``): a grown plain log is resumed, anything else is read in full.
 
 Both paths agree with check().
 """
@@ -10,9 +10,8 @@ from pathlib import Path
 
 import orjson
 
-from inspector.screens.follow import FollowCheck
 from invariants import CheckOptions, check
-from invariants.read.source import LogSource
+from invariants.gate.follow import Follow
 from tests.support.logs import Log, story_header, story_session, write_capture
 
 
@@ -53,7 +52,7 @@ def test_growth_resumes_and_replacement_or_shrinking_does_not(tmp_path):
     write_capture(
         log, tmp_path / "f.requests.jsonl", {2: lambda r: r["messages"].append({"role": "user", "content": "x"})}
     )
-    fc = FollowCheck(LogSource(log, tmp_path), CheckOptions())
+    fc = Follow(log, CheckOptions())
     _same(fc.check(), log)
     assert fc.last_mode == "full"
     _grow(b, log)
@@ -78,7 +77,7 @@ def test_growth_resumes_and_replacement_or_shrinking_does_not(tmp_path):
 def test_bytes_changed_before_the_old_end_mean_a_full_check(tmp_path):
     b = _builder(60)
     log = b.write(tmp_path / "g.jsonl")
-    fc = FollowCheck(LogSource(log, tmp_path), CheckOptions())
+    fc = Follow(log, CheckOptions())
     fc.check()
     data = bytearray(log.read_bytes())
     i = data.rindex(b"reply 58")
@@ -95,7 +94,7 @@ def test_a_short_log_resumes_too_and_equals_a_full_check(tmp_path):
     # so a log still inside the era sniff's window resumes like any other.
     b = _builder(2)
     log = b.write(tmp_path / "s.jsonl")
-    fc = FollowCheck(LogSource(log, tmp_path), CheckOptions())
+    fc = Follow(log, CheckOptions())
     fc.check()
     _grow(b, log)
     _same(fc.check(), log)
@@ -109,13 +108,13 @@ def test_a_database_session_goes_through_a_full_check(tmp_path):
     lines = [orjson.loads(x) for x in b.lines()]
     db = tmp_path / "s.db"
     write_database(db, [(lines[0], lines[1:])])
-    fc = FollowCheck(LogSource(db, tmp_path, "follow-unit"), CheckOptions())
+    fc = Follow(db, CheckOptions())
     result = fc.check()
-    assert fc.last_mode == "check" and result.sessions[0].id == "follow-unit"
+    assert fc.last_mode == "full" and result.sessions[0].id == "follow-unit"
 
 
 def test_an_unchanged_capture_is_not_read_again(tmp_path, monkeypatch):
-    import inspector.screens.follow as follow
+    import invariants.gate.follow as follow
 
     b = _builder(60)
     log = b.write(tmp_path / "c.jsonl")
@@ -125,7 +124,7 @@ def test_an_unchanged_capture_is_not_read_again(tmp_path, monkeypatch):
     reads = []
     real = follow.read_capture
     monkeypatch.setattr(follow, "read_capture", lambda *a, **k: reads.append(a[0]) or real(*a, **k))
-    fc = FollowCheck(LogSource(log, tmp_path), CheckOptions())
+    fc = Follow(log, CheckOptions())
     fc.check()
     _grow(b, log)
     _same(fc.check(), log)
