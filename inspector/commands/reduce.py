@@ -12,7 +12,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "reduce",
         help="reduce a log to a minimal repro of one finding",
-        description="Reduce a log to the smallest one that keeps a finding; write it, repro.json and optionally a test.",
+        description="Reduce a log to the smallest one that keeps a finding; write it, repro.json and maybe a test.",
     )
     p.add_argument("log", help="the session log")
     p.add_argument("--captures", metavar="FILE", help="the capture file (default: the one beside the log)")

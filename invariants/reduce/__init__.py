@@ -132,7 +132,7 @@ def _written_lines(subject: Subject, keep: list[int], keep_lines: list[int]) -> 
         return cap.read_text(encoding="utf-8").splitlines() if cap.exists() else []
 
 
-TEST_TEMPLATE = '''"""Regression test written by `inspector reduce --as-test`: the harness must not show {rule} on this log."""
+TEST_TEMPLATE = '''"""Regression test written by `inspector reduce --as-test`: this log must show {rule}."""
 
 from pathlib import Path
 

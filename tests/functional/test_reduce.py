@@ -155,3 +155,25 @@ def test_unreadable_input_exits_2(tmp_path):
     done = _reduce(str(bad), "--rule", "DIV001", "--output", str(tmp_path / "out"))
     assert done.returncode == 2 and "x.jsonl:1" in done.stderr
     assert _reduce(str(tmp_path / "missing.jsonl"), "--rule", "DIV001", "--output", str(tmp_path / "o")).returncode == 2
+
+
+def test_readme_worked_example_runs(tmp_path):
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Reduce a finding to a shareable repro", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    commands = [line.replace("/tmp/repro", str(tmp_path / "repro")).split() for line in block.splitlines() if line]
+    assert [c[:2] for c in commands] == [["inspector", "reduce"], ["inspector", "check"]]
+    first = subprocess.run(
+        [sys.executable, "-m", "inspector.cli", *commands[0][1:]], capture_output=True, text=True, cwd=ROOT
+    )
+    assert first.returncode == 0 and first.stdout.startswith("DIV001 reproduced: 229 -> 10 events"), first.stderr
+    second = subprocess.run(
+        [sys.executable, "-m", "inspector.cli", *commands[1][1:]], capture_output=True, text=True, cwd=ROOT
+    )
+    assert second.returncode == 1 and "DIV001" in second.stdout  # the repro shows the divergence
+    assert {p.name for p in (tmp_path / "repro").iterdir()} == {
+        "capture-divergence.jsonl",
+        "requests.jsonl",
+        "repro.json",
+        "test_repro.py",
+    }
