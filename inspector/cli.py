@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("check", "replay", "rules", "tui", "index", "sessions", "query", "cache-report")
+COMMANDS = ("check", "replay", "rules", "tui", "index", "sessions", "query", "cache-report", "reduce")
 DEFAULT_COMMAND = "tui"
 
 

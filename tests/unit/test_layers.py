@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "invariants"
 # Bottom to top; a module may import its own layer and the layers before it.
-LAYERS = ["model", "read", "rules", "replay", "analysis", "gate", "simulate"]
+LAYERS = ["model", "read", "rules", "replay", "analysis", "gate", "reduce", "simulate"]
 
 
 def _module_name(path: Path) -> str:

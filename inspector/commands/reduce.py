@@ -1,0 +1,74 @@
+"""``inspector reduce LOG --rule CODE --output DIR``: the smallest log (and capture) that still shows a finding,
+optionally redacted, with a manifest and a regression test.  Exit 0 reproduced, 1 the finding is not in the log,
+2 usage error or unreadable input.  The inputs are never written."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "reduce",
+        help="reduce a log to a minimal repro of one finding",
+        description="Reduce a log to the smallest one that keeps a finding; write it, repro.json and maybe a test.",
+    )
+    p.add_argument("log", help="the session log")
+    p.add_argument("--captures", metavar="FILE", help="the capture file (default: the one beside the log)")
+    p.add_argument("--rule", required=True, help="the rule code of the finding, e.g. DIV001")
+    p.add_argument("--at", metavar="TURN.STEP|SEQ", help="which finding of that rule (default: the first)")
+    p.add_argument("--output", required=True, metavar="DIR", help="folder for the repro")
+    p.add_argument("--redact", action="store_true", help="pseudonymise every string the finding does not need")
+    p.add_argument(
+        "--as-test", action="store_true", help="also write DIR/test_repro.py (uses the inspector_check fixture)"
+    )
+    p.add_argument("--max-seconds", type=float, metavar="N", help="stop after N seconds with the best result so far")
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from invariants.reduce import FindingNotFound, ReduceInputError, reduce_log, write_repro
+
+    from .common import fail
+
+    log = Path(args.log)
+    if not log.is_file():
+        return fail(f"{log}: not a file")
+    captures = Path(args.captures) if args.captures else None
+    if captures is not None and not captures.is_file():
+        return fail(f"{captures}: not a file")
+    out = Path(args.output)
+    if out.resolve() in (log.parent.resolve(), (captures or log).parent.resolve()):
+        return fail(f"{out}: the output folder must not be the input's folder")
+    try:
+        reduction = reduce_log(
+            log,
+            args.rule,
+            at=args.at,
+            captures=captures,
+            redact=args.redact,
+            max_seconds=args.max_seconds,
+            progress=sys.stderr.isatty(),
+        )
+    except ReduceInputError as e:
+        return fail(str(e))
+    except FindingNotFound as e:
+        print(f"inspector reduce: {e}", file=sys.stderr)
+        for f in e.findings:
+            print(f"  {f.rule} seq {f.seq} turn {f.turn} step {f.step}", file=sys.stderr)
+        if not e.findings:
+            print("  (the log has no findings)", file=sys.stderr)
+        return 1
+    write_repro(reduction, out, as_test=args.as_test)
+    m = reduction.manifest
+    note = " (time limit reached: best so far)" if m["timed_out"] else ""
+    print(
+        f"{m['rule']} reproduced{note}: {m['events']['before']} -> {m['events']['after']} events, "
+        f"{m['captures']['before']} -> {m['captures']['after']} capture lines, {m['candidates']} candidates, "
+        f"{m['seconds']} s{', redacted' if m['redacted'] else ''}; written to {out.resolve()}"
+    )
+    if args.redact and not m["redacted"]:
+        print("inspector reduce: redaction lost the finding; the repro is NOT redacted", file=sys.stderr)
+    return 0

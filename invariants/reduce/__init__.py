@@ -1,0 +1,167 @@
+"""Reduce a log to the smallest one that keeps a finding, optionally redacted: a shareable reproduction.
+
+:func:`reduce_log` finds the target finding, shrinks the log and its captures together (every candidate a
+well-formed, renumbered log checked in-process by the one pipeline), and :func:`write_repro` writes the result
+and its ``repro.json`` manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from invariants.gate.pipeline import check
+from invariants.model.findings import Finding
+from invariants.reduce.logfile import LogData, ReduceInputError, read_log
+from invariants.reduce.redact import Redactor
+from invariants.reduce.search import Search
+from invariants.reduce.subject import CaptureLine, Oracle, Subject, materialise, signature, tie_captures
+
+__all__ = ["FindingNotFound", "ReduceInputError", "Reduction", "reduce_log", "write_repro"]
+
+
+class FindingNotFound(LookupError):
+    """The log has no finding with that rule at that place; ``findings`` are the ones it has."""
+
+    def __init__(self, message: str, findings: list[Finding]) -> None:
+        super().__init__(message)
+        self.findings = findings
+
+
+@dataclass
+class Reduction:
+    subject: Subject
+    keep: list[int]
+    keep_lines: list[int]
+    target: Finding
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+
+def _matches(f: Finding, rule: str, at: str | None) -> bool:
+    if f.rule != rule.upper():
+        return False
+    if at is None:
+        return True
+    if "." in at:
+        turn, _, step = at.partition(".")
+        return str(f.turn) == turn and str(f.step) == step
+    return str(f.seq) == at
+
+
+def reduce_log(
+    path: Path,
+    rule: str,
+    *,
+    at: str | None = None,
+    captures: Path | None = None,
+    redact: bool = False,
+    max_seconds: float | None = None,
+    progress: bool = False,
+) -> Reduction:
+    """Reduce ``path`` to a minimal log that still shows the finding ``rule`` (at ``at``: TURN.STEP or SEQ)."""
+    started = time.monotonic()
+    log = read_log(path, captures)
+    original = check(path, None if captures is None else _options(captures)).findings
+    target = next((f for f in original if _matches(f, rule, at)), None)
+    if target is None:
+        raise FindingNotFound(f"no {rule.upper()} finding{'' if at is None else ' at ' + at} in {path}", original)
+    subject = Subject(log, tie_captures(log, path))
+    allowed = {f.rule for f in original}
+    oracle = Oracle(subject, signature(target), allowed)
+    keep, keep_lines = list(range(len(log.events))), list(range(len(subject.lines)))
+    try:
+        if not oracle.holds(keep, keep_lines):
+            raise FindingNotFound(f"{rule.upper()} does not survive rewriting {path} (not reducible)", original)
+        deadline = None if max_seconds is None else started + max_seconds
+        search = Search(oracle, deadline, set(keep), set(keep_lines), progress=progress)
+        search.run()
+        keep, keep_lines = sorted(search.events), sorted(search.lines)
+        redacted, kept = False, {}
+        if redact:
+            shown = _redacted(subject, keep, keep_lines)
+            if Oracle(shown[0], oracle.target, allowed).holds(keep, keep_lines):
+                subject, redacted, kept = shown[0], True, shown[1]
+        events_after = len(keep)
+        lines_after = len(_written_lines(subject, keep, keep_lines))
+    finally:
+        oracle.close()
+    manifest = {
+        "rule": target.rule,
+        "place": {"seq": target.seq, "turn": target.turn, "step": target.step, "region": signature(target)[1:]},
+        "source": {"name": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()},
+        "events": {"before": len(log.events), "after": events_after},
+        "captures": {"before": len(log.captures), "after": lines_after},
+        "candidates": oracle.candidates,
+        "seconds": round(time.monotonic() - started, 3),
+        "timed_out": search.timed_out,
+        "redacted": redacted,
+        "kept": [{"string": s, "reason": why} for s, why in sorted(kept.items())],
+    }
+    return Reduction(subject, keep, keep_lines, target, manifest)
+
+
+def _options(captures: Path) -> Any:
+    from invariants.gate.result import CheckOptions
+
+    return CheckOptions(captures=[captures])
+
+
+def _redacted(subject: Subject, keep: list[int], keep_lines: list[int]) -> tuple[Subject, dict[str, str]]:
+    r = Redactor()
+    log = subject.log
+    header = r.value(log.header)
+    events = [r.value(e) if i in set(keep) else e for i, e in enumerate(log.events)]
+    lines = []
+    for cl in subject.lines:
+        line = {k: v for k, v in cl.line.items() if k != "sessionFile"}
+        patch = None if cl.patch is None else {**r.value(cl.patch), "order": cl.patch["order"]}
+        lines.append(CaptureLine(r.value(line), cl.step_index, patch))
+    return Subject(LogData(log.name, header, events, [c.line for c in lines]), lines), r.kept
+
+
+def _written_lines(subject: Subject, keep: list[int], keep_lines: list[int]) -> list[str]:
+    with tempfile.TemporaryDirectory(prefix="inspector-reduce-") as tmp:
+        materialise(subject, keep, keep_lines, Path(tmp))
+        cap = Path(tmp) / "requests.jsonl"
+        return cap.read_text(encoding="utf-8").splitlines() if cap.exists() else []
+
+
+TEST_TEMPLATE = '''"""Regression test written by `inspector reduce --as-test`: this log must show {rule}."""
+
+from pathlib import Path
+
+RULE = {rule!r}
+LOG = Path(__file__).parent / {name!r}
+
+
+def test_repro_shows_{lower}(inspector_check):
+    result = inspector_check(LOG)
+    assert any(f.rule == RULE for f in result.findings), [f.rule for f in result.findings]
+'''
+
+
+def write_repro(reduction: Reduction, folder: Path, as_test: bool = False) -> list[Path]:
+    """Write the reduced log (under its original name), requests.jsonl when captures are involved, repro.json
+    and, with ``as_test``, test_repro.py into ``folder``; the files written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="inspector-reduce-") as tmp:
+        materialise(reduction.subject, reduction.keep, reduction.keep_lines, Path(tmp))
+        written = []
+        for f in sorted(Path(tmp).iterdir()):
+            shutil.copyfile(f, folder / f.name)
+            written.append(folder / f.name)
+    manifest = folder / "repro.json"
+    manifest.write_text(json.dumps(reduction.manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    written.append(manifest)
+    if as_test:
+        test = folder / "test_repro.py"
+        rule = reduction.target.rule
+        test.write_text(TEST_TEMPLATE.format(rule=rule, name=reduction.subject.log.name, lower=rule.lower()))
+        written.append(test)
+    return written

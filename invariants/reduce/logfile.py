@@ -1,0 +1,157 @@
+"""A log as plain data for the reducer: the header record, the events (chunk rows expanded) and the capture lines,
+and how to write a subset of them back as a well-formed log (renumbered seqs, provenance, surface ranges, turn and
+step numbers, the captures' ``logLength``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from invariants.read.chunk_rows import ChunkRowError, decode_record
+from invariants.read.source import strip_log_suffix
+from invariants.read.zstdio import FrameError, is_zstd_path, iter_frames, write_frames
+
+
+class ReduceInputError(ValueError):
+    """An input the reducer cannot take apart (the message names the file and line)."""
+
+
+@dataclass
+class LogData:
+    name: str  # the file name, kept for the output
+    header: dict
+    events: list[dict]
+    captures: list[dict] = field(default_factory=list)  # capture lines routed to this session
+
+    @property
+    def zstd(self) -> bool:
+        return is_zstd_path(self.name)
+
+
+def _text_lines(path: Path) -> list[bytes]:
+    data = path.read_bytes()
+    if is_zstd_path(path):
+        with open(path, "rb") as fh:
+            data = b"".join(iter_frames(fh))
+    return [ln for ln in data.split(b"\n") if ln.strip()]
+
+
+def read_log(path: Path, captures: Path | None) -> LogData:
+    """Read ``path`` (and its capture file: ``captures``, or the one beside it as check finds it)."""
+    try:
+        lines = _text_lines(path)
+    except (OSError, FrameError) as e:
+        raise ReduceInputError(f"{path}: cannot read: {e}") from None
+    if not lines:
+        raise ReduceInputError(f"{path}: empty log")
+    records: list[Any] = []
+    for number, raw in enumerate(lines, 1):
+        try:
+            value = json.loads(raw)
+            records.extend(decode_record(value) if number > 1 else [value])
+        except (ValueError, ChunkRowError) as e:
+            raise ReduceInputError(f"{path}:{number}: not a log line: {e}") from None
+    header, events = records[0], records[1:]
+    if not isinstance(header, dict) or header.get("type") != "session":
+        raise ReduceInputError(f"{path}:1: the first line is not a session header")
+    if not all(isinstance(e, dict) and isinstance(e.get("seq"), int) for e in events):
+        raise ReduceInputError(f"{path}: an event without an integer seq")
+    found = captures or capture_beside(path)
+    lines_out: list[dict] = []
+    if found is not None:
+        try:
+            cap_lines = _text_lines(found)
+        except (OSError, FrameError) as e:
+            raise ReduceInputError(f"{found}: cannot read: {e}") from None
+        for number, raw in enumerate(cap_lines, 1):
+            try:
+                line = json.loads(raw)
+            except ValueError as e:
+                raise ReduceInputError(f"{found}:{number}: not JSON: {e}") from None
+            if isinstance(line, dict) and line.get("sessionId") in (None, header.get("id")):
+                lines_out.append(line)
+    return LogData(path.name, header, events, lines_out)
+
+
+def capture_beside(path: Path) -> Path | None:
+    """The capture file ``check`` would read for ``path``."""
+    stem = strip_log_suffix(path.name)
+    for name in ("requests.jsonl", "requests.jsonl.zstd", "requests.jsonl.zst", f"{stem}.requests.jsonl"):
+        if (path.parent / name).is_file():
+            return path.parent / name
+    return None
+
+
+def renumber(log: LogData, keep: list[int]) -> list[dict] | None:
+    """The events at indices ``keep`` (sorted) renumbered into a contiguous log, or None when a kept replace
+    names a surface node that is gone (no renumbering can express it)."""
+    new_seq = {log.events[i]["seq"]: n for n, i in enumerate(keep)}
+    turns: dict[Any, int] = {}
+    steps: dict[tuple, int] = {}
+    current = None
+    for i in keep:
+        ev = log.events[i]
+        data = ev.get("data") if isinstance(ev.get("data"), dict) else {}
+        if ev.get("type") == "turn/start":
+            current = data.get("turn")
+            turns[current] = len(turns) + 1
+        elif ev.get("type") == "step/start":
+            key = (data.get("turn"), data.get("step"))
+            steps[key] = 1 + sum(1 for k in steps if k[0] == key[0])
+    out = []
+    for i in keep:
+        ev = dict(log.events[i])
+        ev["seq"] = new_seq[ev["seq"]]
+        if isinstance(ev.get("sourceEventSeqs"), list):
+            seqs = [new_seq[s] for s in ev["sourceEventSeqs"] if s in new_seq]
+            if seqs or ev.get("type") != "assistant/message":
+                ev["sourceEventSeqs"] = seqs
+            else:
+                del ev["sourceEventSeqs"]  # the harness leaves it out when no chunks were streamed
+        op = ev.get("surfaceOp")
+        if isinstance(op, dict):
+            if op.get("start") not in new_seq or op.get("end") not in new_seq:
+                return None
+            ev["surfaceOp"] = {**op, "start": new_seq[op["start"]], "end": new_seq[op["end"]]}
+        data = ev.get("data")
+        if isinstance(data, dict) and "turn" in data:
+            turn = data["turn"]
+            data = dict(data)
+            if "step" in data and (turn, data["step"]) in steps:
+                data["step"] = steps[(turn, data["step"])]
+            if _hashable(turn) and turn in turns:
+                data["turn"] = turns[turn]
+            ev["data"] = data
+        out.append(ev)
+    return out
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def new_log_length(log: LogData, keep: list[int], length: int) -> int:
+    """How many kept events existed when ``length`` events of the original did."""
+    return sum(1 for i in keep if log.events[i]["seq"] < length)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def write_log(path: Path, header: dict, events: list[dict]) -> None:
+    lines = [dumps(header) + "\n"] + [dumps(e) + "\n" for e in events]
+    if is_zstd_path(path):
+        write_frames(path, [lines[0].encode()] + ([("".join(lines[1:])).encode()] if len(lines) > 1 else []))
+    else:
+        path.write_text("".join(lines), encoding="utf-8")
+
+
+def write_captures(path: Path, lines: list[dict]) -> None:
+    path.write_text("".join(dumps(c) + "\n" for c in lines), encoding="utf-8")

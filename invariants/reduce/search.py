@@ -1,0 +1,87 @@
+"""ddmin over the units of a log, coarse to fine, then single-unit removals until none succeeds (1-minimal)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+
+from invariants.reduce.subject import Oracle
+from invariants.reduce.units import Unit, levels
+
+
+@dataclass
+class Search:
+    oracle: Oracle
+    deadline: float | None = None
+    events: set[int] = field(default_factory=set)  # kept event indices
+    lines: set[int] = field(default_factory=set)
+    timed_out: bool = False
+    progress: bool = False
+    _started: float = field(default_factory=time.monotonic)
+
+    def _expired(self) -> bool:
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self.timed_out = True
+        return self.timed_out
+
+    def _present(self, u: Unit) -> bool:
+        return bool(u.events & self.events or u.lines & self.lines)
+
+    def _try_without(self, units: list[Unit]) -> bool:
+        events = self.events.difference(*[u.events for u in units])
+        lines = self.lines.difference(*[u.lines for u in units])
+        if (events, lines) == (self.events, self.lines):
+            return False
+        self._tick()
+        if self.oracle.holds(sorted(events), sorted(lines)):
+            self.events, self.lines = events, lines
+            return True
+        return False
+
+    def _tick(self) -> None:
+        if self.progress and time.monotonic() - self._started > 1:
+            print(
+                f"\rreduce: {self.oracle.candidates} candidates, {len(self.events)} events left",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def ddmin(self, units: list[Unit]) -> None:
+        units = [u for u in units if self._present(u)]
+        n = 2
+        while len(units) >= 2 and not self._expired():
+            size = -(-len(units) // n)
+            chunks = [units[k : k + size] for k in range(0, len(units), size)]
+            for chunk in chunks:
+                if self._expired():
+                    return
+                if self._try_without(chunk):
+                    units = [u for u in units if self._present(u)]
+                    n = max(n - 1, 2)
+                    break
+            else:
+                if n >= len(units):
+                    break
+                n = min(2 * n, len(units))
+        if len(units) == 1 and not self._expired():
+            self._try_without(units)
+
+    def one_minimal(self, units: list[Unit]) -> None:
+        changed = True
+        while changed and not self._expired():
+            changed = False
+            for u in units:
+                if self._expired():
+                    return
+                if self._present(u) and self._try_without([u]):
+                    changed = True
+
+    def run(self) -> None:
+        tiers = levels(self.oracle.subject)
+        for tier in tiers:
+            self.ddmin(tier)
+        self.one_minimal([u for tier in tiers for u in tier])
+        if self.progress and time.monotonic() - self._started > 1:
+            print(file=sys.stderr)

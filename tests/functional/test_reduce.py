@@ -1,0 +1,179 @@
+"""`inspector reduce`: a reduced log reproduces its finding, is 1-minimal over the units, is small, redacts
+content and, with --as-test, yields a passing regression test (run here with a conftest that provides an
+``inspector_check`` fixture on ``invariants.check``, as the pytest plugin does)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from invariants import check
+from invariants.reduce.logfile import read_log
+from invariants.reduce.subject import Oracle, Subject, signature, tie_captures
+from invariants.reduce.units import levels
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS_LOG = (
+    CORPUS / "upstream-seed-era/core__agent-loop__loop/t16/a1-session-1ec47675-8deb-403e-9880-90b6ee31c5ff.jsonl"
+)
+CONFTEST = """import pytest
+from invariants import check
+
+@pytest.fixture
+def inspector_check():
+    return lambda path: check(path)
+"""
+
+
+def _reduce(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "inspector.cli", "reduce", *args], capture_output=True, text=True, cwd=ROOT
+    )
+
+
+def _generated(tmp_path: Path) -> Path:
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(ROOT / "sample_logs/capture-divergence.jsonl", src / "capture-divergence.jsonl")
+    shutil.copy(ROOT / "sample_logs/capture-divergence.requests.jsonl", src / "requests.jsonl")
+    return src / "capture-divergence.jsonl"
+
+
+def _dropped_message(tmp_path: Path) -> Path:
+    """A corpus log whose last recorded request lost one message: a request divergence."""
+    if not CORPUS_LOG.is_file():
+        pytest.skip(f"corpus absent: {CORPUS_LOG}")
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(CORPUS_LOG, src / CORPUS_LOG.name)
+    lines = [json.loads(x) for x in (CORPUS_LOG.parent / "requests.jsonl").read_text().splitlines() if x.strip()]
+    lines[-1]["request"]["messages"].pop(1)
+    (src / "requests.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return src / CORPUS_LOG.name
+
+
+def _first_rule(log: Path) -> str:
+    found = [f.rule for f in check(log).findings if f.rule.startswith(("DIV", "REQ", "PFX"))]
+    assert found, "the injected fault shows no finding"
+    return found[0]
+
+
+def _content_strings(value, out: set[str]) -> set[str]:
+    if isinstance(value, str):
+        out.add(value)
+    elif isinstance(value, list):
+        for v in value:
+            _content_strings(v, out)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _content_strings(v, out)
+    return out
+
+
+def _assert_one_minimal(out: Path, name: str, rule: str) -> None:
+    log = read_log(out / name, None)
+    subject = Subject(log, tie_captures(log, out / name))
+    target = next(signature(f) for f in check(out / name).findings if f.rule == rule)
+    oracle = Oracle(subject, target, {f.rule for f in check(out / name).findings})
+    try:
+        keep, lines = list(range(len(log.events))), list(range(len(subject.lines)))
+        assert oracle.holds(keep, lines)
+        for unit in (u for tier in levels(subject) for u in tier):
+            k = [i for i in keep if i not in unit.events]
+            c = [i for i in lines if i not in unit.lines]
+            assert not oracle.holds(k, c), f"removing {unit.kind} {sorted(unit.events)} keeps {rule}"
+    finally:
+        oracle.close()
+
+
+@pytest.mark.parametrize("make", [_generated, _dropped_message], ids=["generated", "corpus-dropped-message"])
+def test_reduced_log_reproduces_is_minimal_and_small(tmp_path, make):
+    log = make(tmp_path)
+    rule = _first_rule(log)
+    before = {p.name: p.read_bytes() for p in log.parent.iterdir()}
+    out = tmp_path / "out"
+    done = _reduce(str(log), "--rule", rule, "--output", str(out))
+    assert done.returncode == 0, done.stderr
+    assert {p.name: p.read_bytes() for p in log.parent.iterdir()} == before  # inputs untouched
+    assert sorted(p.name for p in out.iterdir()) == sorted([log.name, "repro.json", "requests.jsonl"])
+    assert rule in {f.rule for f in check(out / log.name).findings}
+    manifest = json.loads((out / "repro.json").read_text())
+    assert manifest["rule"] == rule and manifest["redacted"] is False
+    assert manifest["events"]["after"] * 2 <= manifest["events"]["before"]
+    assert manifest["source"]["name"] == log.name and len(manifest["source"]["sha256"]) == 64
+    _assert_one_minimal(out, log.name, rule)
+
+
+@pytest.mark.parametrize("make", [_generated, _dropped_message], ids=["generated", "corpus-dropped-message"])
+def test_redacted_repro_keeps_no_long_content_string(tmp_path, make):
+    log = make(tmp_path)
+    rule = _first_rule(log)
+    out = tmp_path / "out"
+    done = _reduce(str(log), "--rule", rule, "--output", str(out), "--redact")
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((out / "repro.json").read_text())
+    assert manifest["redacted"] is True
+    assert rule in {f.rule for f in check(out / log.name).findings}
+    original: set[str] = set()
+    for p in log.parent.iterdir():
+        for line in p.read_text().splitlines():
+            _content_strings(json.loads(line), original)
+    long = {s for s in original if len(s) >= 12} - {k["string"] for k in manifest["kept"]}
+    written = (out / log.name).read_text() + (out / "requests.jsonl").read_text()
+    leaked = [s for s in long if json.dumps(s)[1:-1] in written]
+    assert not leaked, leaked[:3]
+
+
+def test_as_test_repro_passes_under_pytest_and_fails_without_the_fault(tmp_path):
+    log = _generated(tmp_path)
+    out = tmp_path / "out"
+    assert _reduce(str(log), "--rule", "DIV001", "--output", str(out), "--as-test", "--redact").returncode == 0
+    (out / "conftest.py").write_text(CONFTEST)
+    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(out / "test_repro.py")]
+    assert subprocess.run(run, capture_output=True, text=True, cwd=out).returncode == 0
+    (out / "requests.jsonl").unlink()  # no recorded request: no divergence
+    assert subprocess.run(run, capture_output=True, text=True, cwd=out).returncode == 1
+
+
+def test_a_finding_not_in_the_log_exits_1_and_lists_the_findings(tmp_path):
+    log = _generated(tmp_path)
+    done = _reduce(str(log), "--rule", "FRK001", "--output", str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert re.search(r"DIV001 seq \d+", done.stderr) and not (tmp_path / "out").exists()
+
+
+def test_unreadable_input_exits_2(tmp_path):
+    bad = tmp_path / "x.jsonl"
+    bad.write_text('{"type":"session"\n')
+    done = _reduce(str(bad), "--rule", "DIV001", "--output", str(tmp_path / "out"))
+    assert done.returncode == 2 and "x.jsonl:1" in done.stderr
+    assert _reduce(str(tmp_path / "missing.jsonl"), "--rule", "DIV001", "--output", str(tmp_path / "o")).returncode == 2
+
+
+def test_readme_worked_example_runs(tmp_path):
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Reduce a finding to a shareable repro", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    commands = [line.replace("/tmp/repro", str(tmp_path / "repro")).split() for line in block.splitlines() if line]
+    assert [c[:2] for c in commands] == [["inspector", "reduce"], ["inspector", "check"]]
+    first = subprocess.run(
+        [sys.executable, "-m", "inspector.cli", *commands[0][1:]], capture_output=True, text=True, cwd=ROOT
+    )
+    assert first.returncode == 0 and first.stdout.startswith("DIV001 reproduced: 229 -> 10 events"), first.stderr
+    second = subprocess.run(
+        [sys.executable, "-m", "inspector.cli", *commands[1][1:]], capture_output=True, text=True, cwd=ROOT
+    )
+    assert second.returncode == 1 and "DIV001" in second.stdout  # the repro shows the divergence
+    assert {p.name for p in (tmp_path / "repro").iterdir()} == {
+        "capture-divergence.jsonl",
+        "requests.jsonl",
+        "repro.json",
+        "test_repro.py",
+    }
