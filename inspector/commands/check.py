@@ -30,6 +30,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH", help="a log file, a folder of logs, or a sessions root")
     add_input_flags(p)
     p.add_argument(
+        "--tokens",
+        action="store_true",
+        default=None,
+        help="count every rebuilt request with the DeepSeek V4 tokenizer and run the token rules "
+        "(TOK001 hints, CTX001-004 context pressure); needs the tokens extra",
+    )
+    p.add_argument(
+        "--context-window",
+        type=int,
+        metavar="N",
+        help="with --tokens: the model's window for requests whose log names none (request/context)",
+    )
+    p.add_argument(
         "--allow-empty",
         action="store_true",
         help="a PATH folder with no session logs is not an error (default: exit 2, `no session logs under PATH`)",
@@ -188,7 +201,12 @@ def run(args: argparse.Namespace) -> int:
         cfg = configuration(args)
     except ConfigError as exc:
         return fail(str(exc))
+    tokens, problem = token_settings(args, cfg)
+    if problem:
+        return fail(problem)
     if args.watch:
+        if tokens is not None:  # a resumed log's appended steps are not counted yet
+            return fail("--tokens does not combine with --watch")
         from .check_watch import run as run_watch
 
         return run_watch(args, cfg)
@@ -219,7 +237,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = check(
             args.paths,
-            CheckOptions(captures=args.captures, profile=cfg.profile),
+            CheckOptions(captures=args.captures, profile=cfg.profile, tokens=tokens),
             config=cfg,
             jobs=jobs,
             cache=cache,
@@ -280,3 +298,22 @@ def run(args: argparse.Namespace) -> int:
     if args.exit_zero:
         return 0
     return 1 if result.failed(fail_on) else 0
+
+
+def token_settings(args: argparse.Namespace, cfg) -> tuple[object | None, str | None]:
+    """What ``--tokens`` / ``tokens = true`` asks for, or the one-line reason it cannot be had."""
+    wanted = args.tokens if args.tokens is not None else bool(cfg.tokens)
+    if not wanted:
+        if args.context_window is not None:
+            return None, "--context-window needs --tokens"
+        return None, None
+    if args.context_window is not None and args.context_window <= 0:
+        return None, "--context-window must be a positive number of tokens"
+    from invariants.analysis.token_rules import TokenSettings
+    from invariants.analysis.tokenizer import TokenizerUnavailable, tokenizer
+
+    try:
+        tokenizer()
+    except TokenizerUnavailable as exc:
+        return None, f"--tokens: {exc}"
+    return TokenSettings(context_window=args.context_window, windows=dict(cfg.context_windows)), None

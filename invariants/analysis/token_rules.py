@@ -92,7 +92,7 @@ def hint_findings(model: Any, steps: list[StepTokens], tolerance: Tolerance = HI
             continue
         if prev is not None and model.steps[prev.index].instance != model.steps[s.index].instance:
             prev = None  # a new loop instance composes its header anew: the steady difference starts over
-        if prev is not None:
+        if prev is not None and s.provider is not None and prev.provider is not None:
             diff, base = s.provider - s.tokens.total, prev.provider - prev.tokens.total
             departure = diff - base
             added = s.tokens.total - prev.tokens.total
@@ -307,9 +307,7 @@ def _under_gate(model: Any, st: Any, total: int, counter: Any) -> int | None:
     before = model.fold.version_before(inst.seq)
     if before is None:
         return None
-    old, new = prefix_of(before.header), prefix_of(inst.header)
-    if not isinstance(old, list) or not isinstance(new, list):
-        return None
+    old, new = prefix_of(before.header), prefix_of(inst.header)  # lists: prefix_of normalises
     grown = round(sum(map(counter.message_tokens, new)) - sum(map(counter.message_tokens, old)))
     return total - grown if grown > 0 else None
 

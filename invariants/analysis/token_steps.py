@@ -163,7 +163,7 @@ def usage_kind(model: Any, steps: list[StepTokens] | None = None) -> str:
         return "scrubbed"
     if _providers(model) & MOCK_PROVIDERS:
         return "mock"
-    plausible = [s for s in counted if s.provider >= PLAUSIBLE_SHARE * s.tokens.total]
+    plausible = [s for s in counted if s.provider is not None and s.provider >= PLAUSIBLE_SHARE * s.tokens.total]
     if 2 * len(plausible) < len(counted):
         return "mock"
     for a, b in zip(counted, counted[1:]):

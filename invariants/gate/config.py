@@ -54,6 +54,8 @@ KNOWN_KEYS = {
     "baseline",
     "severity",
     "per-path-ignores",
+    "tokens",
+    "context-windows",
 }
 
 
@@ -84,6 +86,8 @@ class Config:
     baseline: str | None = None
     severity: dict[str, str] = field(default_factory=dict)  # selector (code/category/prefix) -> level
     per_path_ignores: dict[str, list[str]] = field(default_factory=dict)
+    tokens: bool | None = None  # run the token rules (TOK, CTX) by default
+    context_windows: dict[str, int] = field(default_factory=dict)  # "provider/model" or "model" -> tokens
 
     def __post_init__(self) -> None:
         """Normalise and check what decides the findings, so a typo in code fails as loudly as one in a file."""
@@ -207,6 +211,16 @@ def parse_table(table: dict, path: Path, where: str = "") -> Config:
             if not isinstance(value, bool):
                 raise ConfigError(f"{path}: cache must be true or false")
             cfg.cache = value
+        elif key == "tokens":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{path}: tokens must be true or false")
+            cfg.tokens = value
+        elif key == "context-windows":
+            if not isinstance(value, dict) or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value.values()
+            ):
+                raise ConfigError(f"{path}: context-windows must be a table of model = tokens (a positive integer)")
+            cfg.context_windows = {str(k): v for k, v in value.items()}
         elif key in ("cache-dir", "baseline"):
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{path}: {key} must be a path string")

@@ -178,7 +178,7 @@ class Follow:
         if prev is not None and isinstance(prev.model, SessionModel):
             resumed = self._resume(src, prev, stamp)
             if resumed is not None:
-                return resumed, "resume", resumed.model.events - prev.model.events
+                return resumed, "resume", _events(resumed.model) - _events(prev.model)
         followed = self._full(src, stamp)
         return followed, "full", followed.model.events if isinstance(followed.model, SessionModel) else 0
 
@@ -198,7 +198,7 @@ class Follow:
 
     def _resume(self, src: LogSource, prev: _Followed, stamp: tuple | None) -> _Followed | None:
         model, mark = prev.model, prev.mark
-        if mark is None or model.checkpoint is None:
+        if mark is None or not isinstance(model, SessionModel) or model.checkpoint is None:
             return None
         try:
             st = os.stat(src.path)
@@ -293,3 +293,8 @@ class Watch:
             self._seen.add(key)
             new.append(f)
         return new
+
+
+def _events(model: SessionModel | str) -> int:
+    """Events a followed log holds (none when it could not be read)."""
+    return model.events if isinstance(model, SessionModel) else 0

@@ -11,13 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from invariants.gate.baseline import BaselineOutcome
 from invariants.model.findings import SEVERITY_RANK, Finding
 from invariants.read.capture import Recorded
 from invariants.read.source import LogSource
 from invariants.replay.session import SessionModel
+
+if TYPE_CHECKING:
+    from invariants.analysis.token_rules import TokenSettings
 
 
 @dataclass
@@ -27,6 +30,7 @@ class CheckOptions:
     captures: list[Path] | None = None  # explicit capture files; None = look beside each log
     profile: str | None = None  # force a profile; None = sniff per log
     max_line: int | None = None  # bytes per line (default: the reader's bound)
+    tokens: TokenSettings | None = None  # count tokens and run the TOK/CTX rules (the optional tokens extra)
 
 
 @dataclass

@@ -65,9 +65,14 @@ def plan_units(sources: list[LogSource], captures: list[Path] | None) -> list[Un
 def replay_source(src: LogSource, options: CheckOptions, checkpoint: bool = False) -> SessionModel | str:
     """One log replayed, or the sentence saying why it cannot be read."""
     try:
-        return replay(src, options.profile, max_line=options.max_line, checkpoint=checkpoint)
+        model = replay(src, options.profile, max_line=options.max_line, checkpoint=checkpoint)
     except OSError as exc:
         return f"{src.display}: cannot read ({exc.strerror or exc})"
+    if options.tokens is not None:  # per session, in the worker: filtering, order and the cache treat them alike
+        from invariants.analysis.token_rules import token_findings
+
+        model.findings.extend(token_findings(model, options.tokens))
+    return model
 
 
 def replay_sources(sources: list[LogSource], options: CheckOptions) -> tuple[list[SessionModel], list[str]]:
@@ -119,7 +124,11 @@ def unit_key(unit: Unit, options: CheckOptions) -> list | None:
                 listing.append([folder, sorted(os.listdir(folder))])
             except OSError:
                 listing.append([folder, None])
-    return [revs, caps, listing, options.profile, options.max_line]
+    tokens = options.tokens
+    token_key = (
+        None if tokens is None else [tokens.context_window, sorted(tokens.windows.items()), tokens.threshold_ratio]
+    )
+    return [revs, caps, listing, options.profile, options.max_line, token_key]
 
 
 def check_unit(

@@ -93,7 +93,8 @@ def renumber(log: LogData, keep: list[int]) -> list[dict] | None:
     current = None
     for i in keep:
         ev = log.events[i]
-        data = ev.get("data") if isinstance(ev.get("data"), dict) else {}
+        raw = ev.get("data")
+        data: dict = raw if isinstance(raw, dict) else {}
         if ev.get("type") == "turn/start":
             current = data.get("turn")
             turns[current] = len(turns) + 1
@@ -115,7 +116,7 @@ def renumber(log: LogData, keep: list[int]) -> list[dict] | None:
             if op.get("start") not in new_seq or op.get("end") not in new_seq:
                 return None
             ev["surfaceOp"] = {**op, "start": new_seq[op["start"]], "end": new_seq[op["end"]]}
-        data = ev.get("data")
+        data: Any = ev.get("data")
         if isinstance(data, dict) and "turn" in data:
             turn = data["turn"]
             data = dict(data)

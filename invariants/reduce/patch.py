@@ -26,8 +26,9 @@ def request_patch(rebuilt: dict, recorded: dict) -> dict:
             continue
         if _canon(rebuilt.get(key, _ABSENT)) != _canon(recorded.get(key, _ABSENT)):
             fields[key] = recorded.get(key, _ABSENT)
-    a = rebuilt.get("messages") if isinstance(rebuilt.get("messages"), list) else []
-    b = recorded.get("messages") if isinstance(recorded.get("messages"), list) else None
+    got, want = rebuilt.get("messages"), recorded.get("messages")
+    a: list = got if isinstance(got, list) else []
+    b: list | None = want if isinstance(want, list) else None
     ops = []
     if b is None:
         fields["messages"] = recorded.get("messages", _ABSENT)

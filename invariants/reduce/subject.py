@@ -101,7 +101,7 @@ def materialise(subject: Subject, keep: list[int], keep_lines: list[int], folder
         line["turn"], line["step"] = start.get("turn"), start.get("step")
         model = model or _model(path)
         _, rebuilt = _rebuilt(model, line)
-        request = None if rebuilt is None else apply_patch(cl.patch, rebuilt)
+        request = None if rebuilt is None or cl.patch is None else apply_patch(cl.patch, rebuilt)
         if request is None:
             return None
         line["request"] = request

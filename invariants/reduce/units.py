@@ -31,7 +31,8 @@ def levels(subject: Subject) -> list[list[Unit]]:
     chunks: dict[tuple, list[int]] = {}
     for i, ev in enumerate(events):
         kind = ev.get("type")
-        data = ev.get("data") if isinstance(ev.get("data"), dict) else {}
+        raw = ev.get("data")
+        data: dict = raw if isinstance(raw, dict) else {}
         if kind in _SPANS:
             open_at[kind] = i
         for start, end in _SPANS.items():

@@ -30,7 +30,10 @@ def explain(result: CheckResult, fail_on: str = "error") -> str:
 
 
 def explain_findings(
-    findings: Iterable[Finding], sessions: Iterable[SessionSummary] = (), fail_on: str = "error", problems=()
+    findings: Iterable[Finding],
+    sessions: Iterable[SessionSummary] = (),
+    fail_on: str = "error",
+    problems: Iterable[str] = (),
 ) -> str:
     """``problems`` (unusable inputs), then ``findings`` grouped by file, each file's session named."""
     lines = [f"unusable input: {inert(p)}" for p in problems]
