@@ -116,15 +116,15 @@ def renumber(log: LogData, keep: list[int]) -> list[dict] | None:
             if op.get("start") not in new_seq or op.get("end") not in new_seq:
                 return None
             ev["surfaceOp"] = {**op, "start": new_seq[op["start"]], "end": new_seq[op["end"]]}
-        data: Any = ev.get("data")
-        if isinstance(data, dict) and "turn" in data:
-            turn = data["turn"]
-            data = dict(data)
-            if "step" in data and (turn, data["step"]) in steps:
-                data["step"] = steps[(turn, data["step"])]
+        payload = ev.get("data")
+        if isinstance(payload, dict) and "turn" in payload:
+            turn = payload["turn"]
+            payload = dict(payload)
+            if "step" in payload and (turn, payload["step"]) in steps:
+                payload["step"] = steps[(turn, payload["step"])]
             if _hashable(turn) and turn in turns:
-                data["turn"] = turns[turn]
-            ev["data"] = data
+                payload["turn"] = turns[turn]
+            ev["data"] = payload
         out.append(ev)
     return out
 
