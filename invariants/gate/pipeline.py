@@ -15,7 +15,6 @@ they agree on every finding.
 
 from __future__ import annotations
 
-import gc
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -61,16 +60,12 @@ class RunStats:
 
 @contextmanager
 def cyclic_gc_paused() -> Iterator[None]:
-    """Parsed JSON holds no reference cycles, so refcounting frees it; the cyclic
-    collector would only rescan every retained message on each allocation burst
-    (a quarter of the run time on large logs).  Restored on exit."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
+    """The cyclic collector paused for a check, and what the check kept frozen
+    afterwards instead of rescanned (see :mod:`invariants.gate.collector`)."""
+    from invariants.gate.collector import collector_paused
+
+    with collector_paused():
         yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def check(

@@ -1719,11 +1719,12 @@ def generate_large(
     seed: int = 0,
     resume_every: int = 20,
     change_every: int = 8,
+    compact_over: int = 40,
 ) -> dict:
     """Stream a seed-era log of at least ``events`` events and ``steps`` steps to disk.
 
     Many chunks per step (one per word or two), tool calls, compaction whenever
-    the surface passes 40 nodes (which also bounds the capture lines), a new
+    the surface passes ``compact_over`` nodes (which also bounds the capture lines), a new
     loop instance with a grown prefix every ``resume_every`` turns and a header
     change (a delta) every ``change_every`` turns.  Only the current
     conversation is held in memory.  ``path_capture=None`` skips captures.
@@ -1756,7 +1757,7 @@ def generate_large(
             n = world.rng.randint(1, 4)
             for k in range(n):
                 compact = None
-                if rec.surface_size() > 40:
+                if rec.surface_size() > compact_over:
                     compact = Compaction(_prose(world.rng, 40), keep_last=6, record_request=False)
                 rec.step(_large_reply(world.rng, final=k == n - 1), compact=compact)
                 done_steps += 1
