@@ -1,9 +1,13 @@
-"""The per-unit half of a check on a Dask cluster: one task per item, results in item order.
+"""The per-unit half of a check on a Dask cluster: a task per batch of units, results in unit order.
 
 A drop-in :class:`~invariants.gate.executor.Executor`: the pipeline maps
 :func:`~invariants.gate.unit.run_unit` (or :func:`~invariants.gate.unit.replay_job`)
 over it exactly as over the process pool, and the cross-session half (forks,
 baselines, ordering) stays on the client, so the report is the serial one.
+
+Units are batched (consecutive units, a few tasks per worker thread) since
+most units are one small folder whose check costs less than a task's
+round trip; ``batch=1`` gives one task per unit.
 
 Failure semantics: a worker lost mid-run has its tasks re-run by the
 scheduler on another worker; a task that raises is retried ``retries``
@@ -44,35 +48,52 @@ class DaskExecutor:
         retries: int = 2,
         progress: TextIO | None = None,
         progress_every: float = 2.0,
+        lost: Callable[[Callable, Any, str], Any] = lost_result,
+        batch: int | None = None,
     ) -> None:
         self.client = client
+        self.lost = lost
+        self.batch = batch  # items per task; None: a few tasks per worker thread, at most 64 items each
         self.retries = retries
         self.progress = progress
         self.progress_every = progress_every
         self.jobs = max(1, sum(client.nthreads().values()))
 
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """``fn`` over ``items`` in batches of consecutive items (one task each), results in item order."""
         if not items:
             return []
         from distributed import as_completed
 
-        # pure=False: two equal items (never the case for units, but cheap to be sure) stay two tasks
-        futures = self.client.map(fn, list(items), retries=self.retries, pure=False)
+        size = self.batch or max(1, min(64, len(items) // (self.jobs * 8)))
+        batches = [list(items[i : i + size]) for i in range(0, len(items), size)]
+        # pure=False: equal batches (never the case for units, but cheap to be sure) stay two tasks
+        futures = self.client.map(_run_batch, [fn] * len(batches), batches, retries=self.retries, pure=False)
         order = {f.key: i for i, f in enumerate(futures)}
-        results: list[Any] = [None] * len(futures)
+        results: list[Any] = [None] * len(items)
         started = last = time.monotonic()
         for done, fut in enumerate(as_completed(futures), 1):
-            i = order[fut.key]
+            b = order[fut.key]
             if fut.status == "finished":
-                results[i] = fut.result()
+                got = fut.result()
             else:
-                results[i] = lost_result(fn, items[i], _reason(fut))
+                reason = _reason(fut)
+                got = [self.lost(fn, item, reason) for item in batches[b]]
+            results[b * size : b * size + len(got)] = got
             fut.release()
             now = time.monotonic()
             if self.progress is not None and now - last >= self.progress_every:
                 last = now
                 print(f"inspector: {done}/{len(futures)} tasks ({now - started:.0f}s)", file=self.progress, flush=True)
         return results
+
+
+def _run_batch(fn: Callable[[T], R], batch: list[T]) -> list[R]:
+    """A worker's task: ``fn`` over a few items, the cyclic GC paused as in a serial run."""
+    from invariants.gate.pipeline import cyclic_gc_paused
+
+    with cyclic_gc_paused():
+        return [fn(x) for x in batch]
 
 
 def _reason(fut: Any) -> str:
