@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 from .common import add_config_flags, add_input_flags, fail, missing_captures, split_codes
@@ -117,6 +118,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         default=None,
         help="check folders in N processes (0 = one per CPU; default 1)",
+    )
+    run_.add_argument(
+        "--scheduler",
+        metavar="ADDR",
+        default=None,
+        help="check folders on a Dask cluster: tcp://HOST:PORT, or local[:N] to start N local worker processes "
+        "(needs the fleet extra; overrides --jobs)",
     )
     run_.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
     run_.add_argument(
@@ -234,19 +242,29 @@ def run(args: argparse.Namespace) -> int:
                 print(f"inspector: {unwritable}; checking without it", file=sys.stderr)
             cache = None
     stats = RunStats()
-    try:
-        result = check(
-            args.paths,
-            CheckOptions(captures=args.captures, profile=cfg.profile, tokens=tokens),
-            config=cfg,
-            jobs=jobs,
-            cache=cache,
-            stats=stats,
-            ledger=args.ledger,
-            allow_empty=args.allow_empty,
-        )
-    except (BaselineError, LedgerError) as exc:
-        return fail(str(exc))
+    with ExitStack() as stack:
+        executor = None
+        if args.scheduler is not None:
+            from invariants.gate.executor_dask import SchedulerError, dask_executor
+
+            try:
+                executor = stack.enter_context(dask_executor(args.scheduler, None if args.quiet else sys.stderr))
+            except SchedulerError as exc:
+                return fail(str(exc))
+        try:
+            result = check(
+                args.paths,
+                CheckOptions(captures=args.captures, profile=cfg.profile, tokens=tokens),
+                config=cfg,
+                jobs=jobs,
+                executor=executor,
+                cache=cache,
+                stats=stats,
+                ledger=args.ledger,
+                allow_empty=args.allow_empty,
+            )
+        except (BaselineError, LedgerError) as exc:
+            return fail(str(exc))
     for problem in result.problems:
         fail(problem)
 

@@ -208,3 +208,19 @@ def replay_job(job: tuple[LogSource, CheckOptions]) -> SessionModel | str:
     """A worker's task when one unit is spread over workers (explicit captures): one replay."""
     src, options = job
     return replay_source(src, options)
+
+
+def lost_result(fn: Callable[[Any], Any], job: Any, reason: str) -> Any:
+    """What a task gives when it could not finish anywhere (a remote executor gave up on it):
+    for a unit, every log of it as a problem; for a replay, its problem sentence."""
+    if fn is run_unit:
+        unit, _ = job
+        return {
+            "sessions": [],
+            "problems": [[i, f"{s.display}: not checked ({reason})"] for i, s in enumerate(unit.sources)],
+            "captures": [],
+        }
+    if fn is replay_job:
+        src, _ = job
+        return f"{src.display}: not checked ({reason})"
+    raise TypeError(f"no lost result for {fn!r}")

@@ -1,0 +1,152 @@
+"""The per-unit half of a check on a Dask cluster: a task per batch of units, results in unit order.
+
+A drop-in :class:`~invariants.gate.executor.Executor`: the pipeline maps
+:func:`~invariants.gate.unit.run_unit` (or :func:`~invariants.gate.unit.replay_job`)
+over it exactly as over the process pool, and the cross-session half (forks,
+baselines, ordering) stays on the client, so the report is the serial one.
+
+Units are batched (consecutive units, a few tasks per worker thread) since
+most units are one small folder whose check costs less than a task's
+round trip; ``batch=1`` gives one task per unit.
+
+Failure semantics: a worker lost mid-run has its tasks re-run by the
+scheduler on another worker; a task that raises is retried ``retries``
+times; a task that still cannot finish (it raised every time, or it killed
+every worker it ran on) becomes the problem sentence the pipeline would
+give for an unreadable log (:func:`~invariants.gate.unit.lost_result`), so a
+run is never hung and never silently shorter.
+
+Dask is imported only here, and this module only when ``--scheduler`` is
+given: ``import invariants`` never loads it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence, TextIO, TypeVar
+
+from invariants.gate.unit import lost_result
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+LOCAL = "local"
+
+
+class SchedulerError(Exception):
+    """A ``--scheduler`` value that names no usable cluster."""
+
+
+class DaskExecutor:
+    """Maps over the workers of a connected ``distributed.Client``."""
+
+    def __init__(
+        self,
+        client: Any,
+        retries: int = 2,
+        progress: TextIO | None = None,
+        progress_every: float = 2.0,
+        lost: Callable[[Callable, Any, str], Any] = lost_result,
+        batch: int | None = None,
+    ) -> None:
+        self.client = client
+        self.lost = lost
+        self.batch = batch  # items per task; None: a few tasks per worker thread, at most 64 items each
+        self.retries = retries
+        self.progress = progress
+        self.progress_every = progress_every
+        self.jobs = max(1, sum(client.nthreads().values()))
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """``fn`` over ``items`` in batches of consecutive items (one task each), results in item order."""
+        if not items:
+            return []
+        from distributed import as_completed
+
+        size = self.batch or max(1, min(64, len(items) // (self.jobs * 8)))
+        batches = [list(items[i : i + size]) for i in range(0, len(items), size)]
+        # pure=False: equal batches (never the case for units, but cheap to be sure) stay two tasks
+        futures = self.client.map(_run_batch, [fn] * len(batches), batches, retries=self.retries, pure=False)
+        order = {f.key: i for i, f in enumerate(futures)}
+        results: list[Any] = [None] * len(items)
+        started = last = time.monotonic()
+        for done, fut in enumerate(as_completed(futures), 1):
+            b = order[fut.key]
+            if fut.status == "finished":
+                got = fut.result()
+            else:
+                reason = _reason(fut)
+                got = [self.lost(fn, item, reason) for item in batches[b]]
+            results[b * size : b * size + len(got)] = got
+            fut.release()
+            now = time.monotonic()
+            if self.progress is not None and now - last >= self.progress_every:
+                last = now
+                print(f"inspector: {done}/{len(futures)} tasks ({now - started:.0f}s)", file=self.progress, flush=True)
+        return results
+
+
+def _run_batch(fn: Callable[[T], R], batch: list[T]) -> list[R]:
+    """A worker's task: ``fn`` over a few items, the cyclic GC paused as in a serial run."""
+    from invariants.gate.pipeline import cyclic_gc_paused
+
+    with cyclic_gc_paused():
+        return [fn(x) for x in batch]
+
+
+def _reason(fut: Any) -> str:
+    try:
+        exc = fut.exception()
+    except Exception as err:  # the exception itself could not be brought back
+        exc = err
+    name = type(exc).__name__
+    if name == "KilledWorker":
+        return "its worker was lost on every attempt"
+    return f"{name}: {exc}"
+
+
+def parse_scheduler(value: str) -> tuple[str, int | None]:
+    """``local`` / ``local:N`` -> ("local", N or None); ``tcp://HOST:PORT`` (any distributed address) -> itself."""
+    if value == LOCAL or value.startswith(LOCAL + ":"):
+        n = value[len(LOCAL) + 1 :]
+        if not n:
+            return LOCAL, None
+        if not n.isdigit() or int(n) < 1:
+            raise SchedulerError(f"--scheduler {value}: expected local or local:N with N >= 1")
+        return LOCAL, int(n)
+    if "://" not in value:
+        raise SchedulerError(f"--scheduler {value}: expected tcp://HOST:PORT, local or local:N")
+    return value, None
+
+
+@contextmanager
+def dask_executor(scheduler: str, progress: TextIO | None = sys.stderr) -> Iterator[DaskExecutor]:
+    """An executor on the cluster ``scheduler`` names; a ``local`` cluster lives as long as the block."""
+    address, n = parse_scheduler(scheduler)
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:
+        raise SchedulerError(
+            f"--scheduler needs dask and distributed (pip install 'dsh-inspector[fleet]'): {exc}"
+        ) from exc
+    if address == LOCAL:
+        with (
+            LocalCluster(
+                n_workers=n,
+                processes=True,
+                threads_per_worker=1,
+                host="127.0.0.1",
+                dashboard_address=None,
+            ) as cluster,
+            Client(cluster) as client,
+        ):
+            yield DaskExecutor(client, progress=progress)
+        return
+    try:
+        client = Client(address, timeout="10s")
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise SchedulerError(f"--scheduler {scheduler}: cannot connect ({exc})") from exc
+    with client:
+        yield DaskExecutor(client, progress=progress)

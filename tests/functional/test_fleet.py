@@ -1,0 +1,147 @@
+"""``inspector check --scheduler``: the per-unit half on a 2-worker Dask LocalCluster over loopback.
+
+The report must be byte-identical to the serial one, and a worker lost
+mid-run must neither hang the run nor shorten it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+distributed = pytest.importorskip("distributed", reason="the fleet extra (dask, distributed) is not installed")
+
+from inspector.cli import main  # noqa: E402
+from invariants.gate.executor_dask import DaskExecutor, SchedulerError, parse_scheduler  # noqa: E402
+from invariants.gate.pipeline import check  # noqa: E402
+from invariants.gate.unit import Unit, lost_result, plan_units, run_unit  # noqa: E402
+from invariants.read.discover import discover  # noqa: E402
+from invariants.read.source import LogSource  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "sample_logs"
+CORPUS = REPO.parent / "shared" / "corpus"
+
+
+@pytest.fixture(scope="module")
+def client():
+    import cloudpickle
+    import dask
+
+    # The workers cannot import this test module by name: ship its functions by value.
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    # One lost worker per task is forgiven (the task re-runs); a second loses the task.
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        with (
+            distributed.LocalCluster(
+                n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
+            ) as cluster,
+            distributed.Client(cluster) as c,
+        ):
+            yield c
+    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+def cli(capsys, *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    out, _ = capsys.readouterr()
+    return code, out
+
+
+def json_report(capsys, source: Path, *extra: str) -> tuple[int, str]:
+    return cli(capsys, "check", str(source), "--format", "json", "--no-cache", "-q", *extra)
+
+
+def test_samples_report_is_byte_identical_to_serial(client, capsys):
+    serial = json_report(capsys, SAMPLES)
+    fleet = json_report(capsys, SAMPLES, "--scheduler", client.scheduler.address)
+    assert serial[0] == 1  # the samples diverge on purpose
+    assert fleet == serial
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")
+def test_corpus_report_is_byte_identical_to_serial(client, capsys):
+    serial = json_report(capsys, CORPUS)
+    fleet = json_report(capsys, CORPUS, "--scheduler", client.scheduler.address)
+    assert '"findings"' in serial[1]
+    assert fleet == serial
+
+
+def _die_once(marker: str, target: str, job: tuple[Unit, object]) -> dict:
+    """run_unit, except that the first worker to reach the ``target`` unit dies on it."""
+    unit, _ = job
+    if str(unit.sources[0].path.parent) == target and not os.path.exists(marker):
+        Path(marker).touch()
+        os._exit(1)
+    return run_unit(job)
+
+
+def _die_always(job: tuple[Unit, object]) -> dict:
+    os._exit(1)
+
+
+class KillingExecutor(DaskExecutor):
+    """Runs ``fn`` through ``wrap``, a worker-killing stand-in."""
+
+    def __init__(self, client, wrap) -> None:
+        super().__init__(client, progress=None, batch=1)
+        self.wrap = wrap
+
+    def map(self, fn, items):
+        assert fn is run_unit
+        return super().map(self.wrap, items)
+
+
+def _units_of(source: Path):
+    sources, _ = discover([source])
+    return plan_units(sources, None)
+
+
+def test_a_worker_lost_mid_run_reruns_its_task(client, tmp_path):
+    some = CORPUS / "upstream-seed-era" / "ui__acp__turns"  # 18 one-log folders: 18 tasks
+    source = some if some.is_dir() else SAMPLES
+    folders = [str(u.sources[0].path.parent) for u in _units_of(source)]
+    marker = tmp_path / "killed"
+    serial = check(source)
+    wrap = partial(_die_once, str(marker), folders[len(folders) // 2])
+    fleet = check(source, executor=KillingExecutor(client, wrap))
+    assert marker.exists()  # a worker did die
+    assert fleet.problems == serial.problems
+    assert [s.to_json() for s in fleet.sessions] == [s.to_json() for s in serial.sessions]
+    assert [f.to_json() for f in fleet.findings] == [f.to_json() for f in serial.findings]
+    client.wait_for_workers(2, timeout=60)  # the nanny restarted it
+
+
+def test_a_task_that_kills_every_worker_becomes_a_problem_not_a_hang(client):
+    executor = DaskExecutor(client, progress=None, lost=lambda fn, item, reason: f"lost {item}: {reason}")
+    assert executor.map(_die_always, [7]) == ["lost 7: its worker was lost on every attempt"]
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_lost_unit_names_every_log_of_it():
+    unit = Unit([LogSource(Path("a/x.jsonl"), Path("a")), LogSource(Path("a/y.jsonl"), Path("a"))], [3, 4])
+    assert lost_result(run_unit, (unit, None), "gone") == {
+        "sessions": [],
+        "problems": [[0, "a/x.jsonl: not checked (gone)"], [1, "a/y.jsonl: not checked (gone)"]],
+        "captures": [],
+    }
+
+
+def test_scheduler_values():
+    assert parse_scheduler("local") == ("local", None)
+    assert parse_scheduler("local:3") == ("local", 3)
+    assert parse_scheduler("tcp://127.0.0.1:8786") == ("tcp://127.0.0.1:8786", None)
+    for bad in ("local:0", "local:x", "127.0.0.1:8786"):
+        with pytest.raises(SchedulerError):
+            parse_scheduler(bad)
+
+
+def test_unreachable_scheduler_is_a_one_line_error(capsys):
+    code = main(["check", str(SAMPLES), "-q", "--no-cache", "--scheduler", "tcp://127.0.0.1:9"])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert err.count("\n") == 1 and "cannot connect" in err
