@@ -19,8 +19,8 @@ import pytest
 
 from invariants import check
 from tests.conftest import ROOT, SAMPLES, corpus_dir
+from tests.support.logs import story_header, story_session
 from tests.support.readme import block_named, commands, fenced_blocks, section
-from tests.support.tui_helpers import LogBuilder, base_header
 
 pytest_plugins = ["pytester"]
 
@@ -116,9 +116,9 @@ def test_databases_captures_unusable_input_and_hostile_names(pytester):
     capture = stray / f"{SOUND}.requests.jsonl"
     text = capture.read_text().replace(session_id(log), "no-such-session")
     capture.write_text(text.replace(f'"sessionFile":"{SOUND}.jsonl"', '"sessionFile":"elsewhere.jsonl"'))
-    b = LogBuilder("evil\x1b[2Jid")
+    b = story_session("evil\x1b[2Jid")
     b.user_turn("q")
-    b.step("a", snapshot=(base_header(), "initial"))
+    b.streamed_step("a", header_reason="initial", header=story_header())
     b.end_turn()
     b.write(stray / "evil.jsonl")
     (pytester.path / "empty").mkdir()

