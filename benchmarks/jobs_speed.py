@@ -4,9 +4,11 @@
     python3 benchmarks/jobs_speed.py --generate 50       # 50 copies of the sample logs (1,100 sessions)
 
 For each of --jobs 1, 2 and 4 the check runs as a fresh process (``--no-cache
---format json``) ``--repeat`` times; the table gives the best wall time, the
-CPU time of the process and its workers, and the speedup over --jobs 1, and
-checks that every report is byte-identical to the serial one.  ``--phases``
+--format json``) ``--repeat`` times; the table gives the best wall time and
+its speedup over --jobs 1, the CPU time of the main process and of its
+workers, and from those the wall time the run would take on an idle machine
+(main CPU + workers' CPU / min(jobs, CPUs)) with its speedup; every report
+is checked byte-identical to the serial one.  ``--phases``
 adds the serial run's CPU seconds per pipeline step, measured in this
 process: what stays serial (discovery, fork pass, assembly, rendering) bounds
 the speedup.  Wall times need an otherwise idle machine; CPU times are
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -43,34 +44,30 @@ def generate(copies: int, out: Path) -> Path:
     return tree
 
 
-def run(paths: list[str], jobs: int) -> tuple[float, float, bytes]:
-    """Wall seconds, CPU seconds (process and workers) and stdout of one check."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+_CHILD = (
+    "import resource, sys\n"
+    "from inspector.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "me, workers = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "sys.stderr.write(f'\\nCPU {me.ru_utime + me.ru_stime} {workers.ru_utime + workers.ru_stime}\\n')\n"
+    "sys.exit(code)\n"
+)
+
+
+def run(paths: list[str], jobs: int) -> tuple[float, float, float, bytes]:
+    """Wall seconds, CPU seconds of the process and of its workers, and stdout of one check."""
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "inspector.cli",
-            "check",
-            *paths,
-            "--format",
-            "json",
-            "--no-cache",
-            "-q",
-            "-j",
-            str(jobs),
-        ],
+        [sys.executable, "-c", _CHILD, "check", *paths, "--format", "json", "--no-cache", "-q", "-j", str(jobs)],
         capture_output=True,
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if proc.returncode not in (0, 1):
         raise SystemExit(f"check --jobs {jobs} failed ({proc.returncode}): {proc.stderr.decode()[-500:]}")
-    return wall, cpu, proc.stdout
+    me, workers = (float(x) for x in proc.stderr.decode().rsplit("CPU ", 1)[1].split())
+    return wall, me, workers, proc.stdout
 
 
 def phases(paths: list[str]) -> dict[str, float]:
@@ -130,16 +127,29 @@ def main(argv: list[str] | None = None) -> int:
         for label, seconds in phases(paths).items():
             print(f"  {label:<26} {seconds:6.2f} s CPU")
     reference: bytes | None = None
-    base = None
-    print(f"{'jobs':>4} {'wall s':>7} {'CPU s':>7} {'speedup':>8}  report")
-    for jobs in (int(j) for j in args.jobs.split(",")):
-        runs = [run(paths, jobs) for _ in range(args.repeat)]
+    base_wall = base_est = 0.0
+    cpus = os.cpu_count() or 1
+    columns = [("jobs", 4), ("wall s", 7), ("speedup", 8), ("main CPU", 9), ("workers CPU", 12), ("est. idle s", 12)]
+    print(" ".join(f"{name:>{width}}" for name, width in columns) + f" {'est. speedup':>13}  report")
+    counts = [int(j) for j in args.jobs.split(",")]
+    by_jobs: dict[int, list] = {j: [] for j in counts}
+    for _ in range(args.repeat):  # interleaved, so a burst of load elsewhere hits every job count alike
+        for jobs in counts:
+            by_jobs[jobs].append(run(paths, jobs))
+    for jobs in counts:
+        runs = by_jobs[jobs]
         wall = min(r[0] for r in runs)
-        cpu = min(r[1] for r in runs)
-        reference = reference if reference is not None else runs[0][2]
-        same = all(r[2] == reference for r in runs)
-        base = base or wall
-        print(f"{jobs:>4} {wall:7.2f} {cpu:7.2f} {base / wall:7.2f}x  {'identical' if same else 'DIFFERS'}")
+        me = min(r[1] for r in runs)
+        workers = min(r[2] for r in runs)
+        # on an idle machine: the main process's work is serial, the workers' is shared by min(jobs, CPUs) cores
+        estimate = me + workers / max(1, min(jobs, cpus))
+        reference = reference if reference is not None else runs[0][3]
+        same = all(r[3] == reference for r in runs)
+        base_wall, base_est = base_wall or wall, base_est or estimate
+        print(
+            f"{jobs:>4} {wall:7.2f} {base_wall / wall:7.2f}x {me:9.2f} {workers:12.2f} {estimate:12.2f} "
+            f"{base_est / estimate:12.2f}x  {'identical' if same else 'DIFFERS'}"
+        )
     return 0
 
 
