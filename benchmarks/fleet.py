@@ -1,0 +1,124 @@
+"""How does ``inspector check`` scale: serial, ``--jobs 2``, and a 2-worker Dask LocalCluster?
+
+Generates N small sessions in the harness layout (one folder each, so one
+unit each; a ``requests.jsonl`` capture beside every fourth) with
+``invariants.simulate.seed_era.generate_large``, then runs
+``inspector check ROOT --format json --no-cache -q`` in a fresh process per
+mode and prints, for each: wall time, peak RSS of the client process, peak
+RSS summed over the whole process tree (client + pool or Dask workers,
+sampled every 50 ms), and whether the JSON report is byte-identical to the
+serial one.  The per-task overhead of Dask is measured apart: a no-op task
+round trip on the same cluster, one task at a time and in a batch of 1,000.
+
+    python benchmarks/fleet.py [--sessions 200] [--keep DIR]
+    python benchmarks/fleet.py --sessions 10000      # the full run (the issue's figure)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from invariants.simulate.seed_era import generate_large  # noqa: E402
+
+
+def make_root(root: Path, sessions: int) -> None:
+    for i in range(sessions):
+        folder = root / f"--home-dev-project-{i % 7}--" / f"fleet-{i:05d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        capture = folder / "requests.jsonl" if i % 4 == 0 else None
+        generate_large(folder / "session.jsonl", capture, events=120, steps=3, seed=i)
+
+
+def run(argv: list[str]) -> tuple[float, float, float, bytes, int]:
+    """Wall seconds, client peak RSS MB, tree peak RSS MB, stdout, exit code."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out_path = Path(tempfile.mkstemp(suffix=".json")[1])
+    started = time.perf_counter()
+    with open(out_path, "wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL, env=env)
+        top = psutil.Process(proc.pid)
+        client_peak = tree_peak = 0
+        while proc.poll() is None:
+            try:
+                procs = [top, *top.children(recursive=True)]
+                rss = [p.memory_info().rss for p in procs]
+            except psutil.Error:
+                rss = []
+            if rss:
+                client_peak = max(client_peak, rss[0])
+                tree_peak = max(tree_peak, sum(rss))
+            time.sleep(0.05)
+    wall = time.perf_counter() - started
+    data = out_path.read_bytes()
+    out_path.unlink()
+    return wall, client_peak / 1e6, tree_peak / 1e6, data, proc.returncode
+
+
+def task_overhead() -> tuple[float, float]:
+    """Milliseconds per no-op Dask task on a 2-worker LocalCluster: one at a time, and 1,000 at once."""
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(n_workers=2, processes=True, threads_per_worker=1, host="127.0.0.1", dashboard_address=None) as c,
+        Client(c) as client,
+    ):
+        client.submit(int, 0, pure=False).result()  # warm
+        t = time.perf_counter()
+        for i in range(100):
+            client.submit(int, i, pure=False).result()
+        one = (time.perf_counter() - t) / 100 * 1e3
+        t = time.perf_counter()
+        client.gather(client.map(int, range(1000), pure=False))
+        many = (time.perf_counter() - t) / 1000 * 1e3
+    return one, many
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sessions", type=int, default=200)
+    ap.add_argument("--keep", metavar="DIR", help="generate into (or reuse) DIR and keep it")
+    args = ap.parse_args()
+
+    root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="fleet-bench-"))
+    try:
+        if not any(root.glob("*/*/session.jsonl")):
+            t = time.perf_counter()
+            make_root(root, args.sessions)
+            print(f"generated {args.sessions} sessions in {time.perf_counter() - t:.1f}s under {root}")
+        base = [sys.executable, "-m", "inspector.cli", "check", str(root), "--format", "json", "--no-cache", "-q"]
+        modes = {
+            "serial": base,
+            "--jobs 2": base + ["--jobs", "2"],
+            "--scheduler local:2": base + ["--scheduler", "local:2"],
+        }
+        ref = None
+        print(f"{'mode':<22} {'wall s':>8} {'client MB':>10} {'tree MB':>9}  report")
+        for name, argv in modes.items():
+            wall, client_mb, tree_mb, data, code = run(argv)
+            digest = hashlib.sha256(data).hexdigest()[:12]
+            ref = ref or digest
+            same = "identical" if digest == ref else f"DIFFERENT ({digest})"
+            print(f"{name:<22} {wall:8.1f} {client_mb:10.0f} {tree_mb:9.0f}  {same} (exit {code})")
+        one, many = task_overhead()
+        print(f"dask no-op task: {one:.1f} ms one at a time, {many:.2f} ms each in a batch of 1000")
+    finally:
+        if not args.keep:
+            shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
