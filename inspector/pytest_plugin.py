@@ -69,6 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if not d.is_dir():
             raise pytest.UsageError(f"--inspector-logs {raw}: not a directory")
         dirs.append(d)
+    dirs = list(dict.fromkeys(dirs))
     config.stash[_DIRS] = frozenset(dirs)
     if dirs:
         settings(config)  # a bad configuration is a usage error before anything runs
@@ -82,6 +83,16 @@ def _collect_too(config: pytest.Config, dirs: list[Path]) -> None:
     for d in dirs:
         if not any(d == g or g in d.parents for g in given):
             config.args.append(str(d))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A DIR (and the folders on the way to it) is collected even where ``norecursedirs`` would skip it
+    (``.sessions/``, ``build/``)."""
+    dirs = config.stash.get(_DIRS, frozenset())
+    if dirs and any(d == collection_path or collection_path in d.parents for d in dirs):
+        return False
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -9,7 +9,8 @@ in).  Per log it keeps the replay's checkpoint (``replay(source,
 checkpoint=True)``) and, when the file only grew (same inode, larger, the
 bytes before the old end unchanged), folds just the appended bytes with
 ``resume(source, checkpoint)``.  A log whose revision did not change keeps its
-model.  Anything else (zstd, a SQLite database that changed, a shrunk or
+model, and a round in which no log, capture or input changed gives the last
+result again.  Anything else (zstd, a SQLite database that changed, a shrunk or
 replaced file, a checkpoint that does not fit, appended lines that change the era
 verdict) is replayed in full.  :class:`FollowStats` counts what was
 replayed, in events, so a test can tell a resume from a replay without a clock.
@@ -36,7 +37,7 @@ from invariants.gate.result_cache import revision
 from invariants.gate.unit import replay_source
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
-from invariants.read.capture import Recorded, read_capture
+from invariants.read.capture import Recorded, find_capture, read_capture
 from invariants.read.discover import discover
 from invariants.read.source import LogSource
 from invariants.replay.session import SessionModel
@@ -128,6 +129,7 @@ class Follow:
         self.modes: dict[str, str] = {}  # source display -> full | resume | kept | held
         self._logs: dict[tuple[str, str | None], _Followed] = {}
         self._captures: dict[Path, tuple[tuple, list[Recorded], list[Finding]]] = {}  # by revision
+        self._last: tuple[tuple, CheckResult] | None = None  # the last round's inputs and result
 
     @property
     def last_mode(self) -> str:
@@ -152,11 +154,18 @@ class Follow:
                 self.modes[src.display] = mode
                 replayed += events
                 setattr(self.stats, mode, getattr(self.stats, mode) + 1)
+            unchanged = list(logs) == list(self._logs) and all(m in ("kept", "held") for m in self.modes.values())
             self._logs = logs
             self.stats.rounds += 1
             self.stats.last_events_replayed = replayed
             self.stats.events_replayed += replayed
-            return check_sources(
+            inputs = (problems, self._capture_stamps(sources))
+            if unchanged and self._last is not None and self._last[0] == inputs:
+                return self._last[1]  # no log, capture or input changed: the last result stands
+            for m in models:
+                if isinstance(m, SessionModel):
+                    clear_routing(m)  # a kept model's captures are matched again (no-op on a new one)
+            result = check_sources(
                 sources,
                 self.options,
                 self.policy,
@@ -165,6 +174,14 @@ class Follow:
                 read=self._read_capture,
                 keep_models=True,
             )
+            self._last = (inputs, result)
+            return result
+
+    def _capture_stamps(self, sources: list[LogSource]) -> list:
+        """The revisions of every capture the round reads (beside its logs, or named)."""
+        named = self.options.captures
+        paths = [Path(c) for c in named] if named is not None else [find_capture(s.path) for s in sources]
+        return [(str(p), revision(p)) for p in dict.fromkeys(paths) if p is not None]
 
     # -- one log ---------------------------------------------------------------------------
     def _read(self, src: LogSource, prev: _Followed | None, hold_partial: bool) -> tuple[_Followed, str, int]:
@@ -172,20 +189,15 @@ class Follow:
         stamp = _stamp(src)
         if prev is not None and stamp is not None:
             if stamp == prev.stamp:
-                return self._kept(prev, "kept")
+                return prev, "kept", 0
             if hold_partial and src.resumable and _ends_mid_line(src.path):
-                return self._kept(prev, "held")
+                return prev, "held", 0
         if prev is not None and isinstance(prev.model, SessionModel):
             resumed = self._resume(src, prev, stamp)
             if resumed is not None:
                 return resumed, "resume", _events(resumed.model) - _events(prev.model)
         followed = self._full(src, stamp)
         return followed, "full", followed.model.events if isinstance(followed.model, SessionModel) else 0
-
-    def _kept(self, prev: _Followed, mode: str) -> tuple[_Followed, str, int]:
-        if isinstance(prev.model, SessionModel):
-            clear_routing(prev.model)  # its captures are matched again this round
-        return prev, mode, 0
 
     def _full(self, src: LogSource, stamp: tuple | None) -> _Followed:
         checkpoint = src.resumable and self.options.max_line is None

@@ -108,9 +108,10 @@ def test_the_projects_configuration_is_honoured(pytester, logs):
 
 
 def test_databases_captures_unusable_input_and_hostile_names(pytester):
-    """A database gives one item per session in it; a capture line that no checked log explains fails an item
-    of the capture file; a folder with no log fails an unusable-input item; a hostile session id is inert."""
-    shutil.copytree(SAMPLES / "late" / "db", pytester.path / "db")
+    """A database gives one item per session in it (in a folder pytest would not recurse into); a capture line
+    that no checked log explains fails an item of the capture file; a folder with no log fails an unusable-input
+    item; a hostile session id is inert; a folder named twice is collected once."""
+    shutil.copytree(SAMPLES / "late" / "db", pytester.path / ".sessions" / "db")  # where norecursedirs would not look
     stray = pytester.path / "stray"
     log = copy_sample(SOUND, stray)
     capture = stray / f"{SOUND}.requests.jsonl"
@@ -122,10 +123,11 @@ def test_databases_captures_unusable_input_and_hostile_names(pytester):
     b.end_turn()
     b.write(stray / "evil.jsonl")
     (pytester.path / "empty").mkdir()
-    result = run(pytester, *(f"--inspector-logs={d}" for d in ("db", "stray", "empty")), "-v")
+    result = run(pytester, *(f"--inspector-logs={d}" for d in (".sessions/db", "stray", "empty", "stray")), "-v")
     result.assert_outcomes(passed=4, failed=2)
     out = result.stdout.str()
-    assert "db/sessions.sqlite::parent-2c9a PASSED" in out and "db/sessions.sqlite::child-7e41 PASSED" in out
+    db = ".sessions/db/sessions.sqlite"
+    assert f"{db}::parent-2c9a PASSED" in out and f"{db}::child-7e41 PASSED" in out
     assert f"stray/{SOUND}.jsonl::{session_id(log)} PASSED" in out
     assert f"stray/{SOUND}.requests.jsonl::findings FAILED" in out and "REQ004" in out
     assert "empty::unusable-input FAILED" in out and "no session logs under" in out
