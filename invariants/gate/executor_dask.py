@@ -59,8 +59,11 @@ class DaskExecutor:
         self.progress_every = progress_every
         self.jobs = max(1, sum(client.nthreads().values()))
 
-    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-        """``fn`` over ``items`` in batches of consecutive items (one task each), results in item order."""
+    def map(self, fn: Callable[[T], R], items: Sequence[T], costs: Sequence[int] | None = None) -> list[R]:
+        """``fn`` over ``items`` in batches of consecutive items (one task each), results in item order.
+
+        ``costs`` (the executor contract's bytes per item) is not used: the scheduler balances the
+        batches over the workers as they finish, so their order matters less than on a fixed pool."""
         if not items:
             return []
         from distributed import as_completed
