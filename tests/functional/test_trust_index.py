@@ -121,7 +121,7 @@ def test_streams_held_by_a_message_are_not_stored_twice(tmp_path):
     root = tmp_path / "root"
     log = Log("fine", era="late")
     log.turn_start(1)
-    log.step(1, 1, "hi", reply="all good")
+    log.simple_step(1, 1, "all good", prompt="hi", header_reason="initial", capture=True)
     log.turn_end(1)
     log.write(root / "fine.jsonl")
     db = tmp_path / "index.db"

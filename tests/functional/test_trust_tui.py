@@ -41,7 +41,7 @@ async def test_a_missing_capture_file_is_said_on_the_session_list(tmp_path):
     for name in ("one", "two"):
         b = story_session(name)
         b.user_turn("q")
-        b.step("a", snapshot=(story_header(), "initial"))
+        b.streamed_step("a", header_reason="initial", header=story_header())
         b.end_turn()
         b.write(root / f"{name}.jsonl")
     app = create_app(root, captures=[str(tmp_path / "missing.jsonl")])
