@@ -66,7 +66,8 @@ def dumps_json(value: Any, indent: bool = False) -> str:
     return _C1.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _C1.search(text) else text
 
 
-def _loc(f: Finding) -> str:
+def location(f: Finding) -> str:
+    """Where a finding is: ``line N, seq N, turn T step S`` (the parts it has)."""
     parts = []
     if f.line is not None:
         parts.append(f"line {f.line}")
@@ -98,7 +99,7 @@ def finding_lines(result: CheckResult, verbose: bool = False) -> list[str]:
             )
         lines.append(head)
         for f in findings:
-            loc = _loc(f)
+            loc = location(f)
             path = f" {inert(f.path)}:" if f.path and f.path not in f.message else ""
             lines.append(f"  {f.severity:<7} {f.rule}  {loc + ':' if loc else ''}{path} {inert(f.message)}")
             if verbose and f.detail:

@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from pathlib import PurePath
 
 from invariants.gate.formats.context import ReportContext
+from invariants.gate.report import location
 from invariants.gate.result import CheckResult
 from invariants.model.findings import SEVERITY_RANK, Finding
 
@@ -33,14 +34,8 @@ def xml_safe(text: str) -> str:
 
 
 def _line(f: Finding) -> str:
-    loc = []
-    if f.line is not None:
-        loc.append(f"line {f.line}")
-    if f.seq is not None:
-        loc.append(f"seq {f.seq}")
-    if f.turn is not None:
-        loc.append(f"turn {f.turn}" + (f" step {f.step}" if f.step is not None else ""))
-    return f"{f.severity} {f.rule} {', '.join(loc)}{': ' if loc else ''}{f.message}"
+    loc = location(f)
+    return f"{f.severity} {f.rule} {loc}{': ' if loc else ''}{f.message}"
 
 
 def _case(
