@@ -15,7 +15,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import orjson
 
@@ -27,6 +27,9 @@ from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem, LineRun
 from invariants.read.lines import iter_source_lines
 from invariants.read.rows_fast import expand_row_fast
 from invariants.read.source import LogSource, strip_log_suffix
+
+if TYPE_CHECKING:
+    from invariants.read.chunk_typed import TypedRun
 
 _MAX_SAFE = 2**53 - 1
 _ROW_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
@@ -114,16 +117,67 @@ class ChunkRun:
     """Consecutive plain ``assistant/chunk`` envelopes, validated as a run.
 
     Envelope and seq checks are done; the contract checks (open turn/step) are
-    the replay's, which may fall back to event-by-event handling.
+    the replay's, which may fall back to event-by-event handling.  A run the
+    typed decoder took (``typed``, see :mod:`invariants.read.chunk_typed`)
+    keeps its raw ``lines`` and parses an event only when one is asked for.
     """
 
-    __slots__ = ("objs", "datas", "maybe_usage", "line_step")
+    __slots__ = ("_objs", "_datas", "maybe_usage", "line_step", "lines", "typed")
 
-    def __init__(self, objs: list[dict], datas: list, maybe_usage: bool = True, line_step: int = 1) -> None:
-        self.objs = objs
-        self.datas = datas
+    def __init__(
+        self,
+        objs: list[dict] | None,
+        datas: list | None,
+        maybe_usage: bool = True,
+        line_step: int = 1,
+        lines: list[bytes] | None = None,
+        typed: TypedRun | None = None,
+    ) -> None:
+        self._objs, self._datas = objs, datas
         self.maybe_usage = maybe_usage  # False only when no usage chunk can be in the run
         self.line_step = line_step  # 1: one event per physical line; 0: the members of one packed row
+        self.lines = lines
+        self.typed = typed
+
+    def __len__(self) -> int:
+        return len(self._objs) if self._objs is not None else len(self.lines or ())
+
+    @property
+    def objs(self) -> list[dict]:
+        if self._objs is None:
+            self._objs = _parse_run(self.lines or [])
+        return self._objs
+
+    @property
+    def datas(self) -> list:
+        if self._datas is None:
+            self._datas = [o["data"] for o in self.objs]
+        return self._datas
+
+    def seq(self, i: int) -> int:
+        """The seq of event ``i`` (a typed run's seqs are contiguous, checked by its decoder)."""
+        if self._objs is None:
+            return self.typed.first_seq + i % len(self)
+        return self._objs[i]["seq"]
+
+    def event(self, i: int) -> dict:
+        """Event ``i`` of the run, parsed alone when the run was not."""
+        if self._objs is not None:
+            return self._objs[i]
+        return _parse_run([self.lines[i]])[0]  # type: ignore[index]
+
+
+def _parse_run(lines: list[bytes]) -> list[dict]:
+    """The events of lines the typed decoder accepted, as the general path parses them."""
+    try:
+        return orjson.loads(b"[" + b",".join(lines) + b"]")
+    except orjson.JSONDecodeError:  # a number orjson refuses (the general path then asks json)
+        return [parse_json(line)[0] for line in lines]
+
+
+TYPED_AFTER = 8192
+"""Chunk lines a reader sees in runs before it decodes runs typed: importing msgspec
+costs about what typed decoding saves on that many lines."""
 
 
 class _ReadState:
@@ -184,6 +238,7 @@ class LogReader:
         # only when the file ended on a complete line with no pending defect.
         self.resume_point: tuple[int, int, int] | None = None
         self._start: tuple[int, int, int] = (0, 0, 0)
+        self._run_lines = 0  # chunk lines seen in runs: typed decoding starts at TYPED_AFTER
 
     # -- reporting ---------------------------------------------------------
     def _emit(self, code: str, message: str, **where: Any) -> None:
@@ -288,9 +343,20 @@ class LogReader:
 
     def _batch(self, raw: LineRun, expected_seq: int) -> ChunkRun | None:
         """Parse and validate a run of chunk lines at once, or None to go line by line."""
-        if max(map(len, raw.lines)) > MAX_DEPTH and any(map(too_deep, raw.lines)):
-            return None  # line by line: the deep line becomes a defect
         joined = b",".join(raw.lines)
+        if (
+            max(map(len, raw.lines)) > MAX_DEPTH
+            and joined.count(b"[") + joined.count(b"{") > MAX_DEPTH
+            and any(map(too_deep, raw.lines))
+        ):
+            return None  # line by line: the deep line becomes a defect
+        if self._run_lines >= TYPED_AFTER:
+            from invariants.read.chunk_typed import decode_run
+
+            typed = decode_run(joined, expected_seq)
+            if typed is not None:
+                return ChunkRun(None, None, False, 1, raw.lines, typed)
+        self._run_lines += len(raw.lines)
         try:
             objs = orjson.loads(b"[" + joined + b"]")
             seqs = [o["seq"] for o in objs]

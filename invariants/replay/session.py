@@ -192,6 +192,14 @@ class SessionModel:
         return RebuiltRequest(request, len(prefix), len(derived), len(suffix), origins, version, step.seq)
 
 
+def _all_deltas(kinds: list) -> bool:
+    """Whether every chunk type is a plain delta's (a type that is not a string never is)."""
+    try:
+        return DELTA_CHUNK_TYPES.issuperset(kinds)
+    except TypeError:  # an unhashable type value
+        return False
+
+
 class _Replay:
     """One pass over a log.  Without a profile it also gathers the era evidence of every event
     (``sniffing``): the profile is taken provisionally from the first lines (see
@@ -319,8 +327,8 @@ class _Replay:
                 done = self._chunk_run(obj, line)
                 chunks += done
                 k = obj.line_step  # 0 when the run is one packed row
-                if done == len(obj.objs):
-                    last = (obj.objs[-1], line + (done - 1) * k, -1)
+                if done == len(obj):
+                    last = (obj.event(-1), line + (done - 1) * k, -1)
                     continue
                 # Fall back event by event for the rest of the run.
                 for i in range(done, len(obj.objs)):
@@ -387,55 +395,65 @@ class _Replay:
         """
         cur = self.current
         tracer = self.tracer
-        datas = run.datas
         taken = 0
-        if cur is not None and cur.first_chunk_seq is None and datas:
+        if cur is not None and cur.first_chunk_seq is None and len(run):
             # The step's first chunk settles the header in force: take it singly.
-            self._event(event_from(run.objs[0], line, -1))
+            self._event(event_from(run.event(0), line, -1))
             taken = 1
-            datas = datas[1:]
-        if not datas:
+        n = len(run) - taken
+        if not n or cur is None or tracer.open_step is None:
             return taken
-        if cur is None or tracer.open_step is None:
-            return taken
-        try:
-            turns = [d["turn"] for d in datas]
-            steps = [d["step"] for d in datas]
-        except (KeyError, TypeError):
-            return taken
-        if (
-            set(map(len, datas)) != {3}
-            or set(map(type, turns)) != {int}
-            or set(map(type, steps)) != {int}
-            or set(turns) != {tracer.open_turn}
-            or set(steps) != {tracer.open_step}
-            or set(map(type, map(dict.get, datas, ["chunk"] * len(datas)))) != {dict}
-        ):
-            return taken
-        if not {d["chunk"].get("type") for d in datas} <= DELTA_CHUNK_TYPES:
-            self._chunk_values(run, line, taken, datas)
-        if run.maybe_usage:
-            for d in reversed(datas):
-                if d["chunk"].get("type") == "usage":
-                    if isinstance(d["chunk"].get("usage"), dict):
-                        cur.usage = d["chunk"]["usage"]
-                    break
-        n = len(datas)
+        typed = run.typed
+        if typed is not None:  # one (turn, step) throughout, checked by the typed decoder
+            if typed.turn != tracer.open_turn or typed.step != tracer.open_step:
+                return taken
+            kinds = typed.kinds
+            if not DELTA_CHUNK_TYPES.issuperset(kinds[taken:]):
+                odd = [i for i in range(taken, len(kinds)) if kinds[i] not in DELTA_CHUNK_TYPES]
+                self._chunk_values(run, line, odd, [run.event(i)["data"] for i in odd])
+            if typed.usage is not None and typed.usage >= taken:
+                chunk = run.event(typed.usage)["data"]["chunk"]
+                if isinstance(chunk.get("usage"), dict):
+                    cur.usage = chunk["usage"]
+            cur.last_seq = typed.last_seq
+        else:
+            datas = run.datas[taken:]
+            try:
+                turns = [d["turn"] for d in datas]
+                steps = [d["step"] for d in datas]
+            except (KeyError, TypeError):
+                return taken
+            if (
+                set(map(len, datas)) != {3}
+                or set(map(type, turns)) != {int}
+                or set(map(type, steps)) != {int}
+                or set(turns) != {tracer.open_turn}
+                or set(steps) != {tracer.open_step}
+                or set(map(type, map(dict.get, datas, ["chunk"] * len(datas)))) != {dict}
+            ):
+                return taken
+            if not _all_deltas([d["chunk"].get("type") for d in datas]):
+                self._chunk_values(run, line, range(taken, len(run)), datas)
+            if run.maybe_usage:
+                for d in reversed(datas):
+                    if d["chunk"].get("type") == "usage":
+                        if isinstance(d["chunk"].get("usage"), dict):
+                            cur.usage = d["chunk"]["usage"]
+                        break
+            cur.last_seq = run.objs[-1]["seq"]
         cur.chunks += n
-        last = run.objs[-1]
-        cur.last_seq = last["seq"]
-        cur.last_line = line + (len(run.objs) - 1) * run.line_step
+        cur.last_line = line + (len(run) - 1) * run.line_step
         self.chunks_since_attempt += n
         self.fold.dispatched_in_instance = True
         return taken + n
 
-    def _chunk_values(self, run: ChunkRun, line: int, taken: int, datas: list) -> None:
-        """The value checks of the chunks of a run folded at once that are not plain deltas."""
+    def _chunk_values(self, run: ChunkRun, line: int, indices: Iterable[int], datas: list) -> None:
+        """The value checks of the chunks of a run folded at once (at ``indices``) that are not plain deltas."""
         turn, step = self.tracer.open_turn, self.tracer.open_step
-        for i, d in enumerate(datas, taken):
+        for i, d in zip(indices, datas):
             chunk = d["chunk"]
-            if chunk.get("type") not in DELTA_CHUNK_TYPES:
-                at = {"type": "assistant/chunk", "seq": run.objs[i]["seq"], "line": line + i * run.line_step}
+            if not _all_deltas([chunk.get("type")]):
+                at = {"type": "assistant/chunk", "seq": run.seq(i), "line": line + i * run.line_step}
                 self.values.chunk({**at, "turn": turn, "step": step, "data": d}, chunk)
 
     def _checkpoint(self) -> bytes | None:

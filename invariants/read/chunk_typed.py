@@ -1,0 +1,96 @@
+"""Typed partial decoding of a run of plain ``assistant/chunk`` lines.
+
+A streamed response is most of a log's lines, and the checker needs only a
+few fields of each chunk: seq and time (the envelope checks), turn and step
+(the chunk belongs to the open step) and the chunk's type (a ``usage`` chunk
+carries the step's token counts).  msgspec decodes exactly those into Structs
+and skips the rest (the text deltas) without building Python objects for
+them, while still checking that every line is valid JSON.  Nothing is
+decided here that the general path would decide differently: any run this
+decoder does not accept (an extra or missing key, a wrong type, a syntax
+error, a non-ASCII byte) goes through the general path, which reports it as
+before.
+
+Non-ASCII runs always take the general path: msgspec does not check the
+UTF-8 of text it skips, and invalid UTF-8 is a damaged line (``LOG001``).
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import Annotated
+
+import msgspec
+
+_MAX_SAFE = 2**53 - 1
+
+
+_SafeSeq = Annotated[int, msgspec.Meta(ge=0, le=_MAX_SAFE)]
+_SafeTime = Annotated[int, msgspec.Meta(ge=-_MAX_SAFE, le=_MAX_SAFE)]
+
+
+# gc=False: decoded JSON holds no reference cycles, and untracked Structs decode twice as fast.
+class _Chunk(msgspec.Struct, gc=False):
+    type: str | None = None  # every other key of the chunk is skipped, its syntax checked
+
+
+class _Data(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    turn: int
+    step: int
+    chunk: _Chunk
+
+
+class _Line(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    type: str
+    seq: _SafeSeq
+    time: _SafeTime
+    data: _Data
+
+
+_decode = msgspec.json.Decoder(list[_Line]).decode
+_seq = attrgetter("seq")
+_turn, _step, _kind = attrgetter("data.turn"), attrgetter("data.step"), attrgetter("data.chunk.type")
+
+
+class TypedRun:
+    """What the fold needs of a run of chunk lines that all belong to one (turn, step):
+    that pair, the first and last seq, every chunk's type (the replay checks the values
+    of those that are not plain deltas) and the index of the last ``usage`` chunk (or None)."""
+
+    __slots__ = ("turn", "step", "first_seq", "last_seq", "kinds", "usage")
+
+    def __init__(
+        self, turn: int, step: int, first_seq: int, last_seq: int, kinds: list[str | None], usage: int | None
+    ) -> None:
+        self.turn, self.step, self.first_seq, self.last_seq = turn, step, first_seq, last_seq
+        self.kinds, self.usage = kinds, usage
+
+
+def decode_run(joined: bytes, expected_seq: int) -> TypedRun | None:
+    """The run (its lines joined by commas) as a :class:`TypedRun` when it is the plain case,
+    else None (take the general path).
+
+    The plain case: ASCII, valid JSON, every line exactly ``{type, seq, time,
+    data: {turn, step, chunk: {...}}}`` with integer seq, time, turn and step, a
+    string chunk type (or none),
+    seqs contiguous from ``expected_seq``, times safe integers and one
+    (turn, step) throughout.
+    """
+    if not joined.isascii():
+        return None
+    try:
+        parsed = _decode(b"[" + joined + b"]")
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    n = len(parsed)
+    first, last = parsed[0], parsed[-1]
+    if first.seq != expected_seq or last.seq != expected_seq + n - 1:
+        return None
+    if list(map(_seq, parsed)) != list(range(expected_seq, expected_seq + n)):
+        return None
+    turn, step = first.data.turn, first.data.step
+    if set(map(_turn, parsed)) != {turn} or set(map(_step, parsed)) != {step}:
+        return None
+    kinds = list(map(_kind, parsed))
+    usage = n - 1 - kinds[::-1].index("usage") if "usage" in kinds else None
+    return TypedRun(turn, step, expected_seq, last.seq, kinds, usage)

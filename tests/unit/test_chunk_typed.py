@@ -1,0 +1,138 @@
+"""Typed decoding of chunk runs folds a log exactly as the general path does, damaged lines included."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from invariants.read import chunk_typed, load
+from invariants.read.source import LogSource
+from invariants.replay.session import replay
+from tests.support.logs import Log
+
+USAGE = {"inputTokens": 10, "outputTokens": 5}
+
+
+def _log() -> Log:
+    log = Log()
+    log.turn_start(1)
+    log.user("hi")
+    for step in (1, 2):
+        log.step_start(1, step)
+        if step == 1:
+            log.snapshot()
+        seqs = [log.chunk(1, step, f" w{i}") for i in range(30)]
+        log.add("assistant/chunk", {"turn": 1, "step": step, "chunk": {"type": "usage", "usage": USAGE}})
+        seqs += [log.chunk(1, step, f" v{i}") for i in range(5)]
+        log.chunk(1, step, chunk={"type": "block-end", "block": {"type": "text", "text": "w"}})
+        log.chunk(1, step, chunk={"type": "finish", "reason": {"kind": "stop"}})
+        log.assistant(1, step, [{"type": "text", "text": "w"}], seqs)
+        log.step_end(1, step)
+    log.turn_end(1)
+    return log
+
+
+def _chunk_lines(lines: list[bytes]) -> list[int]:
+    return [i for i, line in enumerate(lines) if line.startswith(b'{"type":"assistant/chunk"')]
+
+
+def _sub(old: bytes, new: bytes):
+    def mutate(line: bytes) -> bytes:
+        assert old in line
+        return line.replace(old, new, 1)
+
+    return mutate
+
+
+MUTATIONS = {
+    "plain": lambda line: line,
+    "invalid utf-8": _sub(b'" w', b'"\xff w'),
+    "non-ascii text": _sub(b'" w', "\u00e9\u2603 w".encode().join([b'"', b""])),
+    "number orjson refuses": _sub(b'"index":0', b'"index":1e999'),
+    "huge integer": _sub(b'"index":0', b'"index":1' + b"0" * 30),
+    "extra envelope key": _sub(b'"data":', b'"ignorable":true,"data":'),
+    "extra data key": _sub(b'"chunk":', b'"x":1,"chunk":'),
+    "missing step": _sub(b'"step":1,', b""),
+    "boolean seq": lambda line: line.replace(b'"seq":', b'"seq":true,"x":', 1),
+    "float time": _sub(b',"data"', b'.0,"data"'),
+    "duplicate seq": _sub(b'"time"', b'"seq":99,"time"'),
+    "duplicate type": _sub(b',"seq"', b',"type":"user/message","seq"'),
+    "other turn": _sub(b'"turn":1', b'"turn":2'),
+    "turn as string": _sub(b'"turn":1', b'"turn":"1"'),
+    "chunk is an array": lambda line: _sub(b"}}}", b"}]}}")(_sub(b'"chunk":{', b'"chunk":[{')(line)),
+    "syntax error": lambda line: line[:-2],
+    "NaN": _sub(b'"index":0', b'"index":NaN'),
+    "lone surrogate escape": _sub(b'" w', b'"\\ud800 w'),
+    "control character": _sub(b'" w', b'"\x01 w'),
+    "deep nesting": _sub(b'"index":0', b'"index":' + b"[" * 600 + b"]" * 600),
+    "seq gap": lambda line: line.replace(b'"seq":', b'"seq":1', 1),
+    "unsafe time": _sub(b'"time":', b'"time":9007199254740993000'),
+    "usage not an object": _sub(b'"type":"text-delta","index":0,"text":" w', b'"type":"usage","usage":3,"text":" w'),
+    "usage with a huge count": _sub(b'"inputTokens":10', b'"inputTokens":1' + b"0" * 30),
+    "unknown chunk type": _sub(b'"text-delta"', b'"text-deltx"'),
+    "chunk type null": _sub(b'"type":"text-delta"', b'"type":null'),
+    "chunk type an object": _sub(b'"type":"text-delta"', b'"type":{"a":1}'),
+    "no chunk type": _sub(b'"type":"text-delta",', b""),
+    "bad block type": _sub(b'"block":{"type":"text"', b'"block":{"type":"txt"'),
+    "block not an object": _sub(b'"block":{"type":"text","text":"w"}', b'"block":7'),
+    "bad finish reason": _sub(b'"kind":"stop"', b'"kind":"halt"'),
+    "usage refused by orjson": _sub(b'"inputTokens":10', b'"inputTokens":1e999'),
+}
+
+
+def _fold(tmp_path, lines: list[bytes], typed_after: int, monkeypatch) -> tuple:
+    monkeypatch.setattr(load, "TYPED_AFTER", typed_after)
+    path = tmp_path / f"s-{typed_after}.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    model = replay(LogSource(path, tmp_path))
+    steps = [
+        (s.seq, s.chunks, s.usage, s.last_seq, s.last_line, s.first_chunk_seq, s.header_version, s.end_seq)
+        for s in model.steps
+    ]
+    findings = [{**f.to_json(), "file": None} for f in model.findings]
+    return findings, steps, model.events, model.chunks
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+# first of a step, second, inside, usage, after it, the block end, the finish (last)
+@pytest.mark.parametrize("position", [0, 1, 15, 30, 31, -2, -1])
+def test_typed_runs_fold_like_the_general_path(tmp_path, monkeypatch, name, position):
+    lines = _log().lines()
+    chunk_at = _chunk_lines(lines)
+    step_chunks = chunk_at[: len(chunk_at) // 2]
+    target = step_chunks[position]
+    try:
+        lines[target] = MUTATIONS[name](lines[target])
+    except AssertionError:
+        pytest.skip("this line has nothing to mutate")
+    typed = _fold(tmp_path, lines, 0, monkeypatch)
+    general = _fold(tmp_path, lines, 10**9, monkeypatch)
+    assert typed == general
+
+
+def test_plain_runs_are_decoded_typed(tmp_path, monkeypatch):
+    calls = []
+    real = chunk_typed.decode_run
+    monkeypatch.setattr(chunk_typed, "decode_run", lambda *a: calls.append(real(*a)) or calls[-1])
+    findings, steps, events, chunks = _fold(tmp_path, _log().lines(), 0, monkeypatch)
+    assert calls and all(c is not None for c in calls)
+    assert [s[2] for s in steps] == [USAGE, USAGE]  # each step's usage chunk, found without parsing the run
+    assert chunks == 76 and findings == []
+
+
+def test_damaged_runs_are_left_to_the_general_path():
+    lines = _log().lines()
+    run = [lines[i] for i in _chunk_lines(lines)[:10]]
+    seq = orjson.loads(run[0])["seq"]
+    assert chunk_typed.decode_run(b",".join(run), seq) is not None
+    for name in ("invalid utf-8", "non-ascii text", "extra envelope key", "syntax error", "other turn", "seq gap"):
+        damaged = [MUTATIONS[name](run[3]) if i == 3 else line for i, line in enumerate(run)]
+        assert chunk_typed.decode_run(b",".join(damaged), seq) is None, name
+
+
+def test_typed_runs_check_the_values_of_chunks_that_are_not_deltas(tmp_path, monkeypatch):
+    lines = _log().lines()
+    finish = _chunk_lines(lines)[len(_chunk_lines(lines)) // 2 - 1]
+    lines[finish] = MUTATIONS["bad finish reason"](lines[finish])
+    findings = _fold(tmp_path, lines, 0, monkeypatch)[0]
+    assert [(f["rule"], f["seq"]) for f in findings] == [("EVT013", orjson.loads(lines[finish])["seq"])]
