@@ -10,7 +10,6 @@ differing path, and a key-order walk for differences that only change bytes.
 from __future__ import annotations
 
 import json
-import re
 from itertools import accumulate
 from typing import Any, TypeGuard
 
@@ -207,23 +206,53 @@ levels; orjson's own encoder stops at 255."""
 
 _DEPTH_KEEP = bytes(c for c in range(256) if c not in b'"[]{}')
 _DEPTH_SIGN = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
-_DEPTH_STRING = re.compile(rb'"[^"]*"?')
+_DEPTH_PAIR = bytes.maketrans(b"[{]}", b"(())")
+_DEPTH_PASSES = 16
+
+
+def _structure(data: bytes) -> bytes:
+    """The brackets of JSON text outside strings, in order: escaped backslashes, then escaped
+    quotes are dropped, then everything but quotes and brackets, then what lies between
+    quote pairs (to the end after an odd quote)."""
+    if b"\\\\" in data:
+        data = data.replace(b"\\\\", b"")
+    if b'\\"' in data:
+        data = data.replace(b'\\"', b"")
+    return b"".join(data.translate(None, _DEPTH_KEEP).split(b'"')[::2])
 
 
 def nesting_depth(data: bytes) -> int:
     """Structural nesting depth of JSON text, ignoring brackets inside strings.
 
-    Linear time: escaped backslashes, then escaped quotes, are dropped; what
-    remains of strings is removed; the brackets left are summed as +1/-1.
-    For invalid JSON the number is only an estimate (the parser refuses it).
+    Linear time: the brackets outside strings (:func:`_structure`) summed as
+    +1/-1, the highest running sum.  For invalid JSON the number is only an
+    estimate (the parser refuses it).
     """
-    reduced = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _DEPTH_KEEP)
-    signs = _DEPTH_STRING.sub(b"", reduced).translate(_DEPTH_SIGN)
-    return max(accumulate(memoryview(signs).cast("b")), default=0)
+    return max(accumulate(memoryview(_structure(data).translate(_DEPTH_SIGN)).cast("b")), default=0)
 
 
 def too_deep(data: bytes, limit: int = MAX_DEPTH) -> bool:
-    """Whether JSON text nests deeper than ``limit``; two C-level counts for ordinary lines."""
+    """Whether ``nesting_depth(data) > limit``, at C speed for ordinary lines.
+
+    The depth is at most the number of opening brackets, so a line with few
+    is decided by two counts.  Otherwise matched pairs ``()`` are removed a
+    few times over: each pass lowers the highest running sum by at most one,
+    so if what remains has at most ``limit - passes`` opening brackets the
+    line cannot be deeper than ``limit`` (ordinary JSON, a few dozen levels
+    deep, is gone after those passes).  Only a line still that deep is summed
+    bracket by bracket.
+    """
     if len(data) <= limit or data.count(b"[") + data.count(b"{") <= limit:
         return False
-    return nesting_depth(data) > limit
+    brackets = _structure(data)
+    if brackets.count(b"[") + brackets.count(b"{") <= limit:
+        return False
+    pairs = brackets.translate(_DEPTH_PAIR)
+    for passes in range(1, _DEPTH_PASSES + 1):
+        shorter = pairs.replace(b"()", b"")
+        if len(shorter) == len(pairs):
+            break
+        pairs = shorter
+        if pairs.count(b"(") + passes <= limit:
+            return False
+    return max(accumulate(memoryview(brackets.translate(_DEPTH_SIGN)).cast("b")), default=0) > limit

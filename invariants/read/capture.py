@@ -24,11 +24,14 @@ from invariants.read.source import strip_log_suffix
 CAPTURE_SUFFIXES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Recorded:
+    """One recorded request.  ``request`` is parsed on first use when the line was read
+    typed (``raw_fields`` then holds the request's fields as raw JSON, ``messages`` a list
+    of raw messages, so a comparison can check bytes without parsing)."""
+
     file: str
     line: int
-    request: dict
     session_id: str | None = None
     session_file: str | None = None
     log_length: int | None = None
@@ -37,6 +40,22 @@ class Recorded:
     loop_built: bool = True
     time: Any = None
     extra: dict = field(default_factory=dict)  # verdict, origin, test...: shown, never compared
+    raw_fields: dict[str, Any] | None = None
+    text: bytes | None = None  # the capture line, kept until its request is parsed
+    parsed: dict | None = None
+
+    @property
+    def request(self) -> dict:
+        if self.parsed is None:
+            self.parsed = parse_json(self.text or b"")[0]["request"]
+            self.text = None
+        return self.parsed
+
+
+EXTRA_KEYS = ("verdict", "shadowVerdict", "origin", "test", "dispatchError")
+TYPED_AFTER = 1 << 20
+"""Capture bytes read before lines are split typed: importing msgspec costs about
+what the split saves on that much."""
 
 
 def find_capture(log_path: Path) -> Path | None:
@@ -55,6 +74,7 @@ def read_capture(path: Path, max_line: int | None = None) -> tuple[list[Recorded
     records: list[Recorded] = []
     findings: list[Finding] = []
     file = str(path)
+    seen = 0
     for raw in _lines(path, findings, max_line or DEFAULT_MAX_LINE):
         if raw.oversized:
             findings.append(
@@ -68,31 +88,39 @@ def read_capture(path: Path, max_line: int | None = None) -> tuple[list[Recorded
             continue
         if not raw.data or raw.data.isspace():
             continue
+        seen += len(raw.data)
+        if seen > TYPED_AFTER:
+            from invariants.read.capture_typed import decode_capture
+
+            typed = decode_capture(raw.data)
+            if typed is not None and _log_length_problem(typed[0]) is None:
+                values, fields = typed
+                records.append(_recorded(file, raw.number, values, raw_fields=fields, text=raw.data))
+                continue
         obj, err = parse_json(raw.data)
         problem = f"not JSON ({err})" if err else _line_problem(obj)
         if problem:
             findings.append(make_finding("LOG013", f"capture line {raw.number}: {problem}", file=file, line=raw.number))
             continue
-        records.append(
-            Recorded(
-                file=file,
-                line=raw.number,
-                request=obj["request"],
-                session_id=obj.get("sessionId") if isinstance(obj.get("sessionId"), str) else None,
-                session_file=obj.get("sessionFile") if isinstance(obj.get("sessionFile"), str) else None,
-                log_length=obj.get("logLength")
-                if is_safe_int(obj.get("logLength")) and obj["logLength"] >= 0
-                else None,
-                turn=obj.get("turn"),
-                step=obj.get("step"),
-                loop_built=obj.get("loopBuilt", True) is not False,
-                time=obj.get("time"),
-                extra={
-                    k: v for k, v in obj.items() if k in ("verdict", "shadowVerdict", "origin", "test", "dispatchError")
-                },
-            )
-        )
+        records.append(_recorded(file, raw.number, obj, parsed=obj["request"]))
     return records, findings
+
+
+def _recorded(file: str, line: int, obj: dict, **request: Any) -> Recorded:
+    """A record from a line's top-level values (``request`` aside, given as ``parsed`` or raw)."""
+    return Recorded(
+        file=file,
+        line=line,
+        session_id=obj.get("sessionId") if isinstance(obj.get("sessionId"), str) else None,
+        session_file=obj.get("sessionFile") if isinstance(obj.get("sessionFile"), str) else None,
+        log_length=obj.get("logLength") if is_safe_int(obj.get("logLength")) and obj["logLength"] >= 0 else None,
+        turn=obj.get("turn"),
+        step=obj.get("step"),
+        loop_built=obj.get("loopBuilt", True) is not False,
+        time=obj.get("time"),
+        extra={k: v for k, v in obj.items() if k in EXTRA_KEYS},
+        **request,
+    )
 
 
 def _line_problem(obj: Any) -> str | None:
@@ -102,6 +130,10 @@ def _line_problem(obj: Any) -> str | None:
         return "no `request` object"
     if not isinstance(obj["request"].get("messages"), list):
         return "request has no `messages` array"
+    return _log_length_problem(obj)
+
+
+def _log_length_problem(obj: dict) -> str | None:
     if "logLength" in obj and not (is_safe_int(obj["logLength"]) and obj["logLength"] >= 0):
         return f"logLength is not an integer >= 0: {shorten(obj['logLength'], 40)}"
     return None

@@ -1,0 +1,104 @@
+"""A capture line read without building its request.
+
+A recorded request is mostly a message history the log already holds, and
+when it is what the loop should have sent, its bytes are the rebuilt
+request's bytes.  So a line is split (msgspec, no Python objects for the
+history) into its small envelope values, parsed as the general reader would,
+and the request's fields and messages as raw JSON; the comparison checks the
+bytes and parses the request only when they differ (``Recorded.request``).
+
+The split accepts only what the general reader accepts with the same values:
+valid UTF-8, valid JSON, nested at most ``MAX_DEPTH`` deep (decided value by
+value, messages one by one: for valid JSON that is the whole line's depth), an object with a
+``request`` object whose fields are the known ones and whose ``messages`` is
+an array, envelope values orjson parses (an integer orjson 3.8 would turn
+into a float, a number it refuses: the general reader decides).  Anything
+else returns None and is read by the general reader, which reports it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+import orjson
+from msgspec import UNSET, Raw, UnsetType
+
+from invariants.model.jsonvalue import MAX_DEPTH, too_deep
+
+
+class _Request(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    messages: list[Raw]
+    model: Raw | UnsetType = UNSET
+    system: Raw | UnsetType = UNSET
+    tools: Raw | UnsetType = UNSET
+    temperature: Raw | UnsetType = UNSET
+    maxTokens: Raw | UnsetType = UNSET
+    stop: Raw | UnsetType = UNSET
+    provider: Raw | UnsetType = UNSET
+    reasoningEffort: Raw | UnsetType = UNSET
+
+
+REQUEST_FIELDS = _Request.__struct_fields__
+_envelope = msgspec.json.Decoder(dict[str, Raw]).decode
+_request = msgspec.json.Decoder(_Request).decode
+_SCALARS = (str, bool, type(None))
+
+
+def decode_capture(data: bytes) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """``(envelope values, request fields)`` of a capture line, or None for the general reader.
+
+    The envelope values are every top-level key but ``request``, in line order;
+    the request fields are raw JSON, ``messages`` a list of raw messages.
+    """
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None  # msgspec does not check the UTF-8 of what it skips
+    try:
+        envelope = _envelope(data)
+        request = _request(envelope.pop("request"))
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, KeyError):
+        return None
+    deep = data.count(b"[") + data.count(b"{") > MAX_DEPTH  # else no part can be too deep
+    values: dict[str, Any] = {}
+    for key, raw in envelope.items():
+        if deep and _too_deep(raw, MAX_DEPTH - 1):
+            return None
+        value = _value(bytes(raw))
+        if value is UNSET:
+            return None
+        values[key] = value
+    fields = {name: getattr(request, name) for name in REQUEST_FIELDS if getattr(request, name) is not UNSET}
+    if deep:
+        if any(_too_deep(raw, MAX_DEPTH - 2) for name, raw in fields.items() if name != "messages"):
+            return None
+        if any(_too_deep(raw, MAX_DEPTH - 3) for raw in request.messages):
+            return None
+    return values, fields
+
+
+def _too_deep(raw: Raw, limit: int) -> bool:
+    """``too_deep`` for a value msgspec found valid: nesting n levels deep takes 2n bytes."""
+    return len(raw) > 2 * limit and too_deep(bytes(raw), limit)
+
+
+def _value(text: bytes) -> Any:
+    """An envelope value as the general reader has it, or UNSET when only it can tell."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return UNSET  # the whole line then falls back to json in the general reader
+    if type(value) is int or isinstance(value, _SCALARS):
+        return value
+    if type(value) is float and (b"." in text or b"e" in text or b"E" in text):
+        return value
+    # An integer past 64 bits (orjson 3.8 makes it a float), or a container that may hold one:
+    # the general reader keeps orjson's value only if orjson takes the whole line, else json's.
+    try:
+        same = orjson.dumps(value) == orjson.dumps(json.loads(text))
+    except (TypeError, ValueError):  # orjson.JSONEncodeError is a TypeError
+        same = False
+    return value if same else UNSET

@@ -1,0 +1,85 @@
+"""The typed fast paths (chunk runs, capture lines, byte-identical requests) change no finding.
+
+Each check runs twice in-process: once with the typed paths from the first
+byte (their thresholds at 0), once with them off; the JSON reports must be
+identical, for the samples and for mutated logs and captures of every kind
+the fuzzer makes (damaged lines, wrong types, deep nesting, invalid UTF-8...).
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from invariants import check
+from invariants.gate.report import report_json
+from invariants.read import capture, load
+from tests.support.fuzz_strategies import capture_mutate, random_case, sample_seeds, write_case
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _report(target: Path, typed: bool, monkeypatch) -> bytes:
+    monkeypatch.setattr(load, "TYPED_AFTER", 0 if typed else 10**12)
+    monkeypatch.setattr(capture, "TYPED_AFTER", 0 if typed else 10**12)
+    doc = report_json(check([target]))
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2)
+
+
+def test_samples_report_the_same_with_typed_reads(monkeypatch, tmp_path):
+    target = tmp_path / "samples"
+    shutil.copytree(ROOT / "sample_logs", target)
+    assert _report(target, True, monkeypatch) == _report(target, False, monkeypatch)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_mutated_cases_report_the_same_with_typed_reads(monkeypatch, tmp_path, seed):
+    rng = random.Random(seed)
+    seeds = sample_seeds()
+    case, _ = random_case(rng, seeds)
+    if rng.random() < 0.5:  # more damaged captures than the fuzzer's own mix
+        with_capture = [s for s in seeds if s.capture is not None]
+        s = rng.choice(with_capture)
+        case.files = {
+            s.log_name: s.log,
+            s.log_name.replace(".jsonl", ".requests.jsonl"): capture_mutate(rng, s.capture),
+        }
+        case.target = s.log_name
+    folder = tmp_path / "case"
+    target = write_case(case, folder)
+    assert _report(target, True, monkeypatch) == _report(target, False, monkeypatch)
+
+
+def test_typed_capture_records_match_the_general_reader(monkeypatch, tmp_path):
+    body = [
+        b'{"sessionId":"s1","logLength":3,"turn":1,"step":1,"verdict":"ok","origin":"loop",'
+        b'"request":{"messages":[{"role":"user"}],"x":1}}',
+        b'{"logLength":18446744073709551616,"request":{"messages":[1e300]}}',
+        b'{"time":1.5,"test":{"n":[1,2]},"loopBuilt":false,"request":{"messages":[],"model":"m"}}',
+        b'{"origin":"llm.stream","request":{"messages":[{"a":1e999}]},"sessionId":"s\xc3\xa9"}',
+        b'{"request":{"messages":[]},"sessionId":"\\ud800"}',
+        b'{"request":{"messages":[]},"logLength":-1}',
+        b'{"turn":' + b"1" + b"0" * 25 + b',"request":{"messages":[]}}',
+        b'{"request":{"messages":' + b"[" * 600 + b"]" * 600 + b"}}",
+        b'{"request":{"messages":[' + b"[" * 508 + b"]" * 508 + b"]}}",
+    ]
+    path = tmp_path / "requests.jsonl"
+    path.write_bytes(b"\n".join(body) + b"\n")
+
+    def read(typed: bool) -> tuple[list, list]:
+        monkeypatch.setattr(capture, "TYPED_AFTER", 0 if typed else 10**12)
+        records, findings = capture.read_capture(path)
+        split.append(sum(r.raw_fields is not None for r in records))
+        fields = ("line", "session_id", "session_file", "log_length", "turn", "step", "loop_built", "time")
+        rows = [([getattr(r, f) for f in fields], list(r.extra.items()), r.request) for r in records]
+        return rows, [f.to_json() for f in findings]
+
+    split: list[int] = []
+    typed, general = read(True), read(False)
+    assert typed == general
+    assert len(general[0]) == 6 and len(general[1]) == 3  # two bad logLengths and the nesting are reported
+    assert split == [3, 0]  # the typed reader split the plain lines, left the odd ones to the general one
