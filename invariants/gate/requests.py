@@ -171,7 +171,7 @@ def _check_one(model: SessionModel, rec: Recorded) -> RecordOutcome:
             f"recorded loop-built request (capture {cap}) has no request header in force: "
             "its model, system and tools are unexplained",
         )
-    diffs = compare(expected, rec.request)
+    diffs = compare(expected, rec)
     for d in diffs:
         extra = dict(where)
         if d.code == "DIV001" and d.detail.get("source_seq") is not None:
