@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Container
 
 from invariants.model.jsonvalue import MISSING, js_equal, map_key
 
@@ -84,7 +84,7 @@ def call_config_equals(a: Any, b: Any, keys: tuple[str, ...] = ("model", "temper
         return js_equal(a, b)
     for k in keys:
         x, y = a.get(k, MISSING), b.get(k, MISSING)
-        if not _strict_equal(x, y):
+        if not strict_equal(x, y):
             return False
     sa, sb = a.get("stop", MISSING), b.get("stop", MISSING)
     if sa is MISSING or sb is MISSING:
@@ -92,7 +92,7 @@ def call_config_equals(a: Any, b: Any, keys: tuple[str, ...] = ("model", "temper
     return js_equal(sa, sb)
 
 
-def _strict_equal(x: Any, y: Any) -> bool:
+def strict_equal(x: Any, y: Any) -> bool:
     """JS ``===`` on parsed JSON scalars (objects compare by JSON text here)."""
     if x is MISSING or y is MISSING:
         return x is y
@@ -114,7 +114,7 @@ def header_equals(a: dict, b: dict) -> bool:
     ca, cb = a.get("config"), b.get("config")
     if not call_config_equals(ca, cb, config_keys_for(ca, cb)):
         return False
-    if not _strict_equal(a.get("system", MISSING), b.get("system", MISSING)):
+    if not strict_equal(a.get("system", MISSING), b.get("system", MISSING)):
         return False
     if not js_equal(a.get("adapterDefaults", {}), b.get("adapterDefaults", {})):
         return False
@@ -170,7 +170,7 @@ def diff_header(prev: dict, nxt: dict) -> dict | None:
     """The delta payload between two canonical headers, or None when equal."""
     delta: dict = {}
     ps, ns = prev.get("system", MISSING), nxt.get("system", MISSING)
-    if not _strict_equal(ps, ns):
+    if not strict_equal(ps, ns):
         delta["system"] = diff_system(ps, ns)
     pt, nt = prev.get("tools", []), nxt.get("tools", [])
     if not js_equal(pt, nt):
@@ -208,7 +208,7 @@ def _check_count(value: Any, what: str) -> int:
     return value
 
 
-def _apply_system(prev: Any, arm: Any, result: DeltaResult) -> Any:
+def apply_system_arm(prev: Any, arm: Any, result: DeltaResult) -> Any:
     if not isinstance(arm, dict):
         raise HeaderShapeError("delta.system must be an object {keepStart, keepEnd, insert}")
     ks = _check_count(arm.get("keepStart"), "delta.system.keepStart")
@@ -229,7 +229,8 @@ def _apply_system(prev: Any, arm: Any, result: DeltaResult) -> Any:
     return "\n".join(new) if new else MISSING
 
 
-def _apply_tools(prev: Any, arm: Any, result: DeltaResult) -> Any:
+def tool_arm(arm: Any) -> tuple[list, list, list]:
+    """The ``(added, removed, changed)`` of a tools arm; HeaderShapeError for a malformed one."""
     if not isinstance(arm, dict):
         raise HeaderShapeError("delta.tools must be an object {added, removed, changed}")
     added, removed, changed = arm.get("added", MISSING), arm.get("removed", MISSING), arm.get("changed", MISSING)
@@ -237,22 +238,34 @@ def _apply_tools(prev: Any, arm: Any, result: DeltaResult) -> Any:
         if not isinstance(v, list) or not all(isinstance(t, dict) and isinstance(t.get("name"), str) for t in v):
             raise HeaderShapeError(f"delta.tools.{name} must be an array of tool schemas with a name")
     _check_str_list(removed, "delta.tools.removed")
+    return added, removed, changed
+
+
+def tool_arm_problems(in_force: Container, added: list, removed: list, changed: list) -> list[tuple[str, str]]:
+    """What does not apply cleanly in a tools arm, given the names of the tools in force."""
+    problems = []
+    for n in removed:
+        if n not in in_force:
+            problems.append(("tools", f"removes tool {n!r}, which is not in the tool list in force"))
+    removed_set = set(removed)
+    for t in changed:
+        if t["name"] not in in_force or t["name"] in removed_set:
+            problems.append(("tools", f"changes tool {t['name']!r}, which is not in the tool list in force"))
+    for t in added:
+        if t["name"] in in_force and t["name"] not in removed_set:
+            problems.append(("tools", f"adds tool {t['name']!r}, which is already in the tool list in force"))
+    return problems
+
+
+def _apply_tools(prev: Any, arm: Any, result: DeltaResult) -> Any:
+    added, removed, changed = tool_arm(arm)
     if is_placeholder(prev):
         result.opaque = True
         return prev
     if not isinstance(prev, list):
         raise HeaderShapeError("the tools in force are not an array")
-    names = [_tool_name(t) for t in prev]
-    for n in removed:
-        if n not in names:
-            result.problems.append(("tools", f"removes tool {n!r}, which is not in the tool list in force"))
+    result.problems.extend(tool_arm_problems([_tool_name(t) for t in prev], added, removed, changed))
     removed_set = set(removed)
-    for t in changed:
-        if t["name"] not in names or t["name"] in removed_set:
-            result.problems.append(("tools", f"changes tool {t['name']!r}, which is not in the tool list in force"))
-    for t in added:
-        if t["name"] in names and t["name"] not in removed_set:
-            result.problems.append(("tools", f"adds tool {t['name']!r}, which is already in the tool list in force"))
     changed_by = {t["name"]: t for t in changed}
     kept = [changed_by.get(_name_key(t), t) for t in prev if _name_key(t) not in removed_set]
     return kept + list(added)
@@ -271,7 +284,7 @@ def apply_delta(prev: dict, delta: Any) -> DeltaResult:
     system = prev.get("system", MISSING)
     tools = prev.get("tools", MISSING)
     if "system" in delta:
-        system = _apply_system(system, delta["system"], result)
+        system = apply_system_arm(system, delta["system"], result)
     if "tools" in delta:
         tools = _apply_tools(prev.get("tools", []), delta["tools"], result)
     config = prev.get("config")

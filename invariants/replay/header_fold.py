@@ -26,8 +26,10 @@ from invariants.replay.header_codec import (
     non_canonical_fields,
     unknown_delta_keys,
 )
+from invariants.replay.header_versions import LiveHeader, VersionStore, fast_delta
 
 ANCHORS = ("initial", "resume")
+FAST_DELTAS = True  # deltas on a LiveHeader; False applies every delta to whole headers (the reference, for tests)
 # HEAD canonicalHeader keeps only these (request-header.ts @ 611615650f).
 HEAD_HEADER_KEYS = ("config", "adapterDefaults", "system", "tools")
 ADAPTER_DEFAULT_KEYS = ("reasoningEffort", "maxTokens")
@@ -62,15 +64,25 @@ def head_header_problem(header: Any) -> str | None:
 
 @dataclass(slots=True)
 class HeaderVersion:
-    """The header in force from ``seq`` on, and the event that made it."""
+    """The header in force from ``seq`` on, and the event that made it.
+
+    ``header`` is materialised on demand from the fold's :class:`VersionStore`
+    (a version made by a delta keeps only the delta).
+    """
 
     seq: int
     line: int
-    header: dict
     kind: str  # initial | resume | fallback | change | delta | <other reason>
     instance: int
     changed: list[str] = field(default_factory=list)  # fields that differ from the previous version
     arms: list[str] = field(default_factory=list)  # delta arms present
+    store: VersionStore | None = field(default=None, repr=False)
+    index: int = -1  # this version's place in the store
+
+    @property
+    def header(self) -> dict:
+        assert self.store is not None
+        return self.store.header(self.index)
 
 
 @dataclass(slots=True)
@@ -97,7 +109,9 @@ class HeaderFold:
     def __init__(self, profile: Profile, emit: Callable[..., object]) -> None:
         self.profile = profile
         self.emit = emit
-        self.state: dict | None = None
+        # The header in force: a LiveHeader in the regular case (a delta costs what it changes), else a dict.
+        self.state: LiveHeader | dict | None = None
+        self.store = VersionStore()
         self.versions: list[HeaderVersion] = []
         self.instances: list[Instance] = []
         self.expect_anchor = True
@@ -150,7 +164,7 @@ class HeaderFold:
                 f"({', '.join(sorted(self.profile.reasons))})",
                 where,
             )
-        prev = self.state
+        prev = self.header_in_force()
         late = self.profile.era == "late"
         if reason == "initial" and prev is not None:
             self._err(
@@ -185,7 +199,7 @@ class HeaderFold:
                 )
                 self.expect_anchor = False
             if prev is not None and "messagePrefix" in changed:
-                self._prefix_changed(ev, where, prev, header, f"{reason} snapshot")
+                self._prefix_changed(ev, where, prefix_of(prev), prefix_of(header), f"{reason} snapshot")
             if reason == "fallback" and prev is not None:
                 self._err(
                     "HDR014",
@@ -211,6 +225,11 @@ class HeaderFold:
                         )
         self._push(ev, header, reason if isinstance(reason, str) else "snapshot", changed)
 
+    def header_in_force(self) -> dict | None:
+        """The folded header after the events seen so far, as a dict (None before any snapshot)."""
+        state = self.state
+        return state.header() if isinstance(state, LiveHeader) else state
+
     def _drift(self, ev: Event, where: dict, prev: dict, header: dict, inst: Instance) -> None:
         if "messagePrefix" in inst.drift:
             old, new = prefix_of(prev), prefix_of(header)
@@ -234,10 +253,10 @@ class HeaderFold:
         if other:
             self._err("PFX003", ev, f"{', '.join(other)} changed at this resume", where, detail={"fields": other})
 
-    def _prefix_changed(self, ev: Event, where: dict, prev: dict, header: dict, how: str) -> None:
+    def _prefix_changed(self, ev: Event, where: dict, old: list, new: list, how: str) -> None:
         if not self.dispatched_in_instance or self.profile.prefix_per_step:
             return
-        path = first_difference(prefix_of(prev), prefix_of(header), "messagePrefix")
+        path = first_difference(old, new, "messagePrefix")
         anchor = self.instances[-1].seq if self.instances else None
         self._err(
             "PFX001",
@@ -259,8 +278,7 @@ class HeaderFold:
                 "request/header-delta in a late-era log (the harness rejects it as the unsupported legacy format)",
                 where,
             )
-        prev = self.state
-        if prev is None:
+        if self.state is None:
             self._err(
                 "HDR001",
                 ev,
@@ -285,6 +303,29 @@ class HeaderFold:
         if isinstance(d, dict) and not any(k in d for k in DELTA_ARMS):
             self._err("HDR004", ev, "empty delta: it names no arm", where)
             return
+        arms = [k for k in DELTA_ARMS if k in d]
+        live = self.state if isinstance(self.state, LiveHeader) and FAST_DELTAS else None
+        fast = fast_delta(live, d) if live is not None else None
+        if fast is None:
+            self._general_delta(ev, where, d, arms)
+            return
+        for arm, problem in fast.problems:
+            self._err("HDR002", ev, f"{arm} arm does not apply cleanly: {problem}", where, path=arm)
+        if fast.equal:
+            self._err("HDR004", ev, "delta changes nothing: the header after it equals the header before", where)
+        elif not fast.problems:
+            self._check_round_trip(ev, where, d, fast.redo())
+        if "messagePrefix" in fast.changed:
+            self._prefix_changed(ev, where, prefix_of(live.fields), prefix_of(fast.new_fields), "delta")
+        fast.commit()
+        index = len(self.versions)
+        self.store.keep_delta(index, d, live)
+        self._add_version(ev, "delta", fast.changed, arms, index)
+
+    def _general_delta(self, ev: Event, where: dict, d: Any, arms: list[str]) -> None:
+        """A delta the live header cannot take: the codec's functions, over whole headers."""
+        prev = self.header_in_force()
+        assert prev is not None
         try:
             result = apply_delta(prev, d)
         except HeaderShapeError as exc:
@@ -297,30 +338,39 @@ class HeaderFold:
             if header_equals(prev, new):
                 self._err("HDR004", ev, "delta changes nothing: the header after it equals the header before", where)
             elif not result.problems:
-                redo = diff_header(prev, new) or {}
-                given = {k: d[k] for k in DELTA_ARMS if k in d}
-                path = first_difference(redo, given, "delta")
-                if path is not None:
-                    self._err(
-                        "HDR003",
-                        ev,
-                        f"delta is not what the harness's diff would write (first difference at {path})",
-                        where,
-                        path=path,
-                        detail={
-                            "expected": shorten(get_path({"delta": redo}, path), 200),
-                            "logged": shorten(get_path({"delta": given}, path), 200),
-                        },
-                    )
+                self._check_round_trip(ev, where, d, diff_header(prev, new) or {})
         changed = changed_fields(prev, new)
         if "messagePrefix" in changed:
-            self._prefix_changed(ev, where, prev, new, "delta")
-        self._push(ev, new, "delta", changed, arms=[k for k in DELTA_ARMS if k in d])
+            self._prefix_changed(ev, where, prefix_of(prev), prefix_of(new), "delta")
+        self._push(ev, new, "delta", changed, arms=arms)
+
+    def _check_round_trip(self, ev: Event, where: dict, d: dict, redo: dict) -> None:
+        given = {k: d[k] for k in DELTA_ARMS if k in d}
+        path = first_difference(redo, given, "delta")
+        if path is not None:
+            self._err(
+                "HDR003",
+                ev,
+                f"delta is not what the harness's diff would write (first difference at {path})",
+                where,
+                path=path,
+                detail={
+                    "expected": shorten(get_path({"delta": redo}, path), 200),
+                    "logged": shorten(get_path({"delta": given}, path), 200),
+                },
+            )
 
     def _push(self, ev: Event, header: dict, kind: str, changed: list[str], arms: list[str] | None = None) -> None:
-        self.state = header
+        """A version kept whole (a snapshot, or a delta the codec applied)."""
+        live = LiveHeader.of(header)
+        self.state = live if live is not None else header
+        index = len(self.versions)
+        self.store.keep_whole(index, header, live.weight() if live is not None else 0)
+        self._add_version(ev, kind, changed, arms or [], index)
+
+    def _add_version(self, ev: Event, kind: str, changed: list[str], arms: list[str], index: int) -> None:
         inst = len(self.instances) - 1
-        self.versions.append(HeaderVersion(ev.seq, ev.line, header, kind, inst, changed, arms or []))
+        self.versions.append(HeaderVersion(ev.seq, ev.line, kind, inst, changed, arms, self.store, index))
 
     def version_before(self, seq: int) -> HeaderVersion | None:
         """The header version in force over events with seq < ``seq``."""

@@ -698,6 +698,7 @@ _CHECKPOINT_MODULES = (
     "invariants.read.load",
     "invariants.read.source",
     "invariants.replay.header_fold",
+    "invariants.replay.header_versions",
     "invariants.rules.contract",
     "invariants.rules.values",
     "invariants.read.line_records",

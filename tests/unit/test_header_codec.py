@@ -183,6 +183,6 @@ def test_fold_of_a_snapshot_only_log_is_the_last_snapshot(tmp_path_factory, snap
         log.clean_turn(i, header_reason="initial" if i == 1 else "resume", header=h)
     path = log.write(tmp_path_factory.mktemp("fold") / "s.jsonl")
     model = replay(LogSource(path, path.parent))
-    assert header_equals(model.fold.state, canonical(snaps[-1]))
+    assert header_equals(model.fold.header_in_force(), canonical(snaps[-1]))
     assert [v.kind for v in model.versions] == ["initial"] + ["resume"] * (len(snaps) - 1)
     assert len(model.instances) == len(snaps)

@@ -1,0 +1,307 @@
+"""Header versions in space linear in the deltas, and deltas that cost what they change.
+
+Folding keeps the header in force as a :class:`LiveHeader`: its fields, and
+its tools indexed by name in list order.  A ``request/header-delta`` is then
+applied, and checked (does it apply cleanly, change anything, round-trip
+through the harness's diff), in time proportional to the delta, not to the
+tool list (:func:`fast_delta`).  The result is exactly what
+:func:`~invariants.replay.header_codec.apply_delta` and the codec's
+comparisons give; a header outside the regular case (a scrubbed placeholder,
+tools with repeated or non-string names, a value orjson cannot encode) or a
+delta that would make it so is left to them.
+
+Each version keeps its delta, not its header (:class:`VersionStore`); the
+header is materialised when a request or a view needs it, from the nearest
+version kept whole (snapshots, and a checkpoint whenever the deltas since the
+last one weigh as much as its header), so materialising costs the header's
+size and all checkpoints together cost what the deltas do.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from itertools import islice
+from typing import Any
+
+from invariants.model.jsonvalue import MISSING, exact_bytes, js_equal
+from invariants.replay.header_codec import (
+    MESSAGE_ARRAYS,
+    DeltaResult,
+    HeaderShapeError,
+    apply_system_arm,
+    call_config_equals,
+    config_keys_for,
+    contains_placeholder,
+    diff_system,
+    strict_equal,
+    tool_arm,
+    tool_arm_problems,
+)
+
+
+class LiveHeader:
+    """The header in force, regular case: no placeholder, tools with distinct string names, all encodable.
+
+    ``fields`` is the canonical header in key order, None standing for its
+    tool list; ``tools`` maps each name to its schema in list order and
+    ``pos`` each name to a number that grows with the position.
+    """
+
+    __slots__ = ("fields", "tools", "pos", "next_pos")
+
+    def __init__(self, fields: dict, tools: dict, pos: dict, next_pos: int) -> None:
+        self.fields, self.tools, self.pos, self.next_pos = fields, tools, pos, next_pos
+
+    @classmethod
+    def of(cls, header: dict) -> LiveHeader | None:
+        """The live form of a canonical header, or None outside the regular case."""
+        if any(contains_placeholder(header.get(k)) for k in ("system", *MESSAGE_ARRAYS)):
+            return None
+        index: dict[str, dict] = {}
+        tools = header.get("tools", MISSING)
+        if tools is not MISSING:
+            if type(tools) is not list:
+                return None
+            for t in tools:
+                if type(t) is not dict or type(t.get("name")) is not str or t["name"] in index:
+                    return None
+                index[t["name"]] = t
+            if exact_bytes(tools) is None:
+                return None
+        fields = {k: None if k == "tools" else v for k, v in header.items()}
+        return cls(fields, index, {name: i for i, name in enumerate(index)}, len(index))
+
+    def header(self) -> dict:
+        """The header as a plain dict (a new tool list; every schema shared)."""
+        fields = self.fields
+        if "tools" not in fields:
+            return dict(fields)
+        tools = list(self.tools.values())
+        return {k: tools if k == "tools" else v for k, v in fields.items()}
+
+    def weight(self) -> int:
+        """What materialising the header costs, in list elements."""
+        return 1 + len(self.tools) + sum(len(v) for k, v in self.fields.items() if k in MESSAGE_ARRAYS)
+
+
+class FastDelta:
+    """A delta applied to a :class:`LiveHeader`, with every verdict the fold asks of it.
+
+    ``problems``, ``equal`` (``header_equals(prev, new)``), ``changed``
+    (``changed_fields(prev, new)``) and :meth:`redo` (``diff_header(prev,
+    new)``) are what the codec's functions give on the two headers; nothing
+    changes until :meth:`commit`.
+    """
+
+    __slots__ = (
+        "live",
+        "new_fields",
+        "problems",
+        "tools_equal",
+        "equal",
+        "changed",
+        "_gone",
+        "_changed_by",
+        "_kept_changed",
+        "_added",
+    )
+
+    def redo(self) -> dict:
+        prev, new = self.live.fields, self.new_fields
+        delta: dict = {}
+        ps, ns = prev.get("system", MISSING), new.get("system", MISSING)
+        if not strict_equal(ps, ns):
+            delta["system"] = diff_system(ps, ns)
+        if not self.tools_equal:
+            delta["tools"] = self._redo_tools()
+        pc, nc = prev.get("config"), new.get("config")
+        if not call_config_equals(pc, nc, config_keys_for(pc, nc)):
+            delta["config"] = nc
+        for key in MESSAGE_ARRAYS:
+            if not js_equal(prev.get(key, []), new.get(key, [])):
+                delta[key] = new.get(key, [])
+        return delta
+
+    def _redo_tools(self) -> dict:
+        """``diff_tools(prev, new)`` from the delta alone."""
+        index, pos, gone, added = self.live.tools, self.live.pos, self._gone, self._added
+        readded = {t["name"] for t in added} & gone
+        changed = [self._changed_by[n] for n in sorted(self._kept_changed, key=pos.__getitem__)]
+        return {
+            "added": [t for t in added if t["name"] not in index],
+            "removed": sorted((n for n in gone if n not in readded), key=pos.__getitem__),
+            "changed": [t for t in changed if not js_equal(index[t["name"]], t)]
+            + [t for t in added if t["name"] in gone and not js_equal(index[t["name"]], t)],
+        }
+
+    def commit(self) -> None:
+        live = self.live
+        index, pos = live.tools, live.pos
+        for name in self._gone:
+            del index[name], pos[name]
+        for name in self._kept_changed:
+            index[name] = self._changed_by[name]
+        for t in self._added:
+            index[t["name"]] = t
+            pos[t["name"]] = live.next_pos
+            live.next_pos += 1
+        live.fields = self.new_fields
+
+
+def fast_delta(live: LiveHeader, delta: Any) -> FastDelta | None:
+    """``delta`` applied to ``live`` in time proportional to the delta, or None: then the codec's
+    functions decide (a malformed delta, a placeholder, a result outside the regular case)."""
+    if type(delta) is not dict:
+        return None
+    prev = live.fields
+    out = FastDelta()
+    out.live = live
+    result = DeltaResult(header={})
+    system = prev.get("system", MISSING)
+    if "system" in delta:
+        try:
+            system = apply_system_arm(system, delta["system"], result)
+        except HeaderShapeError:
+            return None
+        if result.opaque or contains_placeholder(system):
+            return None
+    index = live.tools
+    out._gone, out._changed_by, out._kept_changed, out._added = frozenset(), {}, [], []
+    tools_equal = True
+    if "tools" in delta:
+        try:
+            added, removed, changed = tool_arm(delta["tools"])
+        except HeaderShapeError:
+            return None
+        result.problems.extend(tool_arm_problems(index, added, removed, changed))
+        removed_set = set(removed)
+        names = [t["name"] for t in added]
+        if len(set(names)) != len(names) or any(n in index and n not in removed_set for n in names):
+            return None  # the new list would repeat a name
+        if any(exact_bytes(t) is None for t in (*added, *changed)):
+            return None
+        gone = frozenset(n for n in removed_set if n in index)
+        changed_by = {t["name"]: t for t in changed}
+        kept_changed = [n for n in changed_by if n in index and n not in removed_set]
+        out._gone, out._changed_by, out._kept_changed, out._added = gone, changed_by, kept_changed, list(added)
+        tools_equal = _same_tools(index, gone, changed_by, kept_changed, added)
+        tools_left = len(index) - len(gone) + len(added)
+    else:
+        tools_left = len(index)
+    config = prev.get("config")
+    if "config" in delta:
+        if not isinstance(delta["config"], dict):
+            return None
+        config = delta["config"]
+    for key in MESSAGE_ARRAYS:
+        if key in delta and (not isinstance(delta[key], list) or contains_placeholder(delta[key])):
+            return None
+    # apply_delta's key order, then canonical(): config first, empty fields dropped.
+    new: dict = {"config": config}
+    if system is not MISSING and _kept(system):
+        new["system"] = system
+    if tools_left:
+        new["tools"] = None  # the index, after commit()
+    for key in MESSAGE_ARRAYS:
+        value = delta[key] if key in delta else prev.get(key, MISSING)
+        if value is not MISSING and _kept(value):
+            new[key] = value
+    for key, value in prev.items():
+        if key not in new and key not in ("system", "tools", "config", *MESSAGE_ARRAYS):
+            new[key] = value
+    out.new_fields = new
+    out.problems = result.problems
+    out.tools_equal = tools_equal
+    pc = prev.get("config")
+    out.equal = (
+        tools_equal
+        and call_config_equals(pc, config, config_keys_for(pc, config))
+        and strict_equal(prev.get("system", MISSING), new.get("system", MISSING))
+        and all(js_equal(prev.get(k, []), new.get(k, [])) for k in MESSAGE_ARRAYS)
+    )
+    out.changed = [
+        k
+        for k in dict.fromkeys([*prev, *new])
+        if not (
+            tools_equal and k in prev and k in new
+            if k == "tools"
+            else js_equal(prev.get(k, MISSING), new.get(k, MISSING))
+        )
+    ]
+    return out
+
+
+def _kept(value: Any) -> bool:
+    """canonical()'s test for a field other than config and adapterDefaults."""
+    return isinstance(value, (str, list)) and len(value) > 0
+
+
+def _same_tools(index: dict, gone: frozenset, changed_by: dict, kept_changed: list, added: list) -> bool:
+    """Whether the new tool list equals the old (``js_equal``), from the delta alone.
+
+    Names are distinct, so the kept tools line up with the old list only when
+    the removed ones were its last; the added ones must then equal those.
+    """
+    if len(added) != len(gone):
+        return False
+    tail = list(islice(reversed(index), len(gone)))
+    if set(tail) != gone:
+        return False
+    if not all(js_equal(index[n], changed_by[n]) for n in kept_changed):
+        return False
+    return all(js_equal(t, index[n]) for t, n in zip(added, reversed(tail)))
+
+
+def delta_weight(delta: dict) -> int:
+    """What applying a delta costs, in the units of :meth:`LiveHeader.weight`."""
+    weight = 1
+    tools = delta.get("tools")
+    if isinstance(tools, dict):
+        weight += sum(len(tools.get(k) or ()) for k in ("added", "removed", "changed"))
+    system = delta.get("system")
+    if isinstance(system, dict):
+        weight += sum(v for v in (system.get("keepStart"), system.get("keepEnd")) if type(v) is int)
+        weight += len(system.get("insert") or ())
+    return weight + sum(len(delta.get(k) or ()) for k in MESSAGE_ARRAYS)
+
+
+class VersionStore:
+    """Every version's header: whole for snapshots and checkpoints, else as the delta that made it."""
+
+    def __init__(self) -> None:
+        self.whole: dict[int, dict] = {}
+        self.marks: list[int] = []  # versions kept whole, in order
+        self.deltas: dict[int, dict] = {}
+        self.since = 0  # delta weight since the last version kept whole
+        self.budget = 0  # ...and that version's weight: the deltas may cost as much before the next
+        self.last: tuple[int, dict] | None = None
+
+    def keep_whole(self, index: int, header: dict, weight: int) -> None:
+        self.whole[index] = header
+        self.marks.append(index)
+        self.since, self.budget = 0, weight
+
+    def keep_delta(self, index: int, delta: dict, live: LiveHeader) -> None:
+        """A version made by a fast delta; ``live`` is the header after it."""
+        self.since += delta_weight(delta)
+        if self.since >= self.budget:
+            self.keep_whole(index, live.header(), live.weight())
+        else:
+            self.deltas[index] = delta
+
+    def header(self, index: int) -> dict:
+        whole = self.whole.get(index)
+        if whole is not None:
+            return whole
+        if self.last is not None and self.last[0] == index:
+            return self.last[1]
+        start = self.marks[bisect_right(self.marks, index) - 1]
+        live = LiveHeader.of(self.whole[start])
+        assert live is not None  # the fold kept only fast deltas after it
+        for i in range(start + 1, index + 1):
+            step = fast_delta(live, self.deltas[i])
+            assert step is not None
+            step.commit()
+        header = live.header()
+        self.last = (index, header)
+        return header
