@@ -55,7 +55,12 @@ def write_log(folder: Path, n: int) -> Path:
     head = {"type": "session", "version": 0, "id": f"deltas-{n}", "createdAt": T0}
     log.write_bytes(b"\n".join(orjson.dumps(x) for x in [head, *events]) + b"\n")
     tools = [{**TOOL, "name": f"t{k}"} for k in range(n + 1)]
-    request = {"model": "m1", "system": header["system"], "tools": tools, "messages": [{"role": "user", **user}]}
+    request = {
+        "model": "m1",
+        "system": header["system"],
+        "tools": tools,
+        "messages": [{"role": "user", "content": user["content"]}],
+    }
     line = {"sessionId": f"deltas-{n}", "logLength": dispatched, "turn": 1, "step": 1, "request": request}
     (folder / f"deltas-{n}.requests.jsonl").write_bytes(orjson.dumps(line) + b"\n")
     return log

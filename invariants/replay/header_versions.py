@@ -28,34 +28,39 @@ from invariants.replay.header_codec import (
     MESSAGE_ARRAYS,
     DeltaResult,
     HeaderShapeError,
-    apply_system_arm,
     call_config_equals,
     config_keys_for,
     contains_placeholder,
     diff_system,
-    strict_equal,
+    is_placeholder,
     tool_arm,
     tool_arm_problems,
 )
 
 
 class LiveHeader:
-    """The header in force, regular case: no placeholder, tools with distinct string names, all encodable.
+    """The header in force, regular case: no placeholder, a text system prompt (or none), tools with
+    distinct string names, all encodable.
 
-    ``fields`` is the canonical header in key order, None standing for its
-    tool list; ``tools`` maps each name to its schema in list order and
-    ``pos`` each name to a number that grows with the position.
+    ``fields`` is the canonical header in key order, None standing for the
+    system prompt and the tool list, which live apart: ``lines`` is the
+    prompt's lines, ``tools`` maps each tool name to its schema in list order
+    and ``pos`` each name to a number that grows with the position.
     """
 
-    __slots__ = ("fields", "tools", "pos", "next_pos")
+    __slots__ = ("fields", "lines", "tools", "pos", "next_pos", "_text")
 
-    def __init__(self, fields: dict, tools: dict, pos: dict, next_pos: int) -> None:
-        self.fields, self.tools, self.pos, self.next_pos = fields, tools, pos, next_pos
+    def __init__(self, fields: dict, lines: list[str] | None, tools: dict, pos: dict, next_pos: int) -> None:
+        self.fields, self.lines, self.tools, self.pos, self.next_pos = fields, lines, tools, pos, next_pos
+        self._text: str | None = None  # the prompt joined, until it changes
 
     @classmethod
     def of(cls, header: dict) -> LiveHeader | None:
         """The live form of a canonical header, or None outside the regular case."""
         if any(contains_placeholder(header.get(k)) for k in ("system", *MESSAGE_ARRAYS)):
+            return None
+        system = header.get("system", MISSING)
+        if system is not MISSING and type(system) is not str:
             return None
         index: dict[str, dict] = {}
         tools = header.get("tools", MISSING)
@@ -68,20 +73,30 @@ class LiveHeader:
                 index[t["name"]] = t
             if exact_bytes(tools) is None:
                 return None
-        fields = {k: None if k == "tools" else v for k, v in header.items()}
-        return cls(fields, index, {name: i for i, name in enumerate(index)}, len(index))
+        fields = {k: None if k in ("system", "tools") else v for k, v in header.items()}
+        lines = system.split("\n") if system is not MISSING else None
+        live = cls(fields, lines, index, {name: i for i, name in enumerate(index)}, len(index))
+        live._text = system if system is not MISSING else None
+        return live
+
+    def system(self) -> Any:
+        """The system prompt as the header has it (MISSING when there is none)."""
+        if self.lines is None:
+            return MISSING
+        if self._text is None:
+            self._text = "\n".join(self.lines)
+        return self._text
 
     def header(self) -> dict:
         """The header as a plain dict (a new tool list; every schema shared)."""
-        fields = self.fields
-        if "tools" not in fields:
-            return dict(fields)
-        tools = list(self.tools.values())
-        return {k: tools if k == "tools" else v for k, v in fields.items()}
+        tools = list(self.tools.values()) if "tools" in self.fields else None
+        system = self.system() if "system" in self.fields else None
+        return {k: tools if k == "tools" else system if k == "system" else v for k, v in self.fields.items()}
 
     def weight(self) -> int:
-        """What materialising the header costs, in list elements."""
-        return 1 + len(self.tools) + sum(len(v) for k, v in self.fields.items() if k in MESSAGE_ARRAYS)
+        """What materialising the header costs, in list elements (tools, prompt lines, messages)."""
+        arrays = sum(len(v) for k, v in self.fields.items() if k in MESSAGE_ARRAYS)
+        return 1 + len(self.tools) + len(self.lines or ()) + arrays
 
 
 class FastDelta:
@@ -98,8 +113,10 @@ class FastDelta:
         "new_fields",
         "problems",
         "tools_equal",
+        "system_equal",
         "equal",
         "changed",
+        "_system",
         "_gone",
         "_changed_by",
         "_kept_changed",
@@ -109,9 +126,8 @@ class FastDelta:
     def redo(self) -> dict:
         prev, new = self.live.fields, self.new_fields
         delta: dict = {}
-        ps, ns = prev.get("system", MISSING), new.get("system", MISSING)
-        if not strict_equal(ps, ns):
-            delta["system"] = diff_system(ps, ns)
+        if not self.system_equal:
+            delta["system"] = self._redo_system()
         if not self.tools_equal:
             delta["tools"] = self._redo_tools()
         pc, nc = prev.get("config"), new.get("config")
@@ -121,6 +137,34 @@ class FastDelta:
             if not js_equal(prev.get(key, []), new.get(key, [])):
                 delta[key] = new.get(key, [])
         return delta
+
+    def _redo_system(self) -> dict:
+        """``diff_system(prev, new)``, knowing the lines before the arm's start and after its end are shared."""
+        old = self.live.lines or []
+        start, end, insert, present = self._system
+        if not present:
+            return diff_system(self.live.system(), MISSING)
+        n, k = len(old), len(insert)
+        size = start + k + end
+
+        def new(i: int) -> str:
+            return old[i] if i < start else insert[i - start] if i < start + k else old[i - start - k + n - end]
+
+        keep_start = min(start, n, size)
+        while keep_start < n and keep_start < size and old[keep_start] == new(keep_start):
+            keep_start += 1
+        keep_end = min(end, n - keep_start, size - keep_start)
+        while (
+            keep_end < n - keep_start
+            and keep_end < size - keep_start
+            and old[n - 1 - keep_end] == new(size - 1 - keep_end)
+        ):
+            keep_end += 1
+        return {
+            "keepStart": keep_start,
+            "keepEnd": keep_end,
+            "insert": [new(i) for i in range(keep_start, size - keep_end)],
+        }
 
     def _redo_tools(self) -> dict:
         """``diff_tools(prev, new)`` from the delta alone."""
@@ -145,6 +189,15 @@ class FastDelta:
             index[t["name"]] = t
             pos[t["name"]] = live.next_pos
             live.next_pos += 1
+        if self._system is not None:
+            start, end, insert, present = self._system
+            if not present:
+                live.lines = None
+            elif live.lines is None:
+                live.lines = list(insert)
+            else:
+                live.lines[start : len(live.lines) - end] = insert
+            live._text = None
         live.fields = self.new_fields
 
 
@@ -157,14 +210,18 @@ def fast_delta(live: LiveHeader, delta: Any) -> FastDelta | None:
     out = FastDelta()
     out.live = live
     result = DeltaResult(header={})
-    system = prev.get("system", MISSING)
+    out._system, system_equal = None, True
+    has_system = live.lines is not None
     if "system" in delta:
-        try:
-            system = apply_system_arm(system, delta["system"], result)
-        except HeaderShapeError:
+        arm = _system_arm(live.lines or [], delta["system"])
+        if arm is None:
             return None
-        if result.opaque or contains_placeholder(system):
-            return None
+        out._system = arm
+        start, end, insert, has_system = arm
+        old = live.lines or []
+        system_equal = (live.lines is not None) == has_system and (
+            not has_system or old[start : len(old) - end] == insert
+        )
     index = live.tools
     out._gone, out._changed_by, out._kept_changed, out._added = frozenset(), {}, [], []
     tools_equal = True
@@ -198,8 +255,8 @@ def fast_delta(live: LiveHeader, delta: Any) -> FastDelta | None:
             return None
     # apply_delta's key order, then canonical(): config first, empty fields dropped.
     new: dict = {"config": config}
-    if system is not MISSING and _kept(system):
-        new["system"] = system
+    if has_system:
+        new["system"] = None  # live.lines, after commit()
     if tools_left:
         new["tools"] = None  # the index, after commit()
     for key in MESSAGE_ARRAYS:
@@ -211,24 +268,40 @@ def fast_delta(live: LiveHeader, delta: Any) -> FastDelta | None:
             new[key] = value
     out.new_fields = new
     out.problems = result.problems
-    out.tools_equal = tools_equal
+    out.tools_equal, out.system_equal = tools_equal, system_equal
     pc = prev.get("config")
     out.equal = (
         tools_equal
+        and system_equal
         and call_config_equals(pc, config, config_keys_for(pc, config))
-        and strict_equal(prev.get("system", MISSING), new.get("system", MISSING))
         and all(js_equal(prev.get(k, []), new.get(k, [])) for k in MESSAGE_ARRAYS)
     )
+    same = {"tools": tools_equal and "tools" in prev and "tools" in new, "system": system_equal}
     out.changed = [
         k
         for k in dict.fromkeys([*prev, *new])
-        if not (
-            tools_equal and k in prev and k in new
-            if k == "tools"
-            else js_equal(prev.get(k, MISSING), new.get(k, MISSING))
-        )
+        if not (same[k] if k in same else js_equal(prev.get(k, MISSING), new.get(k, MISSING)))
     ]
     return out
+
+
+def _system_arm(lines: list[str], arm: Any) -> tuple[int, int, list[str], bool] | None:
+    """``(keepStart, keepEnd, insert, prompt present after)`` of a system arm that
+    ``apply_system_arm`` applies cleanly to ``lines`` without a placeholder, else None."""
+    if type(arm) is not dict:
+        return None
+    start, end, insert = arm.get("keepStart"), arm.get("keepEnd"), arm.get("insert")
+    if type(start) is not int or type(end) is not int or start < 0 or end < 0 or start + end > len(lines):
+        return None
+    if type(insert) is not list or not all(type(x) is str for x in insert) or any(map(is_placeholder, insert)):
+        return None
+    size = start + len(insert) + end
+    if size <= 2:  # "{{x}}" or "{{x}}\n": a prompt of two lines at most may be a placeholder
+        text = "\n".join([*lines[:start], *insert, *lines[len(lines) - end :]] if end else [*lines[:start], *insert])
+        if is_placeholder(text):
+            return None
+        return start, end, insert, text != ""
+    return start, end, insert, True
 
 
 def _kept(value: Any) -> bool:
@@ -260,7 +333,6 @@ def delta_weight(delta: dict) -> int:
         weight += sum(len(tools.get(k) or ()) for k in ("added", "removed", "changed"))
     system = delta.get("system")
     if isinstance(system, dict):
-        weight += sum(v for v in (system.get("keepStart"), system.get("keepEnd")) if type(v) is int)
         weight += len(system.get("insert") or ())
     return weight + sum(len(delta.get(k) or ()) for k in MESSAGE_ARRAYS)
 

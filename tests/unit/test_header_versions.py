@@ -34,7 +34,7 @@ def _tools(rng: random.Random) -> list:
 def _header(rng: random.Random) -> dict:
     header: dict = {"config": {"model": rng.choice(["m1", "m2"])}}
     if rng.random() < 0.8:
-        header["system"] = rng.choice(["one\ntwo\nthree", "one", "{{system}}", ""])
+        header["system"] = rng.choice(["one\ntwo\nthree", "one", "{{system}}", "", "a\n\nb\nc\nd\ne", "{{s}}\nx"])
     tools = _tools(rng)
     if tools or rng.random() < 0.5:
         header["tools"] = tools
@@ -59,10 +59,12 @@ def _delta(rng: random.Random) -> object:
         delta["tools"] = arm
     if rng.random() < 0.2:
         delta["system"] = {
-            "keepStart": rng.randrange(4),
-            "keepEnd": rng.randrange(3),
-            "insert": rng.choice([["new"], [], ["{{system}}"], ["{{s}}", "x"]]),
+            "keepStart": rng.randrange(7),
+            "keepEnd": rng.randrange(4),
+            "insert": rng.choice([["new"], [], [""], ["", ""], ["{{system}}"], ["{{s}}", ""], ["b", "c"], ["x"] * 3]),
         }
+        if rng.random() < 0.05:
+            delta["system"][rng.choice(["keepStart", "insert"])] = rng.choice([True, -1, "x", [1]])
     if rng.random() < 0.15:
         delta["config"] = rng.choice([{"model": "m2"}, {"model": "m1", "temperature": 0.5}, "bad"])
     if rng.random() < 0.15:
@@ -81,8 +83,11 @@ def _harness_delta(rng: random.Random, state: dict) -> dict | None:
     kept = [t if rng.random() < 0.8 else _tool(rng, t.get("name")) for t in tools if rng.random() < 0.85]
     have = {t.get("name") for t in kept}
     target["tools"] = kept + [_tool(rng, n) for n in NAMES if n not in have and rng.random() < 0.3]
-    if rng.random() < 0.2:
-        target["system"] = rng.choice(["one\ntwo", "one\nnew\nthree", "zero\none\ntwo\nthree"])
+    if rng.random() < 0.3:
+        lines = str(state.get("system", "")).split("\n")
+        at = rng.randrange(len(lines) + 1)
+        lines[at : at + rng.randrange(2)] = rng.choice([[], ["new"], ["one", "two"], [""]])
+        target["system"] = "\n".join(lines)
     if rng.random() < 0.1:
         target["messagePrefix"] = [{"role": "user", "content": rng.choice(["p", "q"])}]
     delta = diff_header(state, canonical(target))
@@ -141,6 +146,20 @@ def test_a_delta_that_adds_a_tool_costs_the_delta_not_the_list():
     assert step.redo() == {"tools": {"added": [{"name": "new"}], "removed": [], "changed": []}}
     step.commit()
     assert list(live.tools)[-2:] == ["t4999", "new"] and live.header()["tools"][-1] == {"name": "new"}
+
+
+def test_a_prompt_that_grows_a_line_per_delta_is_kept_as_lines(monkeypatch):
+    monkeypatch.setattr(header_fold, "FAST_DELTAS", True)
+    fold = HeaderFold(PROFILES["seed"], lambda *a, **k: None)
+    fold.observe(
+        Event("request/header", 0, 0, {"header": {"config": {"model": "m"}, "system": "a"}, "reason": "initial"}), {}
+    )
+    for k in range(1, 1001):
+        fold.observe(
+            Event("request/header-delta", k, 0, {"system": {"keepStart": k, "keepEnd": 0, "insert": [f"l{k}"]}}), {}
+        )
+    assert len(fold.store.whole) < 20
+    assert fold.versions[500].header["system"] == "\n".join(["a", *(f"l{k}" for k in range(1, 501))])
 
 
 def test_versions_keep_deltas_and_checkpoints_not_every_header(monkeypatch):
