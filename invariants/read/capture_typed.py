@@ -62,21 +62,19 @@ def decode_capture(data: bytes) -> tuple[dict[str, Any], dict[str, Any]] | None:
         request = _request(envelope.pop("request"))
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, KeyError):
         return None
-    deep = data.count(b"[") + data.count(b"{") > MAX_DEPTH  # else no part can be too deep
     values: dict[str, Any] = {}
     for key, raw in envelope.items():
-        if deep and _too_deep(raw, MAX_DEPTH - 1):
+        if _too_deep(raw, MAX_DEPTH - 1):
             return None
         value = _value(bytes(raw))
         if value is UNSET:
             return None
         values[key] = value
     fields = {name: getattr(request, name) for name in REQUEST_FIELDS if getattr(request, name) is not UNSET}
-    if deep:
-        if any(_too_deep(raw, MAX_DEPTH - 2) for name, raw in fields.items() if name != "messages"):
-            return None
-        if any(_too_deep(raw, MAX_DEPTH - 3) for raw in request.messages):
-            return None
+    if any(_too_deep(raw, MAX_DEPTH - 2) for name, raw in fields.items() if name != "messages"):
+        return None
+    if any(_too_deep(raw, MAX_DEPTH - 3) for raw in request.messages):
+        return None
     return values, fields
 
 

@@ -83,3 +83,17 @@ def test_typed_capture_records_match_the_general_reader(monkeypatch, tmp_path):
     assert typed == general
     assert len(general[0]) == 6 and len(general[1]) == 3  # two bad logLengths and the nesting are reported
     assert split == [3, 0]  # the typed reader split the plain lines, left the odd ones to the general one
+
+
+def test_message_bytes_are_reused_only_for_the_same_objects():
+    from invariants.replay.compare import _message_bytes
+
+    m1, m2, m3 = (
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "b"},
+    )
+    assert _message_bytes([m1, m2]) == [orjson.dumps(m1), orjson.dumps(m2)]
+    assert _message_bytes([m1, m3, m2]) == [orjson.dumps(m) for m in (m1, m3, m2)]
+    assert _message_bytes([dict(m1), m3]) == [orjson.dumps(m1), orjson.dumps(m3)]
+    assert _message_bytes([{"n": 2**70}]) is None  # orjson cannot encode it: the structural comparison decides
