@@ -9,11 +9,12 @@ bytes and parses the request only when they differ (``Recorded.request``).
 
 The split accepts only what the general reader accepts with the same values:
 valid UTF-8, valid JSON, nested at most ``MAX_DEPTH`` deep (decided value by
-value, messages one by one: for valid JSON that is the whole line's depth), an object with a
-``request`` object whose fields are the known ones and whose ``messages`` is
-an array, envelope values orjson parses (an integer orjson 3.8 would turn
-into a float, a number it refuses: the general reader decides).  Anything
-else returns None and is read by the general reader, which reports it.
+value and message by message, which for valid JSON is the whole line's
+depth), an object with a ``request`` object whose fields are the known ones
+and whose ``messages`` is an array, envelope values orjson parses (for an
+integer orjson 3.8 would turn into a float, or a number it refuses, the
+general reader decides).  Anything else returns None and is read by the
+general reader, which reports it.
 """
 
 from __future__ import annotations
