@@ -93,18 +93,29 @@ def _fold(tmp_path, lines: list[bytes], typed_after: int, monkeypatch) -> tuple:
     return findings, steps, model.events, model.chunks
 
 
-@pytest.mark.parametrize("name", sorted(MUTATIONS))
-# first of a step, second, inside, usage, after it, the block end, the finish (last)
-@pytest.mark.parametrize("position", [0, 1, 15, 30, 31, -2, -1])
+# first chunk of a step, second, inside, its usage chunk, after it, the block end, the finish (last)
+POSITIONS = [0, 1, 15, 30, 31, -2, -1]
+
+
+def _target(lines: list[bytes], position: int) -> int:
+    chunk_at = _chunk_lines(lines)
+    return chunk_at[: len(chunk_at) // 2][position]
+
+
+def _applies(name: str, position: int) -> bool:
+    lines = _log().lines()
+    try:
+        MUTATIONS[name](lines[_target(lines, position)])
+    except AssertionError:  # the line has nothing this mutation changes
+        return False
+    return True
+
+
+@pytest.mark.parametrize("name, position", [(n, p) for n in sorted(MUTATIONS) for p in POSITIONS if _applies(n, p)])
 def test_typed_runs_fold_like_the_general_path(tmp_path, monkeypatch, name, position):
     lines = _log().lines()
-    chunk_at = _chunk_lines(lines)
-    step_chunks = chunk_at[: len(chunk_at) // 2]
-    target = step_chunks[position]
-    try:
-        lines[target] = MUTATIONS[name](lines[target])
-    except AssertionError:
-        pytest.skip("this line has nothing to mutate")
+    target = _target(lines, position)
+    lines[target] = MUTATIONS[name](lines[target])
     typed = _fold(tmp_path, lines, 0, monkeypatch)
     general = _fold(tmp_path, lines, 10**9, monkeypatch)
     assert typed == general
