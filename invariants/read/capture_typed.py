@@ -74,8 +74,10 @@ def decode_capture(data: bytes) -> tuple[dict[str, Any], dict[str, Any]] | None:
     fields = {name: getattr(request, name) for name in REQUEST_FIELDS if getattr(request, name) is not UNSET}
     if any(_too_deep(raw, MAX_DEPTH - 2) for name, raw in fields.items() if name != "messages"):
         return None
-    if any(_too_deep(raw, MAX_DEPTH - 3) for raw in request.messages):
-        return None
+    limit = MAX_DEPTH - 3
+    if request.messages and max(map(len, request.messages)) > 2 * limit:  # else none can be that deep
+        if any(too_deep(bytes(raw), limit) for raw in request.messages if len(raw) > 2 * limit):
+            return None
     return values, fields
 
 

@@ -10,6 +10,8 @@ deepdiff is asked for the full picture only once a difference exists.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import compress, count, islice
+from operator import is_not
 from typing import TYPE_CHECKING, Any
 
 from invariants.model.jsonvalue import (
@@ -253,14 +255,13 @@ _last_messages: tuple[list, list[bytes]] = ([], [])
 def _message_bytes(messages: list) -> list[bytes] | None:
     """Each message's orjson bytes.  Consecutive requests of a session share most of their
     history (the same objects at the same places), so what the previous call encoded is
-    reused: a session's histories are encoded about once, not once per request."""
+    reused up to the first message that is not the same object: a session's histories are
+    encoded about once, not once per request."""
     global _last_messages
     before, encoded = _last_messages  # one read: another thread may replace the pair
-    out = []
-    for i, message in enumerate(messages):
-        if i < len(before) and before[i] is message:
-            out.append(encoded[i])
-            continue
+    same = next(compress(count(), map(is_not, before, messages)), min(len(before), len(messages)))
+    out = encoded[:same]
+    for message in islice(messages, same, None):
         data = exact_bytes(message)
         if data is None:
             return None
