@@ -41,7 +41,28 @@ class _Request(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     reasoningEffort: Raw | UnsetType = UNSET
 
 
+class _Line(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    """A line with the CAPTURE-FORMAT fields only: split in one pass (else by the two below)."""
+
+    request: _Request
+    sessionId: Raw | UnsetType = UNSET
+    sessionFile: Raw | UnsetType = UNSET
+    logLength: Raw | UnsetType = UNSET
+    turn: Raw | UnsetType = UNSET
+    step: Raw | UnsetType = UNSET
+    loopBuilt: Raw | UnsetType = UNSET
+    time: Raw | UnsetType = UNSET
+    verdict: Raw | UnsetType = UNSET
+    shadowVerdict: Raw | UnsetType = UNSET
+    origin: Raw | UnsetType = UNSET
+    test: Raw | UnsetType = UNSET
+    dispatchError: Raw | UnsetType = UNSET
+
+
 REQUEST_FIELDS = _Request.__struct_fields__
+LINE_FIELDS = tuple(f for f in _Line.__struct_fields__ if f != "request")
+ORDERED = frozenset({"verdict", "shadowVerdict", "origin", "test", "dispatchError"})  # Recorded.extra keeps their order
+_line = msgspec.json.Decoder(_Line).decode
 _envelope = msgspec.json.Decoder(dict[str, Raw]).decode
 _request = msgspec.json.Decoder(_Request).decode
 _SCALARS = (str, bool, type(None))
@@ -59,10 +80,21 @@ def decode_capture(data: bytes) -> tuple[dict[str, Any], dict[str, Any]] | None:
         except UnicodeDecodeError:
             return None  # msgspec does not check the UTF-8 of what it skips
     try:
-        envelope = _envelope(data)
-        request = _request(envelope.pop("request"))
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, KeyError):
+        line = _line(data)
+    except (msgspec.DecodeError, RecursionError):
         return None
+    except msgspec.ValidationError:  # another top-level key, or a field the general reader refuses
+        line = None
+    envelope: dict[str, Raw] = {}
+    if line is not None:
+        envelope = {name: getattr(line, name) for name in LINE_FIELDS if getattr(line, name) is not UNSET}
+        request = line.request
+    if line is None or len(ORDERED.intersection(envelope)) > 1:  # the keys in line order
+        try:
+            envelope = _envelope(data)
+            request = _request(envelope.pop("request"))
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, KeyError):
+            return None
     values: dict[str, Any] = {}
     for key, raw in envelope.items():
         if _too_deep(raw, MAX_DEPTH - 1):
