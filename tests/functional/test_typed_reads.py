@@ -58,6 +58,7 @@ def test_typed_capture_records_match_the_general_reader(monkeypatch, tmp_path):
     body = [
         b'{"sessionId":"s1","logLength":3,"turn":1,"step":1,"verdict":"ok","origin":"loop",'
         b'"request":{"messages":[{"role":"user"}],"x":1}}',
+        b'{"test":"t","origin":"loop","request":{"messages":[]},"verdict":"ok","sessionId":"s1","turn":1}',
         b'{"logLength":18446744073709551616,"request":{"messages":[1e300]}}',
         b'{"time":1.5,"test":{"n":[1,2]},"loopBuilt":false,"request":{"messages":[],"model":"m"}}',
         b'{"origin":"llm.stream","request":{"messages":[{"a":1e999}]},"sessionId":"s\xc3\xa9"}',
@@ -81,8 +82,8 @@ def test_typed_capture_records_match_the_general_reader(monkeypatch, tmp_path):
     split: list[int] = []
     typed, general = read(True), read(False)
     assert typed == general
-    assert len(general[0]) == 6 and len(general[1]) == 3  # two bad logLengths and the nesting are reported
-    assert split == [3, 0]  # the typed reader split the plain lines, left the odd ones to the general one
+    assert len(general[0]) == 7 and len(general[1]) == 3  # two bad logLengths and the nesting are reported
+    assert split == [4, 0]  # the typed reader split the plain lines, left the odd ones to the general one
 
 
 def test_message_bytes_are_reused_only_for_the_same_objects():
