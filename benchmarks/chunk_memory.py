@@ -94,7 +94,8 @@ def main() -> int:
             print(f"{form:>10} {chunks:>11,} {size / 2**20:>7.1f}MB | {cpu:>6.2f}s | {rss:>6.0f}MB")
         (c0, s0, _, r0), (c1, s1, _, r1) = rows[0], rows[-1]
         print(
-            f"{form:>10}: x{c1 / c0:.0f} chunks (x{s1 / s0:.1f} bytes): peak RSS x{r1 / r0:.2f} ({(r1 / r0 - 1) * 100:+.0f} %)"
+            f"{form:>10}: x{c1 / c0:.0f} chunks (x{s1 / s0:.1f} bytes):"
+            f" peak RSS x{r1 / r0:.2f} ({(r1 / r0 - 1) * 100:+.0f} %)"
         )
     print(f"best of {args.repeat} runs each")
     return 0
