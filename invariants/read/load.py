@@ -156,9 +156,9 @@ class ChunkRun:
 
     def seq(self, i: int) -> int:
         """The seq of event ``i`` (a typed run's seqs are contiguous, checked by its decoder)."""
-        if self._objs is None:
+        if self.typed is not None:
             return self.typed.first_seq + i % len(self)
-        return self._objs[i]["seq"]
+        return self.objs[i]["seq"]
 
     def event(self, i: int) -> dict:
         """Event ``i`` of the run, parsed alone when the run was not."""

@@ -239,8 +239,8 @@ def _byte_identical(request: dict, recorded: Recorded) -> bool:
         return False
     for name, value in request.items():
         if name == "messages":
-            want = _message_bytes(value)
-            if want is None or b",".join(want) != b",".join(raw[name]):
+            encoded = _message_bytes(value)
+            if encoded is None or b",".join(encoded) != b",".join(raw[name]):
                 return False
             continue
         want = exact_bytes(value)

@@ -306,7 +306,7 @@ class HeaderFold:
         arms = [k for k in DELTA_ARMS if k in d]
         live = self.state if isinstance(self.state, LiveHeader) and FAST_DELTAS else None
         fast = fast_delta(live, d) if live is not None else None
-        if fast is None:
+        if live is None or fast is None:
             self._general_delta(ev, where, d, arms)
             return
         for arm, problem in fast.problems:

@@ -122,6 +122,18 @@ class FastDelta:
         "_kept_changed",
         "_added",
     )
+    live: LiveHeader
+    new_fields: dict
+    problems: list[tuple[str, str]]
+    tools_equal: bool
+    system_equal: bool
+    equal: bool
+    changed: list[str]
+    _system: tuple[int, int, list[str], bool] | None
+    _gone: frozenset[str]
+    _changed_by: dict[str, dict]
+    _kept_changed: list[str]
+    _added: list[dict]
 
     def redo(self) -> dict:
         prev, new = self.live.fields, self.new_fields
@@ -141,6 +153,7 @@ class FastDelta:
     def _redo_system(self) -> dict:
         """``diff_system(prev, new)``, knowing the lines before the arm's start and after its end are shared."""
         old = self.live.lines or []
+        assert self._system is not None  # the prompt changed: the delta has a system arm
         start, end, insert, present = self._system
         if not present:
             return diff_system(self.live.system(), MISSING)
