@@ -4,7 +4,9 @@ Runs ``python -X importtime`` on ``inspector check LOG --no-cache -q`` (a
 sample log by default) and on a bare interpreter, ``--repeat`` times each,
 and prints the best total self time of the modules the check imports beyond
 the bare interpreter's, then the costliest of them.  Target: under 0.1 s.
-The bytecode cache is on (in a temporary folder), as for an installed tool.
+The bytecode cache is on (in a temporary folder), as for an installed tool,
+and the check runs from an empty folder, as in a project with no
+``[tool.inspector]`` (this repository's own pyproject.toml has to be parsed).
 
     python benchmarks/import_time.py [LOG] [--repeat 9] [--top 25]
 """
@@ -26,10 +28,10 @@ from benchmarks.check_speed import child_env  # noqa: E402
 _ROW = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 
 
-def imported(code: str, env: dict[str, str]) -> dict[str, int]:
-    """Module -> self import time in microseconds, for one fresh interpreter running ``code``."""
+def imported(code: str, env: dict[str, str], cwd: Path) -> dict[str, int]:
+    """Module -> self import time in microseconds, for one fresh interpreter running ``code`` in ``cwd``."""
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, cwd=ROOT, env=env
+        [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, cwd=cwd, env=env
     )
     return {m.group(4): int(m.group(1)) for m in map(_ROW.match, proc.stderr.splitlines()) if m}
 
@@ -40,13 +42,17 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=9, help="runs; the best is shown (default 9)")
     ap.add_argument("--top", type=int, default=25, help="modules listed (default 25)")
     args = ap.parse_args()
-    env = child_env(Path(tempfile.mkdtemp(prefix="inspector-imports-")))
-    check = f"import sys\nfrom inspector.cli import main\nsys.exit(main(['check', {args.log!r}, '--no-cache', '-q']))"
-    imported(check, env)  # fill the bytecode cache
-    bare = set(imported("pass", env))
+    out = Path(tempfile.mkdtemp(prefix="inspector-imports-"))
+    env = child_env(out)
+    cwd = out / "project"
+    cwd.mkdir()
+    log = str(Path(args.log).resolve())
+    check = f"import sys\nfrom inspector.cli import main\nsys.exit(main(['check', {log!r}, '--no-cache', '-q']))"
+    imported(check, env, cwd)  # fill the bytecode cache
+    bare = set(imported("pass", env, cwd))
     best: tuple[int, dict[str, int]] | None = None
     for _ in range(args.repeat):
-        extra = {k: v for k, v in imported(check, env).items() if k not in bare}
+        extra = {k: v for k, v in imported(check, env, cwd).items() if k not in bare}
         total = sum(extra.values())
         if best is None or total < best[0]:
             best = (total, extra)

@@ -34,7 +34,6 @@ guess.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -85,6 +84,8 @@ def fingerprint(f: Finding) -> str:
     """A line-independent identity of a finding's content and step (16 hex digits)."""
     payload = [f.rule, f.turn, f.step, f.path, normalize_message(f.message)]
     text = json.dumps(payload, ensure_ascii=True, separators=(",", ":"), default=str)
+    import hashlib  # deferred: a run without a baseline computes no fingerprint
+
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

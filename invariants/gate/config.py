@@ -35,7 +35,7 @@ typo cannot silently switch a gate off.
 from __future__ import annotations
 
 import os
-import tomllib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,10 +122,23 @@ def find_config(start: Path | None = None) -> Path | None:
     return None
 
 
+# The key ``inspector`` as TOML writes it in a table header, a dotted key or an assignment
+# (``[tool.inspector]``, ``tool.inspector.select =``, ``inspector = {...}``), quoted or bare.
+_INSPECTOR_KEY = re.compile(r"""(?<![\w-])["']?inspector["']?\s*[\].=]""")
+
+
 def _has_tool_section(path: Path) -> bool:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if _INSPECTOR_KEY.search(text) is None:
+        return False  # no [tool.inspector] table can be written without such a key: tomllib is not imported
+    import tomllib  # deferred: most projects have no configuration to parse
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
         return False
     return isinstance(data.get("tool"), dict) and "inspector" in data["tool"]
 
@@ -139,6 +152,8 @@ def load_config(path: Path | None = None, *, isolated: bool = False, start: Path
         if path is None:
             return Config()
     path = Path(path)
+    import tomllib  # deferred: only a check with a configuration file parses TOML
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -21,7 +21,6 @@ watch's rounds, and what is new in each, are :class:`Watch`.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +71,8 @@ class _Mark:
 
 
 def _tail_hash(path: Path, end: int) -> str:
+    import hashlib  # deferred: only a followed log hashes its tail
+
     with open(path, "rb") as fh:
         start = max(0, end - TAIL_WINDOW)
         fh.seek(start)

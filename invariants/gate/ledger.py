@@ -26,7 +26,6 @@ Ledger file (JSON)::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -66,6 +65,8 @@ def _stream(path: Path) -> Iterator[bytes]:
 
 def prefix_digest(path: str | os.PathLike, nbytes: int) -> tuple[str, int]:
     """SHA-256 of the first ``nbytes`` bytes of the log stream, and how many there were."""
+    import hashlib  # deferred: only a run with --ledger hashes logs
+
     h = hashlib.sha256()
     left = nbytes
     for block in _stream(Path(path)):

@@ -11,7 +11,6 @@ findings of whole sessions in report order.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -159,4 +158,6 @@ class FindingPolicy:
             str(self.root) if self.per_path_ignores else None,
             self.baseline_entries,
         ]
+        import hashlib  # deferred: only the index asks for the key
+
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:20]

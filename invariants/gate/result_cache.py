@@ -21,7 +21,6 @@ gets a ``CACHEDIR.TAG`` and a ``.gitignore`` of ``*``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -33,6 +32,12 @@ DEFAULT_CACHE_DIR = ".inspector_cache"
 _FORMAT = 1
 
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This directory is a cache of inspector check results.\n"
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib  # deferred: a run with --no-cache hashes nothing
+
+    return hashlib.sha256(data).hexdigest()
 
 
 def revision(path: str | os.PathLike) -> list | None:
@@ -62,7 +67,7 @@ def tool_key() -> str:
             except OSError:
                 continue
             parts.append([p.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns])
-        _TOOL_KEY = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:20]
+        _TOOL_KEY = _sha256(json.dumps(parts).encode())[:20]
     return _TOOL_KEY
 
 
@@ -93,7 +98,7 @@ class ResultCache:
 
     def open_scope(self, scope: Any) -> None:
         """Select the pack for ``scope`` (any JSON value, e.g. the resolved input paths)."""
-        self._scope = hashlib.sha256(_dumps(scope)).hexdigest()[:32]
+        self._scope = _sha256(_dumps(scope))[:32]
         self._old, self._new, self._dirty = None, {}, False
 
     def _pack(self) -> Path:
@@ -110,7 +115,7 @@ class ResultCache:
 
     @staticmethod
     def _slot(kind: str, identity: Any) -> str:
-        return kind + ":" + hashlib.sha256(_dumps(identity)).hexdigest()[:32]
+        return kind + ":" + _sha256(_dumps(identity))[:32]
 
     def get(self, kind: str, identity: Any, key: Any) -> Any | None:
         slot = self._slot(kind, identity)
