@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from invariants.model.jsonvalue import MISSING, first_difference, get_path, shorten
+from invariants.model.jsonvalue import MISSING, first_difference, get_path, js_equal, shorten
 from invariants.model.records import Event
 from invariants.read.profiles import Profile
 from invariants.replay.header_codec import (
@@ -71,6 +71,14 @@ class HeaderVersion:
     instance: int
     changed: list[str] = field(default_factory=list)  # fields that differ from the previous version
     arms: list[str] = field(default_factory=list)  # delta arms present
+    # Index (into the fold's versions) of the version whose event last set each part: a header field
+    # (``system``, ``tools``, ``messagePrefix``...) or a config field as ``config.<name>``.
+    set_by: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def event(self) -> str:
+        """The type of the event that made this version."""
+        return "request/header-delta" if self.kind == "delta" else "request/header"
 
 
 @dataclass(slots=True)
@@ -320,7 +328,8 @@ class HeaderFold:
     def _push(self, ev: Event, header: dict, kind: str, changed: list[str], arms: list[str] | None = None) -> None:
         self.state = header
         inst = len(self.instances) - 1
-        self.versions.append(HeaderVersion(ev.seq, ev.line, header, kind, inst, changed, arms or []))
+        set_by = _set_by(self.versions[-1] if self.versions else None, len(self.versions), header, changed)
+        self.versions.append(HeaderVersion(ev.seq, ev.line, header, kind, inst, changed, arms or [], set_by))
 
     def version_before(self, seq: int) -> HeaderVersion | None:
         """The header version in force over events with seq < ``seq``."""
@@ -335,3 +344,20 @@ class HeaderFold:
             cache = [v.seq for v in self.versions]
             self._seq_cache = cache
         return cache
+
+
+def _set_by(prev: HeaderVersion | None, index: int, header: dict, changed: list[str]) -> dict[str, int]:
+    """Who set each part of ``header`` (version ``index``): the parts it changed are its own, the rest
+    keep the setter they had.  A part removed counts as set (to absent) by the event that removed it."""
+    out = dict(prev.set_by) if prev is not None else {}
+    for name in changed:
+        if name != "config":
+            out[name] = index
+    if prev is None or "config" in changed:
+        old = (prev.header.get("config") if prev is not None else None) or {}
+        new = header.get("config") or {}
+        old, new = (old if isinstance(old, dict) else {}), (new if isinstance(new, dict) else {})
+        for key in dict.fromkeys([*old, *new]):
+            if prev is None or not js_equal(old.get(key, MISSING), new.get(key, MISSING)):
+                out[f"config.{key}"] = index
+    return out
