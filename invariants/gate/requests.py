@@ -172,16 +172,14 @@ def _check_one(model: SessionModel, rec: Recorded) -> RecordOutcome:
             "its model, system and tools are unexplained",
         )
     diffs = compare(expected, rec.request)
+    named = f"{Path(rec.file).name}:{rec.line}"  # the capture line, in every message about it
     for d in diffs:
         extra = dict(where)
-        if d.code == "DIV001" and d.detail.get("source_seq") is not None:
-            extra["seq"] = d.detail["source_seq"]
-            extra["line"] = model.surface.lines.get(d.detail["source_seq"], step.line)
-        out.findings.append(
-            make_finding(
-                d.code, d.message, **extra, path=d.path, detail={**d.detail, "capture": cap, "step_seq": step.seq}
-            )
-        )
+        if d.place_seq is not None:
+            extra["seq"] = d.place_seq
+            extra["line"] = model.surface.lines.get(d.place_seq, step.line)
+        detail = {**d.detail, "capture": cap, "step_seq": step.seq}
+        out.findings.append(make_finding(d.code, f"{named}: {d.message}", **extra, path=d.path, detail=detail))
     rc.codes = [d.code for d in diffs]
     severe = [d for d in diffs if RULES[d.code].severity == "error"]
     if any(d.code == "DIV001" for d in severe):
