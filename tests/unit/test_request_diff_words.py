@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,10 @@ def test_window_pair_shows_both_long_strings_around_their_first_difference():
     e, r = window_pair(head + "cat" + tail, head + "dog" + tail, 80)
     assert "cat" in e and "dog" in r  # the differing word is on screen on both sides
     assert e.startswith('"…') and r.startswith('"…')  # neither side is cut at its start
-    assert f"(chars {len(head) - 10}" in e and len(e) <= 80 + 20
+    assert "ipsum cat" in e and "ipsum dog" in r  # with some context before the difference
+    start, end, total = map(int, re.search(r"\(chars (\d+)-(\d+) of (\d+)\)$", e).groups())
+    assert 0 < start < len(head) < end < total == len(head + "cat" + tail)
+    assert len(e) <= 80 + 4  # within the width asked (and the ellipses)
 
 
 def test_window_pair_keeps_short_strings_whole():
@@ -152,3 +156,55 @@ def test_an_identical_request_has_no_finding(tmp_path):
     _session(tmp_path, [{"model": "m", "messages": [PREFIX, HI]}])
     findings, result = _requests(tmp_path)
     assert findings == [] and [r.status for r in result.requests] == ["ok"]
+
+
+# -- counts and verdicts -----------------------------------------------------------------
+def test_one_shots_are_counted_apart_from_compared_requests():
+    from invariants.gate.report import summary_line
+    from tests.conftest import SAMPLES
+
+    result = check(SAMPLES / "compaction.jsonl")
+    counts = result.request_counts()
+    assert (counts["recorded"], counts["compared"], counts["one_shot"]) == (9, 7, 2)
+    assert "9 recorded request(s): 7 compared, 2 one-shot (shown, not checked)" in summary_line(result)
+
+
+def test_a_fully_compared_capture_keeps_the_short_phrase(tmp_path):
+    from invariants.gate.report import summary_line
+
+    _session(tmp_path, [{"model": "m", "messages": [PREFIX, HI]}])
+    assert "1 request(s) checked: 0 error(s)" in summary_line(check(tmp_path))
+
+
+def test_the_capture_verdict_is_kept_beside_ours(tmp_path):
+    _session(tmp_path, [{"model": "m", "messages": [PREFIX, HI]}, {"model": "m", "messages": [HI]}])
+    lines = (tmp_path / "requests.jsonl").read_text().splitlines()
+    import json
+
+    recs = [json.loads(line) for line in lines]
+    recs[0]["verdict"], recs[1]["verdict"], recs[1]["shadowVerdict"] = "invariant violated: x", "unchecked", "ok"
+    (tmp_path / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    result = check(tmp_path)
+    first, second = result.requests
+    assert (first.status, first.verdict, first.agrees) == ("ok", "invariant violated: x", False)
+    assert (second.status, second.harness_verdict, second.agrees) == ("diverges", "ok", False)
+    assert result.request_counts()["disagreements"] == 2
+    assert first.to_json()["verdict"] == "invariant violated: x"
+
+
+def test_a_capture_without_verdicts_neither_agrees_nor_disagrees(tmp_path):
+    _session(tmp_path, [{"model": "m", "messages": [HI]}])
+    (rc,) = check(tmp_path).requests
+    assert rc.status == "diverges" and rc.agrees is None and rc.verdict is None
+
+
+# -- unreadable explicit captures ----------------------------------------------------------
+def test_capture_problem_names_a_missing_file_and_a_folder(tmp_path):
+    from invariants.read.capture import capture_problem, capture_problems
+
+    assert capture_problem(tmp_path / "nope.jsonl") == f"{tmp_path / 'nope.jsonl'}: capture file not found"
+    assert "not a capture file" in (capture_problem(tmp_path) or "")
+    (tmp_path / "ok.jsonl").write_text("")
+    assert capture_problems([tmp_path / "ok.jsonl", tmp_path / "nope.jsonl"]) == [
+        f"{tmp_path / 'nope.jsonl'}: capture file not found"
+    ]
