@@ -11,7 +11,7 @@ their first differing character on both sides, so a summary never shows two
 identical-looking prefixes.
 
 Items are compared by structure (key order ignored), as the comparison
-decides; the work is linear in the lists' length and only done once a
+decides; the work is bounded (see :func:`classify_list`) and only done once a
 difference exists.
 """
 
@@ -51,10 +51,21 @@ def _key(value: Any) -> bytes:
         return json.dumps(value, sort_keys=True, default=repr).encode()
 
 
+REACH = 256  # expected items looked at beyond the recorded list's length (the expected side is a whole history)
+
+
 def classify_list(expected: list, recorded: list, start: int) -> ListEdit:
-    """The edit that turns ``expected`` into ``recorded``, both equal before ``start``."""
-    ek = [_key(v) for v in expected[start:]]
+    """The edit that turns ``expected`` into ``recorded``, both equal before ``start``.
+
+    The work is bounded by the recorded list (which the capture line carried anyway) plus
+    :data:`REACH` expected items, so a short recorded request against a long history stays cheap;
+    an edit that reaches further reads as ``changed``."""
+    if start >= len(recorded):
+        return ListEdit("missing", start, start, len(expected) - start)
+    if start >= len(expected):
+        return ListEdit("extra", start, start, len(recorded) - start)
     rk = [_key(v) for v in recorded[start:]]
+    ek = [_key(v) for v in expected[start : start + len(rk) + REACH]]
     in_rec, in_exp = set(rk), set(ek)
     if ek and ek[0] not in in_rec:
         n = _run(ek, in_rec)

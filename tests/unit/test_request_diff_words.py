@@ -35,6 +35,12 @@ def test_classify_list_names_the_edit(expected, recorded, start, edit):
     assert classify_list(expected, recorded, start) == edit
 
 
+def test_classify_list_is_bounded_by_the_recorded_side():
+    history = [{"role": "user", "content": str(i)} for i in range(5000)]
+    assert classify_list(history, [], 0) == ListEdit("missing", 0, 0, 5000)  # no item looked at
+    assert classify_list(history, history[:10] + [{"role": "user"}], 10).kind == "changed"  # a far match: not sought
+
+
 def test_classify_list_compares_by_structure_not_key_order():
     assert classify_list([{"a": 1, "b": 2}, "x"], [{"b": 2, "a": 1}], 1).kind == "missing"
 
