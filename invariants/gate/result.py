@@ -47,6 +47,7 @@ class RequestCheck:
     # The capture's own verdicts (the harness's live and shadow cross-checks), when it carries them.
     verdict: str | None = None
     shadow_verdict: str | None = None
+    attempt: int | None = None  # which dispatch of its step, when the step was sent more than once
 
     def __post_init__(self) -> None:
         if self.recorded is not None and self.verdict is None and self.shadow_verdict is None:
@@ -80,6 +81,7 @@ class RequestCheck:
             "line": self.line,
             "verdict": self.verdict,
             "shadow_verdict": self.shadow_verdict,
+            "attempt": self.attempt,
         }
 
     @classmethod

@@ -83,9 +83,11 @@ def describe_messages(exp: RebuiltRequest, expected: list, recorded: list, index
         msg += with_source(src)
         return Described(msg, f"messages[{edit.exp_index}]", src, detail)
     if edit.kind == "extra":
+        # Nothing in the log made an extra message; the event named is that of the message it pushed aside.
         n = edit.count
+        src = message_source(exp, index) if index < len(expected) else None
         where = (
-            f"before {message_label(exp, index)}{with_source(message_source(exp, index))}"
+            f"before {message_label(exp, index)}{with_source(src)}"
             if index < len(expected)
             else "after the end of the reconstruction"
         )
@@ -93,7 +95,7 @@ def describe_messages(exp: RebuiltRequest, expected: list, recorded: list, index
             f"the recorded request has {n} message{'s' if n != 1 else ''} the log does not account for at "
             f"{_span('messages', index, n)}, {where}: {shorten(recorded[index], SUMMARY_WIDTH)}"
         )
-        return Described(msg, f"messages[{index}]", None, detail)
+        return Described(msg, f"messages[{index}]", src, detail)
     if edit.kind == "moved":
         src = message_source(exp, edit.exp_index)
         block = _run_label(exp, edit.exp_index, edit.count)

@@ -214,3 +214,28 @@ def test_capture_problem_names_a_missing_file_and_a_folder(tmp_path):
     assert capture_problems([tmp_path / "ok.jsonl", tmp_path / "nope.jsonl"]) == [
         f"{tmp_path / 'nope.jsonl'}: capture file not found"
     ]
+
+
+# -- attempts -------------------------------------------------------------------------------
+def test_a_retried_step_names_the_attempt_of_each_recorded_request(tmp_path):
+    import copy
+
+    log = Log(era="late")
+    log.clean_turn(1, "hi", reply="hello", header_reason="initial", capture=True)
+    first = log.requests[0]
+    retry = copy.deepcopy(first)
+    retry["logLength"] += 1  # the retry is dispatched later in the same step
+    retry["request"]["messages"][0]["content"][0]["text"] = "hi (edited)"
+    log.write(tmp_path / "late-1.jsonl")
+    log.write_requests(tmp_path / "requests.jsonl", [first, retry])
+    result = check(tmp_path)
+    assert [(r.attempt, r.status) for r in result.requests] == [(1, "ok"), (2, "diverges")]
+    (f,) = [f for f in result.findings if f.rule == "DIV001"]
+    assert f.message.startswith("requests.jsonl:2, attempt 2: derived message 1 of 1 changed")
+
+
+def test_lines_recorded_at_one_log_length_are_not_attempts(tmp_path):
+    _session(tmp_path, [{"model": "m", "messages": [HI]}, {"model": "m", "messages": [HI, PREFIX]}])
+    result = check(tmp_path)
+    assert [r.attempt for r in result.requests] == [None, None]
+    assert all(", attempt" not in f.message for f in result.findings)
