@@ -202,6 +202,7 @@ def run(args: argparse.Namespace) -> int:
     from invariants.gate.formats import MACHINE_FORMATS, ReportContext, render, statistics_text
     from invariants.gate.ledger import LedgerError
     from invariants.gate.pipeline import RunStats, check
+    from invariants.gate.report import requests_phrase
     from invariants.gate.result import CheckOptions
 
     started = time.perf_counter()
@@ -299,7 +300,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet and (fmt in MACHINE_FORMATS or args.output):
         s = result.summary()
         line = (
-            f"inspector: {s['sessions']} session(s), {s['events']} events, {s['requests_checked']} request(s) checked: "
+            f"inspector: {s['sessions']} session(s), {s['events']} events, {requests_phrase(result)}: "
             f"{s['errors']} error(s), {s['warnings']} warning(s), {s['infos']} info(s)"
         )
         if result.baseline is not None:

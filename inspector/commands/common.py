@@ -23,9 +23,10 @@ def add_input_flags(p: argparse.ArgumentParser) -> None:
 
 
 def missing_captures(captures: list[Path] | None) -> str | None:
-    """The error for ``--captures`` files that do not exist (a check without them would look clean)."""
-    missing = [f"{c}: capture file not found" for c in captures or [] if not Path(c).is_file()]
-    return "; ".join(missing) or None
+    """The error for ``--captures`` files that are missing or unreadable (a check without them would look clean)."""
+    from invariants.read.capture import capture_problems
+
+    return "; ".join(capture_problems(captures)) or None
 
 
 def add_config_flags(p: argparse.ArgumentParser) -> None:

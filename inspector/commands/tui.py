@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import add_config_flags, add_input_flags, check_profile, fail, load_configuration
+from .common import add_config_flags, add_input_flags, check_profile, fail, load_configuration, missing_captures
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,6 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if not Path(args.path).exists():
         return fail(f"{args.path}: no such file or directory")
+    unreadable = missing_captures(args.captures)
+    if unreadable:  # opening without them would show an all-clear
+        return fail(unreadable)
     from inspector.app import create_app
     from invariants.gate.baseline import BaselineError
     from invariants.gate.config import ConfigError

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from invariants.gate.policy import FindingPolicy, report_order
-from invariants.gate.requests import RequestRouter
+from invariants.gate.requests import RequestRouter, attempt_numbers
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
 from invariants.read.capture import Recorded, read_capture
@@ -415,9 +415,10 @@ def _check_capture(ct: CaptureTask, cr: CaptureResult, models: list[SessionModel
         todo = [r for r in records if r.line > prev.checked_lines or r.line in retry]
     cr.rechecked = [r.line for r in todo]
     router = RequestRouter(models, explicit=False)
+    attempts = attempt_numbers(records)  # over the whole capture, as a check numbers them
     emitted: list[tuple[int, str | None, Finding]] = []
     for rec in todo:
-        out = router.check(path, rec)
+        out = router.check(path, rec, attempts.get(id(rec)))
         if out is None:
             cr.requests.append(_request_row(rec, None, rec.session_id, None, "not-routed", []))
             continue

@@ -110,9 +110,24 @@ def finding_lines(result: CheckResult, verbose: bool = False) -> list[str]:
 def summary_line(result: CheckResult) -> str:
     """The text report's last line: sessions, events, requests checked, findings per severity."""
     s = result.summary()
-    oneshots = sum(1 for r in result.requests if r.status == "one-shot")
-    tail = f"{s['sessions']} session(s), {s['events']} events, {s['requests_checked']} request(s) checked"
-    if oneshots:
-        tail += f" ({oneshots} one-shot shown, not checked)"
+    tail = f"{s['sessions']} session(s), {s['events']} events, {requests_phrase(result)}"
     tail += f": {s['errors']} error(s), {s['warnings']} warning(s), {s['infos']} info(s)"
     return tail
+
+
+def requests_phrase(result: CheckResult) -> str:
+    """``14 request(s) checked``, or, when not every recorded request was compared, the breakdown:
+    ``9 recorded request(s): 7 compared, 2 one-shot (shown, not checked)``; and how many of them the
+    capture's own verdict judges otherwise."""
+    c = result.request_counts()
+    if c["compared"] == c["recorded"]:
+        text = f"{c['compared']} request(s) checked"
+    else:
+        text = f"{c['recorded']} recorded request(s): {c['compared']} compared"
+        if c["one_shot"]:
+            text += f", {c['one_shot']} one-shot (shown, not checked)"
+        if c["unexplained"]:
+            text += f", {c['unexplained']} unexplained"
+    if c["disagreements"]:
+        text += f"; the capture's own verdict differs on {c['disagreements']}"
+    return text

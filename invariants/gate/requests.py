@@ -57,9 +57,10 @@ class RequestRouter:
             self._local[capture] = (local, {m.id: m for m in local})
         return self._local[capture]
 
-    def check(self, capture: Path | None, rec: Recorded) -> RecordOutcome | None:
+    def check(self, capture: Path | None, rec: Recorded, attempt: int | None = None) -> RecordOutcome | None:
         """The outcome of ``rec`` read from ``capture`` (None for explicit captures); None when
-        it belongs to a log beside the capture that this run does not check."""
+        it belongs to a log beside the capture that this run does not check.  ``attempt`` numbers
+        the dispatch of a step sent more than once (:func:`attempt_numbers`)."""
         local, local_ids = self._sessions_for(capture)
         model = _route(rec, local_ids, local, self.by_id if self.explicit else {})
         if model is None:
@@ -77,18 +78,35 @@ class RequestRouter:
                 "unexplained", rec.session_id, codes=["REQ004"], file=rec.file, line=rec.line, recorded=rec
             )
             return RecordOutcome(rc, None, [finding])
-        return _check_one(model, rec)
+        return _check_one(model, rec, attempt)
 
     def check_all(self, capture: Path | None, records: list[Recorded]) -> tuple[list[RequestCheck], list[Finding]]:
         """Every line of one capture: the verdicts and the findings, in capture order."""
         checks: list[RequestCheck] = []
         findings: list[Finding] = []
+        attempts = attempt_numbers(records)
         for rec in records:
-            out = self.check(capture, rec)
+            out = self.check(capture, rec, attempts.get(id(rec)))
             if out is not None:
                 checks.append(out.check)
                 findings.extend(out.findings)
         return checks, findings
+
+
+def attempt_numbers(records: list[Recorded]) -> dict[int, int]:
+    """The attempt of each recorded request (by ``id()``) of a step dispatched more than once: the
+    late-era loop retries within a step, and each attempt is sent at its own ``logLength``.  Requests
+    of one session, turn and step are numbered by their distinct log lengths; a step recorded at one
+    log length only (however many lines) gets no number."""
+    lengths: dict[tuple[Any, str, str], set[int]] = {}
+    keyed: list[tuple[int, tuple[Any, str, str], int]] = []
+    for rec in records:
+        if rec.loop_built and rec.log_length is not None and rec.turn is not None and rec.step is not None:
+            key = (rec.session_id, repr(rec.turn), repr(rec.step))
+            lengths.setdefault(key, set()).add(rec.log_length)
+            keyed.append((id(rec), key, rec.log_length))
+    order = {key: sorted(v) for key, v in lengths.items() if len(v) > 1}
+    return {rid: order[key].index(length) + 1 for rid, key, length in keyed if key in order}
 
 
 def clear_routing(model: SessionModel) -> None:
@@ -125,8 +143,8 @@ def _has_log_beside(capture_path: Path | None, rec: Recorded) -> bool:
     return any(n and "/" not in n and "\\" not in n and n not in (".", "..") and (folder / n).is_file() for n in names)
 
 
-def _check_one(model: SessionModel, rec: Recorded) -> RecordOutcome:
-    rc = RequestCheck(session=model.id, file=rec.file, line=rec.line, recorded=rec)
+def _check_one(model: SessionModel, rec: Recorded, attempt: int | None) -> RecordOutcome:
+    rc = RequestCheck(session=model.id, file=rec.file, line=rec.line, recorded=rec, attempt=attempt)
     out = RecordOutcome(rc, model)
     model.requests.append(rc)
     where: dict[str, Any] = {"file": model.file, "session": model.id}
@@ -172,16 +190,16 @@ def _check_one(model: SessionModel, rec: Recorded) -> RecordOutcome:
             "its model, system and tools are unexplained",
         )
     diffs = compare(expected, rec)
+    named = f"{Path(rec.file).name}:{rec.line}"  # the capture line, in every message about it
+    if attempt is not None:
+        named += f", attempt {attempt}"
     for d in diffs:
         extra = dict(where)
-        if d.code == "DIV001" and d.detail.get("source_seq") is not None:
-            extra["seq"] = d.detail["source_seq"]
-            extra["line"] = model.surface.lines.get(d.detail["source_seq"], step.line)
-        out.findings.append(
-            make_finding(
-                d.code, d.message, **extra, path=d.path, detail={**d.detail, "capture": cap, "step_seq": step.seq}
-            )
-        )
+        if d.place_seq is not None:
+            extra["seq"] = d.place_seq
+            extra["line"] = model.surface.lines.get(d.place_seq, step.line)
+        detail = {**d.detail, "capture": cap, "step_seq": step.seq}
+        out.findings.append(make_finding(d.code, f"{named}: {d.message}", **extra, path=d.path, detail=detail))
     rc.codes = [d.code for d in diffs]
     severe = [d for d in diffs if RULES[d.code].severity == "error"]
     if any(d.code == "DIV001" for d in severe):

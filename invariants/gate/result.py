@@ -44,6 +44,32 @@ class RequestCheck:
     file: str | None = None  # the capture file and line it was read from
     line: int | None = None
     recorded: Recorded | None = field(default=None, compare=False, repr=False)  # kept in-process only
+    # The capture's own verdicts (the harness's live and shadow cross-checks), when it carries them.
+    verdict: str | None = None
+    shadow_verdict: str | None = None
+    attempt: int | None = None  # which dispatch of its step, when the step was sent more than once
+
+    def __post_init__(self) -> None:
+        if self.recorded is not None and self.verdict is None and self.shadow_verdict is None:
+            extra = self.recorded.extra
+            self.verdict = extra.get("verdict") if isinstance(extra.get("verdict"), str) else None
+            self.shadow_verdict = extra.get("shadowVerdict") if isinstance(extra.get("shadowVerdict"), str) else None
+
+    @property
+    def harness_verdict(self) -> str | None:
+        """What the harness said of this request: its live verdict, or the shadow one when it ran unchecked."""
+        if self.verdict is not None and self.verdict != "unchecked":
+            return self.verdict
+        return self.shadow_verdict if self.shadow_verdict is not None else self.verdict
+
+    @property
+    def agrees(self) -> bool | None:
+        """Whether our verdict matches the harness's (both accept, or both reject); None when either has none:
+        the capture carries no verdict, the harness did not check it, or it is a one-shot we do not compare."""
+        theirs = self.harness_verdict
+        if theirs is None or theirs == "unchecked" or self.status in ("one-shot", "unchecked"):
+            return None
+        return (theirs == "ok") == (self.status == "ok")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -53,6 +79,9 @@ class RequestCheck:
             "codes": list(self.codes),
             "file": self.file,
             "line": self.line,
+            "verdict": self.verdict,
+            "shadow_verdict": self.shadow_verdict,
+            "attempt": self.attempt,
         }
 
     @classmethod
@@ -166,6 +195,19 @@ class CheckResult:
     @property
     def requests_checked(self) -> int:
         return sum(1 for r in self.requests if r.status not in ("one-shot", "unexplained"))
+
+    def request_counts(self) -> dict[str, int]:
+        """Recorded requests: all of them, those compared, one-shots (shown, not checked), those no log
+        explains, and those where our verdict and the capture's own disagree."""
+        one_shot = sum(1 for r in self.requests if r.status == "one-shot")
+        unexplained = sum(1 for r in self.requests if r.status == "unexplained")
+        return {
+            "recorded": len(self.requests),
+            "compared": len(self.requests) - one_shot - unexplained,
+            "one_shot": one_shot,
+            "unexplained": unexplained,
+            "disagreements": sum(1 for r in self.requests if r.agrees is False),
+        }
 
     def counts(self) -> dict[str, int]:
         """Findings per severity."""

@@ -26,7 +26,7 @@ from invariants.gate.requests import RequestRouter
 from invariants.gate.result import CheckOptions, RequestCheck, SessionSummary
 from invariants.gate.result_cache import revision
 from invariants.model.findings import Finding
-from invariants.read.capture import Recorded, find_capture, read_capture
+from invariants.read.capture import Recorded, capture_problem, find_capture, read_capture
 from invariants.read.source import LogSource
 from invariants.replay.session import SessionModel, replay
 
@@ -160,8 +160,9 @@ def check_unit(
         read_findings: list[Finding] = []
         for name in unit.captures:
             p = Path(name)
-            if not p.is_file():
-                problems.append([len(unit.sources), f"{p}: capture file not found"])
+            problem = capture_problem(p)
+            if problem is not None:
+                problems.append([len(unit.sources), problem])
                 continue
             records, cap_findings = read(p)
             read_findings.extend(cap_findings)

@@ -70,6 +70,28 @@ def find_capture(log_path: Path) -> Path | None:
     return None
 
 
+def capture_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a capture file (``requests.jsonl: capture file not found``), or None.
+
+    Asked of explicit captures (``--captures``) before a check: without them a check would look clean,
+    so every face reports this sentence instead (the CLI as a usage error, the TUI before it opens)."""
+    if not path.exists():
+        return f"{path}: capture file not found"
+    if not path.is_file():
+        return f"{path}: not a capture file (a folder or a special file)"
+    try:
+        with path.open("rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        return f"{path}: cannot read capture file ({exc.strerror or exc})"
+    return None
+
+
+def capture_problems(paths: list[Path] | None) -> list[str]:
+    """:func:`capture_problem` of each explicit capture, in order; empty when all can be read."""
+    return [p for p in (capture_problem(Path(c)) for c in paths or []) if p is not None]
+
+
 def read_capture(path: Path, max_line: int | None = None) -> tuple[list[Recorded], list[Finding]]:
     records: list[Recorded] = []
     findings: list[Finding] = []

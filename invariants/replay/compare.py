@@ -24,6 +24,8 @@ from invariants.model.jsonvalue import (
     shorten,
 )
 from invariants.read.capture import Recorded
+from invariants.replay.diff_words import describe_field, describe_messages, detail_previews, with_source
+from invariants.replay.provenance import Source, field_source, message_source
 from invariants.replay.session import RebuiltRequest
 
 if TYPE_CHECKING:
@@ -42,10 +44,20 @@ class Difference:
     path: str
     message: str
     detail: dict = field(default_factory=dict)
+    place_seq: int | None = None  # the event the finding is placed at, when not the step's start
 
 
 def _absent_as_empty(value: Any, empty: Any) -> Any:
     return empty if value is MISSING else value
+
+
+def _field_sides(name: str, expected: Any, recorded: Any) -> tuple[Any, Any]:
+    """The two sides of a header field as upstream compares them (an absent list or prompt is empty)."""
+    if name == "tools":
+        return _absent_as_empty(expected, []), _absent_as_empty(recorded, [])
+    if name == "system":
+        return _absent_as_empty(expected, ""), _absent_as_empty(recorded, "")
+    return expected, recorded
 
 
 def _field_difference(name: str, expected: Any, recorded: Any) -> str | None:
@@ -167,57 +179,58 @@ def compare(expected: RebuiltRequest, recorded: dict | Recorded) -> list[Differe
         origin = None
         if region == "derived" and index is not None and index - expected.prefix_len < len(expected.origins):
             origin = expected.origins[index - expected.prefix_len]
-        e_val, r_val = get_path({"messages": exp_msgs}, path), get_path({"messages": rec_msgs}, path)
-        where = {
-            "prefix": "the session prefix",
-            "derived": "the derived history",
-            "suffix": "the message suffix",
-            "beyond": "messages the log does not have",
-        }.get(region, "the message list")
-        msg = f"messages diverge from the log's reconstruction at {path} (in {where}"
-        msg += f", from event seq {origin})" if origin is not None else ")"
-        msg += f": expected {shorten(e_val, 80)}, recorded {shorten(r_val, 80)}"
+        source: Source | None = None
+        said = None
+        if index is not None and isinstance(rec_msgs, list):
+            said = describe_messages(expected, exp_msgs, rec_msgs, index, path)
+            source, msg = said.source, said.message
+            e_prev, r_prev = detail_previews(exp_msgs, rec_msgs, path, "messages")
+        else:
+            e_val, r_val = get_path({"messages": exp_msgs}, path), get_path({"messages": rec_msgs}, path)
+            msg = f"messages diverge from the log's reconstruction at {path}: expected {shorten(e_val, 80)}, "
+            msg += f"recorded {shorten(r_val, 80)}"
+            e_prev, r_prev = shorten(e_val, 400), shorten(r_val, 400)
         out.append(
             Difference(
                 "DIV001",
-                path,
+                said.path if said is not None else path,
                 msg,
                 {
                     "region": region,
                     "message_index": index,
-                    "source_seq": origin,
-                    "expected": shorten(e_val, 400),
-                    "recorded": shorten(r_val, 400),
+                    **(source.detail() if source is not None else {"source_seq": None}),
+                    "expected": e_prev,
+                    "recorded": r_prev,
                     "expected_count": len(exp_msgs),
                     "recorded_count": len(rec_msgs) if isinstance(rec_msgs, list) else None,
                     "deepdiff": deep_summary(exp_msgs, rec_msgs, start=index or 0),
+                    **(said.detail if said is not None else {}),
                 },
+                place_seq=origin,
             )
         )
     else:
         order = key_order_difference(exp_msgs, rec_msgs, "messages")
         if order is not None:
-            out.append(_order_difference(order, exp_msgs, rec_msgs, "messages"))
+            at = _message_index(order)
+            src = message_source(expected, at) if at is not None and at < len(exp_msgs) else None
+            out.append(_order_difference(order, exp_msgs, rec_msgs, "messages", src))
     for name in HEADER_FIELDS:
         e, r = expected.request.get(name, MISSING), recorded.get(name, MISSING)
         if e is not MISSING and _same_bytes(e, r):
             continue
         p = _field_difference(name, e, r)
         if p is not None:
-            e_val, r_val = get_path({name: e}, p), get_path({name: r}, p)
-            out.append(
-                Difference(
-                    "DIV010",
-                    p,
-                    f"{name} diverges from the folded header at {p}: header {shorten(e_val, 80)}, recorded "
-                    f"{shorten(r_val, 80)}",
-                    {"field": name, "expected": shorten(e_val, 400), "recorded": shorten(r_val, 400)},
-                )
-            )
+            e, r = _field_sides(name, e, r)
+            said = describe_field(expected, name, e, r, p)
+            e_prev, r_prev = detail_previews(e, r, p, name)
+            named = said.source.detail() if said.source is not None else {"source_seq": None}
+            detail = {"field": name, **named, "expected": e_prev, "recorded": r_prev, **said.detail}
+            out.append(Difference("DIV010", said.path, said.message, detail))
         elif name == "tools" and e is not MISSING and r is not MISSING:
             order = key_order_difference(e, r, "tools")
             if order is not None:
-                out.append(_order_difference(order, e, r, "tools"))
+                out.append(_order_difference(order, e, r, "tools", field_source(expected, "tools")))
     for name in recorded:
         if name not in KNOWN_FIELDS:
             out.append(
@@ -280,16 +293,16 @@ def _same_bytes(a: Any, b: Any) -> bool:
     return ba is not None and ba == exact_bytes(b)
 
 
-def _order_difference(path: str, expected: Any, recorded: Any, root: str) -> Difference:
+def _order_difference(path: str, expected: Any, recorded: Any, root: str, source: Source | None) -> Difference:
     e, r = get_path({root: expected}, path), get_path({root: recorded}, path)
     ek = list(e) if isinstance(e, dict) else []
     rk = list(r) if isinstance(r, dict) else []
     return Difference(
         "DIV002",
         path,
-        f"same content, different key order at {path}: expected keys {ek}, recorded {rk} (bytes differ; provider "
-        "prefix caches miss)",
-        {"expected_keys": ek, "recorded_keys": rk},
+        f"same content, different key order at {path}{with_source(source)}: expected keys {ek}, recorded {rk} "
+        "(bytes differ; provider prefix caches miss)",
+        {"expected_keys": ek, "recorded_keys": rk, **(source.detail() if source is not None else {})},
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from invariants.model.jsonvalue import MISSING, first_difference, get_path, shorten
+from invariants.model.jsonvalue import MISSING, first_difference, get_path, js_equal, shorten
 from invariants.model.records import Event
 from invariants.read.profiles import Profile
 from invariants.replay.header_codec import (
@@ -78,11 +78,19 @@ class HeaderVersion:
     arms: list[str] = field(default_factory=list)  # delta arms present
     store: VersionStore | None = field(default=None, repr=False)
     index: int = -1  # this version's place in the store
+    # Index (into the fold's versions) of the version whose event last set each part: a header field
+    # (``system``, ``tools``, ``messagePrefix``...) or a config field as ``config.<name>``.
+    set_by: dict[str, int] = field(default_factory=dict)
 
     @property
     def header(self) -> dict:
         assert self.store is not None
         return self.store.header(self.index)
+
+    @property
+    def event(self) -> str:
+        """The type of the event that made this version."""
+        return "request/header-delta" if self.kind == "delta" else "request/header"
 
 
 @dataclass(slots=True)
@@ -113,6 +121,7 @@ class HeaderFold:
         self.state: LiveHeader | dict | None = None
         self.store = VersionStore()
         self.versions: list[HeaderVersion] = []
+        self._config: Any = None  # the config of the version in force, for ``set_by``
         self.instances: list[Instance] = []
         self.expect_anchor = True
         # Instability is only observable once the instance has sent a request
@@ -320,7 +329,7 @@ class HeaderFold:
         fast.commit()
         index = len(self.versions)
         self.store.keep_delta(index, d, live)
-        self._add_version(ev, "delta", fast.changed, arms, index)
+        self._add_version(ev, "delta", fast.changed, arms, index, live.fields.get("config"))
 
     def _general_delta(self, ev: Event, where: dict, d: Any, arms: list[str]) -> None:
         """A delta the live header cannot take: the codec's functions, over whole headers."""
@@ -366,11 +375,15 @@ class HeaderFold:
         self.state = live if live is not None else header
         index = len(self.versions)
         self.store.keep_whole(index, header, live.weight() if live is not None else 0)
-        self._add_version(ev, kind, changed, arms or [], index)
+        self._add_version(ev, kind, changed, arms or [], index, header.get("config"))
 
-    def _add_version(self, ev: Event, kind: str, changed: list[str], arms: list[str], index: int) -> None:
+    def _add_version(
+        self, ev: Event, kind: str, changed: list[str], arms: list[str], index: int, config: Any
+    ) -> None:
         inst = len(self.instances) - 1
-        self.versions.append(HeaderVersion(ev.seq, ev.line, kind, inst, changed, arms, self.store, index))
+        set_by = _set_by(self.versions[-1] if self.versions else None, index, self._config, config, changed)
+        self._config = config
+        self.versions.append(HeaderVersion(ev.seq, ev.line, kind, inst, changed, arms, self.store, index, set_by))
 
     def version_before(self, seq: int) -> HeaderVersion | None:
         """The header version in force over events with seq < ``seq``."""
@@ -385,3 +398,21 @@ class HeaderFold:
             cache = [v.seq for v in self.versions]
             self._seq_cache = cache
         return cache
+
+
+def _set_by(prev: HeaderVersion | None, index: int, old: Any, new: Any, changed: list[str]) -> dict[str, int]:
+    """Who set each part of version ``index``: the parts it changed are its own, the rest keep the setter
+    they had.  A part removed counts as set (to absent) by the event that removed it.  ``old`` and ``new``
+    are the config before and after, passed in so that no stored version is materialised."""
+    out = dict(prev.set_by) if prev is not None else {}
+    for name in changed:
+        if name != "config":
+            out[name] = index
+    if prev is None or "config" in changed:
+        old = (old if prev is not None else None) or {}
+        new = new or {}
+        old, new = (old if isinstance(old, dict) else {}), (new if isinstance(new, dict) else {})
+        for key in dict.fromkeys([*old, *new]):
+            if prev is None or not js_equal(old.get(key, MISSING), new.get(key, MISSING)):
+                out[f"config.{key}"] = index
+    return out

@@ -73,6 +73,14 @@ class RebuiltRequest:
     origins: list[int]  # event seq of each derived message
     header_version: HeaderVersion | None
     boundary_seq: int
+    versions: list[HeaderVersion] = field(default_factory=list, repr=False)  # the fold's, for :meth:`setter`
+
+    def setter(self, part: str) -> HeaderVersion | None:
+        """The header version whose event last set ``part`` of the header in force (a header field such as
+        ``messagePrefix`` or ``system``, or ``config.<name>``); None when no header event set it."""
+        v = self.header_version
+        i = v.set_by.get(part) if v is not None else None
+        return self.versions[i] if i is not None and i < len(self.versions) else None
 
     def region(self, index: int) -> str:
         if index < self.prefix_len:
@@ -189,7 +197,9 @@ class SessionModel:
         for key in config:
             if key in SPREAD_CONFIG:
                 request[key] = config[key]
-        return RebuiltRequest(request, len(prefix), len(derived), len(suffix), origins, version, step.seq)
+        return RebuiltRequest(
+            request, len(prefix), len(derived), len(suffix), origins, version, step.seq, self.fold.versions
+        )
 
 
 def _all_deltas(kinds: list) -> bool:

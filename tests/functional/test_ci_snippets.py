@@ -152,4 +152,6 @@ def test_gitlab_job_reports_junit_and_fails_only_on_a_new_finding(workspace, cap
     assert root.get("failures") == "1"
     (failed,) = [case for case in root.iter("testcase") if case.find("failure") is not None]
     assert failed.get("name") == NEW_SESSION
-    assert failed.find("failure").get("message").startswith("DIV001: messages diverge")
+    assert (
+        failed.find("failure").get("message").startswith("DIV001: capture-divergence.requests.jsonl:3: derived message")
+    )

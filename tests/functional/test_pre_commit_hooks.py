@@ -132,7 +132,7 @@ def test_hook_passes_a_sound_log_skips_other_files_and_blocks_a_broken_log(tmp_p
     assert hook_line(out, HOOK_NAME).endswith("Failed")
     assert "- exit code: 1" in out
     assert "recordings/capture-divergence.jsonl  (session 7bb4a066-9210-4919-89c7-a783a0f2372e" in out
-    assert "error   DIV001  line 3, seq 1, turn 2 step 1: messages diverge" in out
+    assert "error   DIV001  line 3, seq 1, turn 2 step 1: capture-divergence.requests.jsonl:3: derived message" in out
     assert "at messages[1].content[0].text" in out
     assert "2 session(s), 451 events, 14 request(s) checked: 2 error(s)" in out
     assert commits(proj, env) == 2  # the broken recording was not committed
@@ -147,7 +147,7 @@ def test_hook_passes_a_sound_log_skips_other_files_and_blocks_a_broken_log(tmp_p
     capture.write_text("\n".join(lines))
     code, out = commit(proj, env, "recordings/clean-multi-turn.requests.jsonl")
     assert code == 1 and hook_line(out, HOOK_NAME).endswith("Failed"), out
-    assert "error   DIV010  line 4, seq 2, turn 1 step 1: system diverges from the folded header at system" in out
+    assert "error   DIV010  line 4, seq 2, turn 1 step 1: clean-multi-turn.requests.jsonl:1: system diverges" in out
     assert commits(proj, env) == 2
 
 

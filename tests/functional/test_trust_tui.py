@@ -62,3 +62,13 @@ def test_check_with_a_missing_capture_file_prints_only_the_error(capsys, tmp_pat
     out, err = capsys.readouterr()
     assert out == ""
     assert err == f"inspector: error: {tmp_path / 'missing.jsonl'}: capture file not found\n"
+
+
+def test_the_tui_command_with_an_unreadable_capture_names_it_and_does_not_open(capsys, tmp_path):
+    from inspector.cli import main
+
+    log, _ = story_log(tmp_path)
+    for bad, said in ((tmp_path / "missing.jsonl", "capture file not found"), (tmp_path, "not a capture file")):
+        assert main([str(log), "--captures", str(bad)]) == 2  # before any app starts: no all-clear on screen
+        out, err = capsys.readouterr()
+        assert out == "" and err.startswith(f"inspector: error: {bad}: {said}")
