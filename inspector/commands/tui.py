@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import add_config_flags, add_input_flags, check_profile, fail, load_configuration
+from .common import add_config_flags, add_input_flags, check_profile, fail, load_configuration, missing_input
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,8 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not Path(args.path).exists():
-        return fail(f"{args.path}: no such file or directory")
+    if (missing := missing_input(args.path)) is not None:
+        return fail(missing)
     from inspector.app import create_app
     from invariants.gate.baseline import BaselineError
     from invariants.gate.config import ConfigError

@@ -9,13 +9,13 @@ verdict, the session it went to and its findings.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from invariants.gate.result import RequestCheck
 from invariants.model.findings import Finding
 from invariants.model.registry import RULES, make_finding
 from invariants.read.capture import Recorded
+from invariants.read.source import LogPath
 from invariants.replay.compare import compare
 from invariants.replay.session import SessionModel, StepState
 
@@ -44,20 +44,20 @@ class RequestRouter:
         self.models = models
         self.explicit = explicit
         self.by_id: dict[str, list[SessionModel]] = {}
-        self.by_folder: dict[Path, list[SessionModel]] = {}
+        self.by_folder: dict[LogPath, list[SessionModel]] = {}
         for m in models:
             self.by_id.setdefault(m.id, []).append(m)
             self.by_folder.setdefault(m.source.path.parent, []).append(m)
-        self._local: dict[Path | None, tuple[list[SessionModel], dict[str, SessionModel]]] = {}
+        self._local: dict[LogPath | None, tuple[list[SessionModel], dict[str, SessionModel]]] = {}
 
-    def _sessions_for(self, capture: Path | None) -> tuple[list[SessionModel], dict[str, SessionModel]]:
+    def _sessions_for(self, capture: LogPath | None) -> tuple[list[SessionModel], dict[str, SessionModel]]:
         """The sessions a capture's lines may go to, and those by id (the last of an id wins)."""
         if capture not in self._local:
             local = self.models if capture is None else self.by_folder.get(capture.parent, [])
             self._local[capture] = (local, {m.id: m for m in local})
         return self._local[capture]
 
-    def check(self, capture: Path | None, rec: Recorded) -> RecordOutcome | None:
+    def check(self, capture: LogPath | None, rec: Recorded) -> RecordOutcome | None:
         """The outcome of ``rec`` read from ``capture`` (None for explicit captures); None when
         it belongs to a log beside the capture that this run does not check."""
         local, local_ids = self._sessions_for(capture)
@@ -79,7 +79,7 @@ class RequestRouter:
             return RecordOutcome(rc, None, [finding])
         return _check_one(model, rec)
 
-    def check_all(self, capture: Path | None, records: list[Recorded]) -> tuple[list[RequestCheck], list[Finding]]:
+    def check_all(self, capture: LogPath | None, records: list[Recorded]) -> tuple[list[RequestCheck], list[Finding]]:
         """Every line of one capture: the verdicts and the findings, in capture order."""
         checks: list[RequestCheck] = []
         findings: list[Finding] = []
@@ -115,7 +115,7 @@ def _route(
     return local[0] if len(local) == 1 else None
 
 
-def _has_log_beside(capture_path: Path | None, rec: Recorded) -> bool:
+def _has_log_beside(capture_path: LogPath | None, rec: Recorded) -> bool:
     if capture_path is None:
         return False
     folder = capture_path.parent

@@ -10,7 +10,6 @@ and never resolves outside that folder.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterator
 
 from invariants.model.findings import Finding
@@ -19,7 +18,7 @@ from invariants.model.registry import make_finding
 from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem
 from invariants.read.lines import iter_lines
 from invariants.read.load import parse_json
-from invariants.read.source import strip_log_suffix
+from invariants.read.source import LogPath, UrlPath, strip_log_suffix
 
 CAPTURE_SUFFIXES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
 
@@ -39,19 +38,27 @@ class Recorded:
     extra: dict = field(default_factory=dict)  # verdict, origin, test...: shown, never compared
 
 
-def find_capture(log_path: Path) -> Path | None:
+def find_capture(log_path: LogPath) -> LogPath | None:
     """``requests.jsonl`` beside the log, else ``<log name>.requests.jsonl`` (plain or zstd)."""
     folder = log_path.parent
-    for name in [f"requests{s}" for s in CAPTURE_SUFFIXES] + [
+    names = [f"requests{s}" for s in CAPTURE_SUFFIXES] + [
         f"{strip_log_suffix(log_path.name)}.requests{s}" for s in CAPTURE_SUFFIXES
-    ]:
+    ]
+    if isinstance(folder, UrlPath):  # one listing, not a round trip per candidate name
+        listing = folder.children()
+        for name in names:
+            entry = listing.get(name)
+            if entry is not None and entry.get("type") == "file" and not entry.get("islink"):
+                return folder / name
+        return None
+    for name in names:
         candidate = folder / name
         if candidate.is_file() and not candidate.is_symlink():
             return candidate
     return None
 
 
-def read_capture(path: Path, max_line: int | None = None) -> tuple[list[Recorded], list[Finding]]:
+def read_capture(path: LogPath, max_line: int | None = None) -> tuple[list[Recorded], list[Finding]]:
     records: list[Recorded] = []
     findings: list[Finding] = []
     file = str(path)
@@ -107,7 +114,7 @@ def _line_problem(obj: Any) -> str | None:
     return None
 
 
-def _lines(path: Path, findings: list[Finding], max_line: int = DEFAULT_MAX_LINE) -> Iterator:
+def _lines(path: LogPath, findings: list[Finding], max_line: int = DEFAULT_MAX_LINE) -> Iterator:
     for raw in iter_lines(path, max_line):
         if isinstance(raw, FrameProblem):
             code = "LOG010" if raw.kind == "torn" else "LOG009"
