@@ -105,7 +105,7 @@ def test_there_is_no_import_circle():
 def test_import_invariants_loads_no_tui_index_simulator_or_cluster_code():
     code = (
         "import sys, invariants; invariants.check; "
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'sqlite_utils', 'dask', 'distributed', "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'sqlite_utils', 'dask', 'distributed', 'fsspec', 'pyarrow', "
         "'inspector')"
         " or m.startswith('invariants.simulate')]; print(bad)"
     )
