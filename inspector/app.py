@@ -19,7 +19,7 @@ from textual.screen import Screen
 
 from invariants.gate.config import Config
 from invariants.gate.result import CheckOptions
-from invariants.read.source import LogSource
+from invariants.read.source import LogSource, log_path
 
 
 class InspectorApp(App):
@@ -39,8 +39,8 @@ class InspectorApp(App):
     ) -> None:
         super().__init__()
         self.db = Path(db) if db is not None else None  # the index the session list reads (None: the default, if any)
-        self.path = Path(path)
-        self.options = CheckOptions(captures=[Path(c) for c in captures] if captures else None, profile=profile)
+        self.path = log_path(path)  # a local path, or a URL read through fsspec
+        self.options = CheckOptions(captures=[log_path(c) for c in captures] if captures else None, profile=profile)
         self.config = config  # what the screens report, as the gate does (None: every finding)
         self.session = session
         self.follow = follow

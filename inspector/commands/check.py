@@ -157,7 +157,7 @@ def _written_input(args: argparse.Namespace) -> str | None:
     from invariants.read.discover import discover
 
     sources, _ = discover(args.paths)
-    inputs = {s.path.resolve() for s in sources} | {Path(c).resolve() for c in args.captures or []}
+    inputs = {s.path.resolve() for s in sources} | {c.resolve() for c in args.captures or []}
     inputs |= {c.resolve() for s in sources if s.member is None and (c := find_capture(s.path)) is not None}
     for flag, target in targets:
         if Path(target).resolve() in inputs:

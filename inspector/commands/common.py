@@ -6,14 +6,17 @@ import argparse
 import sys
 from pathlib import Path
 
+from invariants.read.source import LogPath, log_path
+
 
 def add_input_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--captures",
         action="append",
         metavar="FILE",
-        type=Path,
-        help="recorded-request capture file(s); default: requests.jsonl or <log>.requests.jsonl beside each log",
+        type=log_path,
+        help="recorded-request capture file(s), paths or URLs; "
+        "default: requests.jsonl or <log>.requests.jsonl beside each log",
     )
     p.add_argument(
         "--profile",
@@ -22,11 +25,19 @@ def add_input_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def missing_captures(captures: list[Path] | None) -> str | None:
+def missing_captures(captures: list[LogPath] | None) -> str | None:
     """The error for ``--captures`` files that are missing or unreadable (a check without them would look clean)."""
     from invariants.read.capture import capture_problems
 
     return "; ".join(capture_problems(captures)) or None
+
+
+def missing_input(raw: str) -> str | None:
+    """The error for a path or URL that names nothing (None: it exists)."""
+    try:
+        return None if log_path(raw).exists() else f"{raw}: no such file or directory"
+    except OSError as exc:
+        return str(exc)
 
 
 def add_config_flags(p: argparse.ArgumentParser) -> None:

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 from .common import add_config_flags, fail, load_configuration
@@ -44,6 +45,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="worker processes that replay logs (default: CPUs, at most 4; 1 = in this process)",
     )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDR",
+        default=None,
+        help="compute the rows on a Dask cluster: tcp://HOST:PORT, or local[:N] to start N local worker processes; "
+        "this process stays the one writer (needs the fleet extra; overrides --jobs)",
+    )
+    p.add_argument(
+        "--export",
+        nargs=2,
+        metavar=("FORMAT", "DIR"),
+        default=None,
+        help="after indexing, write the findings, steps and requests tables to DIR (FORMAT: parquet; needs pyarrow, "
+        "the fleet extra)",
+    )
     add_config_flags(p)
     p.add_argument("--full", action="store_true", help="re-read every log even when its revision is unchanged")
     p.add_argument("--rebuild", action="store_true", help="delete the database first and index from scratch")
@@ -67,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
     db = args.db
     if args.jobs is not None and args.jobs < 1:
         return fail("--jobs must be at least 1")
+    if args.export is not None and args.export[0] != "parquet":
+        return fail(f"--export {args.export[0]}: the only format is parquet")
     if args.rebuild and db.exists() and db.stat().st_size and not is_index(db):
         return fail(f"{db}: not an index written by `inspector index`; --rebuild deletes only those")
     if args.rebuild:
@@ -85,14 +103,36 @@ def run(args: argparse.Namespace) -> int:
                 f"\rindexed {stats.groups_written}/{stats.groups} changed folders", end="", file=sys.stderr, flush=True
             )
 
-    try:
-        stats = build_index(args.paths, db, jobs=args.jobs, full=args.full, progress=progress, config=config)
-    except IndexBuildError as exc:
-        return fail(str(exc))
+    with ExitStack() as stack:
+        executor = None
+        if args.scheduler is not None:
+            from inspector.index.build import lost_group
+            from invariants.gate.executor_dask import SchedulerError, dask_executor
+
+            try:
+                executor = stack.enter_context(dask_executor(args.scheduler, None, lost=lost_group))
+            except SchedulerError as exc:
+                return fail(str(exc))
+        try:
+            stats = build_index(
+                args.paths, db, jobs=args.jobs, full=args.full, progress=progress, config=config, executor=executor
+            )
+        except IndexBuildError as exc:
+            return fail(str(exc))
     if show:
         print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
     for problem in stats.problems:
         fail(problem)
+    if args.export is not None and stats.written:
+        from inspector.index.export import ExportError, export_parquet
+
+        try:
+            counts = export_parquet(db, args.export[1])
+        except ExportError as exc:
+            return fail(str(exc))
+        if not args.quiet and not args.json:
+            rows = ", ".join(f"{n} {t}" for t, n in counts.items())
+            print(inert(f"{args.export[1]}: {rows} (parquet)"), file=sys.stderr)
     if not stats.written:
         print(inert(f"inspector: no session logs to index; {db} was not created"), file=sys.stderr)
     if args.json:

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import add_config_flags, add_input_flags, check_profile, fail, load_configuration, missing_captures
+from .common import (
+    add_config_flags,
+    add_input_flags,
+    check_profile,
+    fail,
+    load_configuration,
+    missing_captures,
+    missing_input,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,8 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not Path(args.path).exists():
-        return fail(f"{args.path}: no such file or directory")
+    if (missing := missing_input(args.path)) is not None:
+        return fail(missing)
     unreadable = missing_captures(args.captures)
     if unreadable:  # opening without them would show an all-clear
         return fail(unreadable)

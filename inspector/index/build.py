@@ -1,6 +1,8 @@
 """Build or update the index: discover, decide what changed, replay, write.
 
-The writer is this process; replays run in worker processes (``jobs``).  Each
+The writer is this process; replays run in worker processes (``jobs``), or
+on the workers of an executor (``--scheduler``: a Dask cluster), which
+compute a window of folders at a time while this process writes.  Each
 folder (its logs and captures) is written in one transaction, in discovery
 order, so a killed run leaves every folder either fully indexed at its new
 revision or untouched at its old one.  The next run finds the rest changed
@@ -32,13 +34,14 @@ import sqlite_utils
 
 from invariants.analysis.forks import ForkSide, check_fork_sides
 from invariants.gate.config import Config
+from invariants.gate.executor import Executor
 from invariants.gate.fork_checks import resolve_parent
 from invariants.gate.policy import FindingPolicy
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
 from invariants.read.capture import find_capture
 from invariants.read.discover import discover
-from invariants.read.source import LogSource
+from invariants.read.source import LogSource, UrlPath, is_url, log_path
 
 from . import rows as R
 from .schema import SCHEMA_VERSION, create_schema
@@ -214,6 +217,18 @@ class _Lock:
             os.close(self.fd)
 
 
+def input_name(p: str | os.PathLike) -> str:
+    """How a path given to the index is kept: made absolute, or a URL as written (less trailing slashes)."""
+    return UrlPath.of(str(p)).url if is_url(p) else os.path.abspath(p)
+
+
+def _is_dir(name: str) -> bool:
+    try:
+        return log_path(name).is_dir()
+    except OSError:  # an unusable URL: discovery has said so
+        return False
+
+
 def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -226,8 +241,12 @@ def build_index(
     full: bool = False,
     progress: Callable[[IndexStats], None] | None = None,
     config: Config | None = None,
+    executor: Executor | None = None,
 ) -> IndexStats:
     """Index every log under ``paths`` into ``db_path``; only what changed is read.
+
+    With an ``executor`` (a :class:`~invariants.gate.executor_dask.DaskExecutor`...) the changed
+    folders are computed on its workers instead of ``jobs`` local processes; the rows are the same.
 
     ``config`` decides which findings are stored, as it does for ``inspector check``
     (None: every finding); an unreadable baseline raises ``BaselineError`` before anything is written.
@@ -236,7 +255,7 @@ def build_index(
     policy = FindingPolicy.of(config)
     stats = IndexStats()
     db_path = str(db_path)
-    roots = [os.path.abspath(p) for p in paths]
+    roots = [input_name(p) for p in paths]
     sources, problems = discover(roots)
     if not sources and not os.path.lexists(db_path):  # nothing to index, nothing to prune: create nothing
         stats.problems.extend(problems)
@@ -257,7 +276,7 @@ def build_index(
     db._index_lock_fd = lock.fd  # type: ignore[attr-defined]  # closed in worker processes
     try:
         run_id = _start_run(db, paths)
-        stats = _build(db, roots, sources, problems, jobs, full, progress, stats, run_id, policy)
+        stats = _build(db, roots, sources, problems, jobs, full, progress, stats, run_id, policy, executor)
         stats.seconds = time.perf_counter() - t0
         _finish_run(db, run_id, stats)
     except sqlite3.OperationalError as exc:  # a read-only file or folder, a full disk: what SQLite says
@@ -280,7 +299,7 @@ def _start_run(db: sqlite_utils.Database, paths: Iterable[str | os.PathLike]) ->
         conn.execute("UPDATE runs SET status = 'interrupted' WHERE id = ?", [rid])
     cur = conn.execute(
         "INSERT INTO runs(started_at, status, paths, pid, groups_done) VALUES (?, 'running', ?, ?, 0)",
-        [now_iso(), R.dumps([os.path.abspath(p) for p in paths]), os.getpid()],
+        [now_iso(), R.dumps([input_name(p) for p in paths]), os.getpid()],
     )
     conn.execute("COMMIT")
     return int(cur.lastrowid)
@@ -457,6 +476,7 @@ def _build(
     stats: IndexStats,
     run_id: int,
     policy: FindingPolicy,
+    executor: Executor | None = None,
 ) -> IndexStats:
     _adopt_policy(db, policy)
     stats.problems.extend(problems)
@@ -468,7 +488,11 @@ def _build(
     if pause_at:
         writer.batch = 1  # the test hook commits folder by folder, so a kill shows partial progress
     try:
-        for result in _run_tasks(db, tasks, jobs, policy):
+        results = _run_on(executor, db, tasks, policy) if executor is not None else _run_tasks(db, tasks, jobs, policy)
+        for result in results:
+            if isinstance(result, LostGroup):
+                stats.problems.extend(result.problems)
+                continue
             writer.write(result)
             if progress:
                 progress(stats)
@@ -533,6 +557,41 @@ def _run_tasks(
             yield result
 
 
+@dataclass
+class LostGroup:
+    """A folder whose task could not finish on any worker: each log a problem line, nothing written
+    (so the next run finds it still changed and reads it again)."""
+
+    problems: list[str]
+
+
+def _run_on(
+    executor: Executor, db: sqlite_utils.Database, tasks: list[GroupTask], policy: FindingPolicy
+) -> Iterable[GroupResult | LostGroup]:
+    """The folders computed by ``executor`` a window at a time, yielded in order for the one writer.
+
+    A window is a few tasks per worker thread: enough to keep the workers busy, small enough that
+    results are written (and memory freed) as the run goes."""
+    window = max(1, executor.jobs * 16)
+    for start in range(0, len(tasks), window):
+        chunk = tasks[start : start + window]
+        for task in chunk:
+            _attach_state(db, task)
+        yield from executor.map(indexed_group, [(task, policy) for task in chunk])
+
+
+def indexed_group(job: tuple[GroupTask, FindingPolicy]) -> GroupResult:
+    """One folder's rows, on a worker (any process: the policy travels with the task)."""
+    task, policy = job
+    return process_group(task, policy)
+
+
+def lost_group(fn: Callable[[Any], Any], job: tuple[GroupTask, FindingPolicy], reason: str) -> LostGroup:
+    """What a folder gives when its task could not finish anywhere (the executor's ``lost`` hook)."""
+    task, _ = job
+    return LostGroup([f"{lt.path}: not indexed ({reason})" for lt in task.logs])
+
+
 def _worker_init(parent: int, lock_fd: int | None, policy: FindingPolicy) -> None:
     """A worker never outlives a killed indexer, and never holds its lock or its database."""
     use_policy(policy)
@@ -561,8 +620,8 @@ def _prune(db: sqlite_utils.Database, roots: list[str], sources: list[LogSource]
     """Forget logs (and captures) that no longer exist under a path being indexed; returns their folders."""
     seen = {s.display for s in sources}
     folders = {str(s.path.parent) for s in sources}
-    dirs = [r for r in roots if os.path.isdir(r)]
-    files = [r for r in roots if not os.path.isdir(r)]
+    dirs = [r for r in roots if _is_dir(r)]
+    files = [r for r in roots if r not in dirs]
 
     def covered(path: str) -> bool:
         return any(_within(path, d) for d in dirs) or path in files
@@ -1034,7 +1093,7 @@ def _fork_phase(db: sqlite_utils.Database, roots: list[str], stats: IndexStats, 
 
 
 def _source(file: str, root: str, member: str | None) -> LogSource:
-    return LogSource(Path(file), Path(root), member)
+    return LogSource(log_path(file), log_path(root), member)
 
 
 class _Indexed:

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, Iterable
 from urllib.parse import quote
 
+from invariants.read.source import UrlPath, absolute_name, log_path
+
 from .schema import SCHEMA_VERSION
 
 
@@ -151,10 +153,10 @@ def index_info(db_path: str | os.PathLike) -> dict[str, Any] | None:
     }
 
 
-def covers(db_path: str | os.PathLike, path: str | os.PathLike) -> bool:
+def covers(db_path: str | os.PathLike, path: str | os.PathLike | UrlPath) -> bool:
     """True when the index holds sessions under ``path`` (so a session list can come from it)."""
-    target = os.path.abspath(path)
-    prefix = target.rstrip(os.sep) + os.sep
+    target = absolute_name(log_path(path if isinstance(path, (str, UrlPath)) else os.fspath(path)))
+    prefix = target.rstrip("/") + "/"
     try:
         conn = open_readonly(db_path)
     except QueryError:
@@ -234,7 +236,7 @@ def _ms(value: str | int | float | None, end: bool = False) -> int | None:
 
 def session_filter_sql(
     *,
-    under: str | os.PathLike | None = None,
+    under: str | os.PathLike | UrlPath | None = None,
     category: str | None = None,
     rule: str | None = None,
     severity: str | None = None,
@@ -252,8 +254,8 @@ def session_filter_sql(
     where: list[str] = []
     params: list[Any] = []
     if under is not None:
-        target = os.path.abspath(under)
-        prefix = target.rstrip(os.sep) + os.sep
+        target = absolute_name(log_path(under if isinstance(under, (str, UrlPath)) else os.fspath(under)))
+        prefix = target.rstrip("/") + "/"
         where.append("(s.path = ? OR substr(s.path, 1, ?) = ?)")
         params += [target, len(prefix), prefix]
     if category:

@@ -26,7 +26,6 @@ findings ``inspector check`` reports under the same configuration.
 from __future__ import annotations
 
 import hashlib
-import os
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,7 @@ from invariants.gate.requests import RequestRouter, attempt_numbers
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
 from invariants.read.capture import Recorded, read_capture
-from invariants.read.source import LogSource
+from invariants.read.source import LogSource, log_path
 from invariants.replay.session import SessionModel, replay, resume
 
 from . import rows as R
@@ -72,7 +71,7 @@ class Stat:
 
     @classmethod
     def of(cls, path: str | Path) -> "Stat":
-        st = os.stat(path)
+        st = log_path(path).stat()
         return cls(st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
 
     @property
@@ -119,8 +118,8 @@ class LogTask:
 
 
 def resumable(src: LogSource) -> bool:
-    """A plain log file, which can be resumed at a byte offset (not zstd, not a database)."""
-    return not src.compressed and src.member is None
+    """A plain local log file, which can be resumed at a byte offset (not zstd, not a database, not a URL)."""
+    return src.resumable
 
 
 def source_stat(src: LogSource) -> Stat:
@@ -211,7 +210,7 @@ class GroupResult:
 
 def window_hashes(path: str, end: int) -> tuple[str, str]:
     """Hashes of the first and the last ``HASH_WINDOW`` bytes before ``end``."""
-    with open(path, "rb") as fh:
+    with log_path(path).open("rb") as fh:
         head = fh.read(min(HASH_WINDOW, end))
         start = max(0, end - HASH_WINDOW)
         fh.seek(start)
@@ -397,7 +396,7 @@ def _capture_plan(ct: CaptureTask) -> CaptureResult:
 
 
 def _check_capture(ct: CaptureTask, cr: CaptureResult, models: list[SessionModel], policy: FindingPolicy) -> None:
-    path = Path(ct.path)
+    path = log_path(ct.path)
     records, file_findings = read_capture(path)
     cr.records = len(records)
     cr.checked_lines = max((r.line for r in records), default=0)

@@ -337,7 +337,7 @@ class SessionScreen(Screen):
     # -- follow ---------------------------------------------------------------------------
     def _stamp(self) -> tuple[int, int] | None:
         try:
-            st = os.stat(self.source.path)
+            st = self.source.path.stat()
         except OSError:
             return None
         return st.st_size, st.st_mtime_ns
@@ -368,7 +368,7 @@ class SessionScreen(Screen):
 
     def _ends_with_newline(self) -> bool:
         try:
-            with open(self.source.path, "rb") as fh:
+            with self.source.path.open("rb") as fh:
                 fh.seek(-1, os.SEEK_END)
                 return fh.read(1) == b"\n"
         except OSError:

@@ -36,7 +36,7 @@ from invariants.gate.pipeline import check
 from invariants.gate.result import CheckOptions
 from invariants.read.discover import discover
 from invariants.read.load import LogReader
-from invariants.read.source import LogSource
+from invariants.read.source import LogSource, absolute_name, log_path
 
 SORT_KEYS = ["order"] + [key for key, _, _, _ in COLUMNS]
 
@@ -178,10 +178,11 @@ class SessionListScreen(Screen):
         out: dict[tuple[str, str | None], SessionRow] = {}
         for row in list_sessions(db, under=self.root, check_fresh=True, order="path"):
             member = row.get("member")
-            path = Path(row["file"])
-            try:  # named as discovery names it, so the live scan finds the same row
-                rel = os.path.relpath(os.path.abspath(path), os.path.abspath(self.root))
-                path = self.root / rel if not rel.startswith("..") else path
+            path = log_path(row["file"])
+            try:  # named as discovery names it, so the live scan finds the same row (a URL is named as written)
+                if isinstance(path, Path) and isinstance(self.root, Path):
+                    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(self.root))
+                    path = self.root / rel if not rel.startswith("..") else path
             except ValueError:
                 pass
             if path == self.root / ".":
@@ -189,7 +190,7 @@ class SessionListScreen(Screen):
             s = SessionRow(
                 -1,
                 path,
-                str(row.get("uid") or member or Path(row["file"]).name),
+                str(row.get("uid") or member or path.name),
                 member=member,
                 cwd=row.get("cwd") if isinstance(row.get("cwd"), str) else None,
                 created=row.get("created_at"),
@@ -205,7 +206,7 @@ class SessionListScreen(Screen):
                 indexed=True,
                 stale=bool(row.get("stale")),
             )
-            out[(os.path.abspath(row["file"]), member)] = s
+            out[(absolute_name(log_path(row["file"])), member)] = s
         return out
 
     @work(thread=True, exclusive=True, group="scan")
@@ -228,7 +229,7 @@ class SessionListScreen(Screen):
         fresh: set[tuple[Path, str | None]] = set()  # rows the index answered: no live check
         for i, src in enumerate(sources):
             member = src.member
-            known = indexed.pop((os.path.abspath(src.path), member), None)
+            known = indexed.pop((absolute_name(src.path), member), None)
             if known is not None and not known.stale:
                 s = replace(known, order=i)
                 fresh.add((s.path, s.member))

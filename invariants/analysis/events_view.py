@@ -19,7 +19,6 @@ import bisect
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterator
 
 import orjson
@@ -29,7 +28,7 @@ from invariants.read.chunk_rows import CHUNK_ROW_TYPES, ChunkRowError, expand_ro
 from invariants.read.line_records import FrameProblem, RawLine
 from invariants.read.lines import iter_lines
 from invariants.read.load import parse_json
-from invariants.read.source import LogSource
+from invariants.read.source import LogSource, UrlPath, log_path
 
 _STRIDE = 64  # one checkpoint every this many physical lines
 
@@ -75,9 +74,13 @@ class LineIndex:
     not indexed (``usable`` is False): they are read by streaming.
     """
 
-    def __init__(self, path: str | os.PathLike | LogSource) -> None:
+    def __init__(self, path: str | os.PathLike | UrlPath | LogSource) -> None:
         member = path.member if isinstance(path, LogSource) else None
-        self.path = Path(path.path if isinstance(path, LogSource) else path)
+        self.path = (
+            path.path
+            if isinstance(path, LogSource)
+            else log_path(os.fspath(path) if isinstance(path, os.PathLike) else path)
+        )
         self.usable = member is None and not self.path.name.endswith((".zstd", ".zst"))
         self.checkpoints: list[int] = [0]  # offset of line 1 + k*_STRIDE
         self.lines = 0  # complete lines indexed
@@ -89,7 +92,7 @@ class LineIndex:
         if not self.usable:
             return
         # Blocks, not lines: a 50 MB line costs no more memory than a short one.
-        with open(self.path, "rb") as fh:
+        with self.path.open("rb") as fh:
             fh.seek(self.end)
             offset, lines, pos = self.end, self.lines, self.end
             while block := fh.read(1 << 20):
@@ -136,6 +139,13 @@ def _plain_from(index: LineIndex, start_line: int) -> Iterator[tuple[Any, int]]:
                 yield obj, raw.number
 
 
+def _as_source(source: LogSource | str | os.PathLike) -> LogSource:
+    if isinstance(source, LogSource):
+        return source
+    p = log_path(os.fspath(source))
+    return LogSource(p, p.parent)
+
+
 def _streamed(source: LogSource, start_line: int) -> Iterator[tuple[Any, int]]:
     """Every parsable line of a compressed log or a database session, from ``start_line`` on."""
     from invariants.read.lines import iter_source_lines
@@ -172,7 +182,7 @@ def read_events(
     if index is not None and index.usable:
         stream: Iterator[tuple[Any, int]] = _plain_from(index, max(1, start_line))
     else:
-        src = source if isinstance(source, LogSource) else LogSource(Path(source), Path(source).parent)
+        src = _as_source(source)
         stream = _streamed(src, max(1, start_line))
     for obj, line in stream:
         for ev in _expand(obj, line):
@@ -260,7 +270,7 @@ def search(source: LogSource | str | os.PathLike, query: str, limit: int = 1000)
     """
     if not query:
         return []
-    src = source if isinstance(source, LogSource) else LogSource(Path(source), Path(source).parent)
+    src = _as_source(source)
     needle = query.casefold()
     raw_needle = orjson.dumps(query)[1:-1].lower()
     out: list[Match] = []

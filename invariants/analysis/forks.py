@@ -23,12 +23,11 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from itertools import islice
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from invariants.model.jsonvalue import first_difference, shorten
 from invariants.read.load import LogReader
-from invariants.read.source import LogSource
+from invariants.read.source import LogPath, LogSource, UrlPath
 
 LOG_NAMES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
@@ -49,7 +48,7 @@ def encode_id(session_id: str) -> str:
     return "".join(out)
 
 
-def parent_candidates(child: LogSource, parent_id: str) -> list[Path]:
+def parent_candidates(child: LogSource, parent_id: str) -> list[LogPath]:
     """Where a parent log may sit, nearest first.
 
     The places beside the child are listed whether or not they exist; the
@@ -60,13 +59,13 @@ def parent_candidates(child: LogSource, parent_id: str) -> list[Path]:
     """
     enc = encode_id(parent_id)
     here = child.path.parent
-    out: list[Path] = [here / f"{enc}{s}" for s in LOG_NAMES]
+    out: list[LogPath] = [here / f"{enc}{s}" for s in LOG_NAMES]
     out += [here.parent / enc / f"session{s}" for s in LOG_NAMES]
     root = child.root
     if root.is_dir():
         where = _root_index(root)
         out += [p for s in LOG_NAMES for p in where.get(f"{enc}{s}", ()) if p.parent == root]
-        per_dir: dict[Path, list[Path]] = {}
+        per_dir: dict[LogPath, list[LogPath]] = {}
         for s in LOG_NAMES:  # <root>/<d>/<enc>.jsonl* (seed layout)
             for p in where.get(f"{enc}{s}", ()):
                 if p.parent != root:
@@ -76,7 +75,7 @@ def parent_candidates(child: LogSource, parent_id: str) -> list[Path]:
                 per_dir.setdefault(p.parent, []).extend(p / f"session{s}" for s in LOG_NAMES)
         for d in sorted(per_dir):
             out += per_dir[d]
-    seen: set[Path] = set()
+    seen: set[LogPath] = set()
     unique = []
     for p in out:
         # Never outside the root named (a log named alone: its folder), whatever the layout suggests.
@@ -99,35 +98,39 @@ def root_index_scope() -> Iterator[None]:
         _ROOT_INDEX.reset(token)
 
 
-def _root_index(root: Path) -> dict[str, list[Path]]:
+def _root_index(root: LogPath) -> dict[str, list[LogPath]]:
     """Every name at ``<root>/<name>`` and ``<root>/<d>/<name>`` (``d`` a real folder, not a
     symlink), with its paths in candidate order.  Scanned afresh on every call, except
     inside :func:`root_index_scope`, where a root is scanned once."""
-    import os
-
     scope = _ROOT_INDEX.get()
     if scope is not None and root in scope:
         return scope[root]
-    where: dict[str, list[Path]] = {}
-    try:
-        with os.scandir(root) as it:
-            top = sorted(((e.name, e.is_dir(follow_symlinks=False)) for e in it))
-    except OSError:
-        top = []
+    where: dict[str, list[LogPath]] = {}
+    top = _entries(root)
     for name, _ in top:
         where.setdefault(name, []).append(root / name)
     for name, is_dir in top:
         if is_dir:
             d = root / name
-            try:
-                inner = sorted(os.listdir(d))
-            except OSError:
-                continue
-            for n in inner:
+            for n, _ in _entries(d):
                 where.setdefault(n, []).append(d / n)
     if scope is not None:
         scope[root] = where
     return where
+
+
+def _entries(folder: LogPath) -> list[tuple[str, bool]]:
+    """(name, is a real folder) of a folder's entries, sorted; [] when it cannot be listed."""
+    if isinstance(folder, UrlPath):
+        listing = folder.children()
+        return sorted((n, e.get("type") == "directory" and not e.get("islink")) for n, e in listing.items())
+    import os
+
+    try:
+        with os.scandir(folder) as it:
+            return sorted((e.name, e.is_dir(follow_symlinks=False)) for e in it)
+    except OSError:
+        return []
 
 
 def could_be_parent(child_created: Any, parent_created: Any) -> bool:

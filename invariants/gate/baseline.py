@@ -43,6 +43,7 @@ from pathlib import Path, PurePath
 from typing import Any, Iterable
 
 from invariants.model.findings import Finding
+from invariants.read.source import UrlPath, is_url
 
 BASELINE_VERSION = 2
 
@@ -63,8 +64,10 @@ def normalize_message(message: str) -> str:
     return _POSITIONAL.sub(sub, message)
 
 
-def _absolute(file: str | os.PathLike) -> str:
-    """A file as an absolute, normalised path (symlinks kept, so both sides of a match agree)."""
+def _absolute(file: str | os.PathLike | UrlPath) -> str:
+    """A file as an absolute, normalised path (symlinks kept, so both sides of a match agree); a URL as written."""
+    if isinstance(file, UrlPath) or is_url(file):
+        return str(file)
     return os.path.abspath(os.fspath(file))
 
 
@@ -77,6 +80,8 @@ def relative_file(file: str | None, root: str) -> str:
     """A finding's file relative to the baseline's root, in ``/`` form (``""`` for none)."""
     if not file:
         return ""
+    if is_url(file):
+        return file
     return PurePath(os.path.relpath(_absolute(file), root)).as_posix()
 
 

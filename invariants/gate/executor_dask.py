@@ -125,8 +125,14 @@ def parse_scheduler(value: str) -> tuple[str, int | None]:
 
 
 @contextmanager
-def dask_executor(scheduler: str, progress: TextIO | None = sys.stderr) -> Iterator[DaskExecutor]:
-    """An executor on the cluster ``scheduler`` names; a ``local`` cluster lives as long as the block."""
+def dask_executor(
+    scheduler: str,
+    progress: TextIO | None = sys.stderr,
+    lost: Callable[[Callable, Any, str], Any] = lost_result,
+) -> Iterator[DaskExecutor]:
+    """An executor on the cluster ``scheduler`` names; a ``local`` cluster lives as long as the block.
+
+    ``lost`` makes the result of a task that could not finish anywhere (the index passes its own)."""
     address, n = parse_scheduler(scheduler)
     try:
         from distributed import Client, LocalCluster
@@ -145,11 +151,11 @@ def dask_executor(scheduler: str, progress: TextIO | None = sys.stderr) -> Itera
             ) as cluster,
             Client(cluster) as client,
         ):
-            yield DaskExecutor(client, progress=progress)
+            yield DaskExecutor(client, progress=progress, lost=lost)
         return
     try:
         client = Client(address, timeout="10s")
     except (OSError, TimeoutError, ValueError) as exc:
         raise SchedulerError(f"--scheduler {scheduler}: cannot connect ({exc})") from exc
     with client:
-        yield DaskExecutor(client, progress=progress)
+        yield DaskExecutor(client, progress=progress, lost=lost)

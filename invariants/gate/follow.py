@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterable, Iterator
 
 import invariants.replay.session as replay_mod
@@ -38,7 +37,7 @@ from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
 from invariants.read.capture import Recorded, find_capture, read_capture
 from invariants.read.discover import discover
-from invariants.read.source import LogSource
+from invariants.read.source import LogPath, LogSource, absolute_name
 from invariants.replay.session import SessionModel
 
 TAIL_WINDOW = 4096  # bytes before the old end that must be unchanged for a resume
@@ -70,10 +69,10 @@ class _Mark:
     tail: str  # hash of the TAIL_WINDOW bytes before it
 
 
-def _tail_hash(path: Path, end: int) -> str:
+def _tail_hash(path: LogPath, end: int) -> str:
     import hashlib  # deferred: only a followed log hashes its tail
 
-    with open(path, "rb") as fh:
+    with path.open("rb") as fh:
         start = max(0, end - TAIL_WINDOW)
         fh.seek(start)
         return hashlib.sha256(fh.read(end - start)).hexdigest()
@@ -87,9 +86,9 @@ def _stamp(src: LogSource) -> tuple | None:
     return (tuple(rev), tuple(revision(f"{src.path}-wal") or ())) if src.member is not None else tuple(rev)
 
 
-def _ends_mid_line(path: Path) -> bool:
+def _ends_mid_line(path: LogPath) -> bool:
     try:
-        with open(path, "rb") as fh:
+        with path.open("rb") as fh:
             fh.seek(-1, os.SEEK_END)
             return fh.read(1) != b"\n"
     except OSError:
@@ -129,7 +128,7 @@ class Follow:
         self.stats = FollowStats()
         self.modes: dict[str, str] = {}  # source display -> full | resume | kept | held
         self._logs: dict[tuple[str, str | None], _Followed] = {}
-        self._captures: dict[Path, tuple[tuple, list[Recorded], list[Finding]]] = {}  # by revision
+        self._captures: dict[LogPath, tuple[tuple, list[Recorded], list[Finding]]] = {}  # by revision
         self._last: tuple[tuple, CheckResult] | None = None  # the last round's inputs and result
 
     @property
@@ -148,7 +147,7 @@ class Follow:
             self.modes = {}
             replayed = 0
             for src in sources:
-                key = (os.path.abspath(src.path), src.member)
+                key = (absolute_name(src.path), src.member)
                 followed, mode, events = self._read(src, self._logs.get(key), hold_partial)
                 logs[key] = followed
                 models.append(followed.model)
@@ -181,7 +180,7 @@ class Follow:
     def _capture_stamps(self, sources: list[LogSource]) -> list:
         """The revisions of every capture the round reads (beside its logs, or named)."""
         named = self.options.captures
-        paths = [Path(c) for c in named] if named is not None else [find_capture(s.path) for s in sources]
+        paths = list(named) if named is not None else [find_capture(s.path) for s in sources]
         return [(str(p), revision(p)) for p in dict.fromkeys(paths) if p is not None]
 
     # -- one log ---------------------------------------------------------------------------
@@ -214,7 +213,7 @@ class Follow:
         if mark is None or not isinstance(model, SessionModel) or model.checkpoint is None:
             return None
         try:
-            st = os.stat(src.path)
+            st = src.path.stat()
             if (st.st_ino, st.st_dev) != (mark.inode, mark.device) or st.st_size <= mark.size:
                 return None  # replaced, shrunk, or rewritten at the same size
             if _tail_hash(src.path, mark.size) != mark.tail:
@@ -250,12 +249,12 @@ class Follow:
     @staticmethod
     def _mark(src: LogSource, model: SessionModel) -> _Mark | None:
         try:
-            st = os.stat(src.path)
+            st = src.path.stat()
             return _Mark(st.st_ino, st.st_dev, model.bytes, _tail_hash(src.path, model.bytes))
         except OSError:
             return None
 
-    def _read_capture(self, path: Path) -> tuple[list[Recorded], list[Finding]]:
+    def _read_capture(self, path: LogPath) -> tuple[list[Recorded], list[Finding]]:
         """read_capture, again only when the capture file changed (a big capture is most of a resume's time)."""
         rev = revision(path)
         stamp = tuple(rev) if rev is not None else None

@@ -42,7 +42,7 @@ from invariants.gate.unit import (
 )
 from invariants.model.findings import Finding
 from invariants.read.discover import discover
-from invariants.read.source import LogSource
+from invariants.read.source import LogPath, LogSource, UrlPath, absolute_name, is_url
 from invariants.replay.session import SessionModel
 
 PathLike = str | os.PathLike
@@ -123,18 +123,29 @@ def check(
 
 def empty_inputs(paths: list[PathLike], sources: list[LogSource]) -> list[str]:
     """A sentence for each named folder under which discovery found no session log."""
-    found = [os.path.abspath(s.path) for s in sources]
+    found = [absolute_name(s.path) for s in sources]
     out = []
     for p in paths:
-        if not os.path.isdir(p):
+        if is_url(p):
+            url = UrlPath.of(str(p))
+            try:
+                if not url.is_dir():
+                    continue
+            except OSError:
+                continue  # already a problem of discovery
+            prefix = url.url.rstrip("/") + "/"
+        elif not os.path.isdir(p):
             continue  # a file is a log or already a problem
-        prefix = os.path.join(os.path.abspath(p), "")
+        else:
+            prefix = os.path.join(os.path.abspath(p), "")
         if not any(f.startswith(prefix) for f in found):
             out.append(f"no session logs under {p}")
     return out
 
 
 def _scope_path(p: PathLike) -> str:
+    if is_url(p):
+        return str(p)
     try:
         return str(Path(p).resolve())
     except OSError:
@@ -224,10 +235,10 @@ def _run_units(
     return [o for o in outcomes if o is not None]
 
 
-def _size(path: Path) -> int:
+def _size(path: LogPath) -> int:
     """What a log costs to check, roughly: its size (a database counts once per session)."""
     try:
-        return os.stat(path).st_size
+        return path.stat().st_size
     except OSError:
         return 0
 

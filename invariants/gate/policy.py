@@ -20,6 +20,7 @@ from invariants.gate.baseline import BaselineOutcome, apply_baseline, read_basel
 from invariants.gate.config import Config
 from invariants.model.findings import Finding
 from invariants.model.registry import RULES
+from invariants.read.source import is_url
 
 
 def rule_matches(rule_code: str, patterns: Iterable[str]) -> bool:
@@ -62,13 +63,16 @@ def path_ignored(file: str | None, rule: str, per_path: dict[str, list[str]], ro
     """
     if not file or not per_path:
         return False
-    p = Path(file)
-    absolute = (p if p.is_absolute() else Path.cwd() / p).resolve()
-    candidates = {absolute.as_posix(), p.name, p.as_posix()}
-    try:
-        candidates.add(absolute.relative_to(root.resolve()).as_posix())
-    except ValueError:
-        pass
+    if is_url(file):  # a URL is matched as written, and by its last part
+        candidates = {file, file.rstrip("/").rpartition("/")[2]}
+    else:
+        p = Path(file)
+        absolute = (p if p.is_absolute() else Path.cwd() / p).resolve()
+        candidates = {absolute.as_posix(), p.name, p.as_posix()}
+        try:
+            candidates.add(absolute.relative_to(root.resolve()).as_posix())
+        except ValueError:
+            pass
     for glob, rules in per_path.items():
         patterns = {glob, glob.replace("**/", "")}
         if any(fnmatch.fnmatchcase(c, g) for c in candidates for g in patterns):

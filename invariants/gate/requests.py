@@ -9,13 +9,14 @@ verdict, the session it went to and its findings.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import PurePath
 from typing import Any
 
 from invariants.gate.result import RequestCheck
 from invariants.model.findings import Finding
 from invariants.model.registry import RULES, make_finding
 from invariants.read.capture import Recorded
+from invariants.read.source import LogPath
 from invariants.replay.compare import compare
 from invariants.replay.session import SessionModel, StepState
 
@@ -44,20 +45,20 @@ class RequestRouter:
         self.models = models
         self.explicit = explicit
         self.by_id: dict[str, list[SessionModel]] = {}
-        self.by_folder: dict[Path, list[SessionModel]] = {}
+        self.by_folder: dict[LogPath, list[SessionModel]] = {}
         for m in models:
             self.by_id.setdefault(m.id, []).append(m)
             self.by_folder.setdefault(m.source.path.parent, []).append(m)
-        self._local: dict[Path | None, tuple[list[SessionModel], dict[str, SessionModel]]] = {}
+        self._local: dict[LogPath | None, tuple[list[SessionModel], dict[str, SessionModel]]] = {}
 
-    def _sessions_for(self, capture: Path | None) -> tuple[list[SessionModel], dict[str, SessionModel]]:
+    def _sessions_for(self, capture: LogPath | None) -> tuple[list[SessionModel], dict[str, SessionModel]]:
         """The sessions a capture's lines may go to, and those by id (the last of an id wins)."""
         if capture not in self._local:
             local = self.models if capture is None else self.by_folder.get(capture.parent, [])
             self._local[capture] = (local, {m.id: m for m in local})
         return self._local[capture]
 
-    def check(self, capture: Path | None, rec: Recorded, attempt: int | None = None) -> RecordOutcome | None:
+    def check(self, capture: LogPath | None, rec: Recorded, attempt: int | None = None) -> RecordOutcome | None:
         """The outcome of ``rec`` read from ``capture`` (None for explicit captures); None when
         it belongs to a log beside the capture that this run does not check.  ``attempt`` numbers
         the dispatch of a step sent more than once (:func:`attempt_numbers`)."""
@@ -80,7 +81,7 @@ class RequestRouter:
             return RecordOutcome(rc, None, [finding])
         return _check_one(model, rec, attempt)
 
-    def check_all(self, capture: Path | None, records: list[Recorded]) -> tuple[list[RequestCheck], list[Finding]]:
+    def check_all(self, capture: LogPath | None, records: list[Recorded]) -> tuple[list[RequestCheck], list[Finding]]:
         """Every line of one capture: the verdicts and the findings, in capture order."""
         checks: list[RequestCheck] = []
         findings: list[Finding] = []
@@ -133,7 +134,7 @@ def _route(
     return local[0] if len(local) == 1 else None
 
 
-def _has_log_beside(capture_path: Path | None, rec: Recorded) -> bool:
+def _has_log_beside(capture_path: LogPath | None, rec: Recorded) -> bool:
     if capture_path is None:
         return False
     folder = capture_path.parent
@@ -190,7 +191,7 @@ def _check_one(model: SessionModel, rec: Recorded, attempt: int | None) -> Recor
             "its model, system and tools are unexplained",
         )
     diffs = compare(expected, rec)
-    named = f"{Path(rec.file).name}:{rec.line}"  # the capture line, in every message about it
+    named = f"{PurePath(rec.file).name}:{rec.line}"  # the capture line, in every message about it
     if attempt is not None:
         named += f", attempt {attempt}"
     for d in diffs:

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from invariants.gate.baseline import BaselineOutcome
 from invariants.model.findings import SEVERITY_RANK, Finding
 from invariants.read.capture import Recorded
-from invariants.read.source import LogSource
+from invariants.read.source import LogPath, LogSource, log_path
 from invariants.replay.session import SessionModel
 
 if TYPE_CHECKING:
@@ -27,7 +26,7 @@ if TYPE_CHECKING:
 class CheckOptions:
     """How to read the logs; everything here can change a folder's result, so it keys the result cache."""
 
-    captures: list[Path] | None = None  # explicit capture files; None = look beside each log
+    captures: list[LogPath] | None = None  # explicit capture files (paths or URLs); None = look beside each log
     profile: str | None = None  # force a profile; None = sniff per log
     max_line: int | None = None  # bytes per line (default: the reader's bound)
     tokens: TokenSettings | None = None  # count tokens and run the TOK/CTX rules (the optional tokens extra)
@@ -121,7 +120,7 @@ class SessionSummary:
     @cached_property
     def source(self) -> LogSource:
         """Made once: the fork pass compares a child with every checked log of its parent's id."""
-        return LogSource(Path(self.path), Path(self.root), self.member)
+        return LogSource(log_path(self.path), log_path(self.root), self.member)
 
     def row(self) -> dict[str, Any]:
         """The session's row of the JSON report (version 1)."""

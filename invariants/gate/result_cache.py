@@ -28,6 +28,8 @@ from typing import Any
 
 import orjson
 
+from invariants.read.source import UrlPath, is_url
+
 DEFAULT_CACHE_DIR = ".inspector_cache"
 _FORMAT = 1
 
@@ -40,8 +42,18 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def revision(path: str | os.PathLike) -> list | None:
-    """``[absolute path, size, mtime_ns, inode]``, or None when it cannot be stat'ed."""
+def revision(path: str | os.PathLike | UrlPath) -> list | None:
+    """``[absolute path, size, mtime_ns, inode]``, or None when it cannot be stat'ed.
+
+    For a URL: ``[url, size, mtime_ns, digest of the ETag]`` from one ``info`` call.
+    """
+    if isinstance(path, UrlPath) or is_url(path):
+        url = path if isinstance(path, UrlPath) else UrlPath.of(str(path))
+        try:
+            ust = url.stat()
+        except OSError:
+            return None
+        return [url.url, ust.st_size, ust.st_mtime_ns, ust.st_ino]
     try:
         p = os.fspath(path)
         st = os.stat(p)

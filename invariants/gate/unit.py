@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 from invariants.gate.requests import RequestRouter
@@ -27,10 +26,10 @@ from invariants.gate.result import CheckOptions, RequestCheck, SessionSummary
 from invariants.gate.result_cache import revision
 from invariants.model.findings import Finding
 from invariants.read.capture import Recorded, capture_problem, find_capture, read_capture
-from invariants.read.source import LogSource
+from invariants.read.source import LogPath, LogSource, absolute_name, log_path
 from invariants.replay.session import SessionModel, replay
 
-CaptureReader = Callable[[Path], tuple[list[Recorded], list[Finding]]]
+CaptureReader = Callable[[LogPath], tuple[list[Recorded], list[Finding]]]
 
 
 @dataclass
@@ -51,10 +50,10 @@ class UnitOutcome:
     requests: list[list[RequestCheck]] = field(default_factory=list)  # per entry of data["captures"]
 
 
-def plan_units(sources: list[LogSource], captures: list[Path] | None) -> list[Unit]:
+def plan_units(sources: list[LogSource], captures: list[LogPath] | None) -> list[Unit]:
     if captures is not None:
         return [Unit(list(sources), list(range(len(sources))), [str(c) for c in captures])]
-    by_folder: dict[Path, Unit] = {}
+    by_folder: dict[LogPath, Unit] = {}
     for i, s in enumerate(sources):
         u = by_folder.setdefault(s.path.parent, Unit([], []))
         u.sources.append(s)
@@ -91,7 +90,7 @@ def replay_sources(sources: list[LogSource], options: CheckOptions) -> tuple[lis
 def unit_identity(unit: Unit) -> list:
     return [
         "explicit" if unit.captures is not None else "beside",
-        [os.path.abspath(s.path) for s in unit.sources],
+        [absolute_name(s.path) for s in unit.sources],
         [str(s.root) for s in unit.sources],
         [str(s.path) for s in unit.sources],
         [s.member for s in unit.sources],
@@ -141,7 +140,7 @@ def check_unit(
     be read), read its captures with ``read`` (default :func:`read_capture`), route and compare."""
     if read is None:
 
-        def read(cp: Path) -> tuple[list[Recorded], list[Finding]]:
+        def read(cp: LogPath) -> tuple[list[Recorded], list[Finding]]:
             return read_capture(cp, options.max_line)
 
     problems: list[list] = []
@@ -154,12 +153,12 @@ def check_unit(
             continue
         kept.append(model)
         kept_index.append(i)
-    plan: list[tuple[Path | None, list[Recorded], list[Finding], int]] = []
+    plan: list[tuple[LogPath | None, list[Recorded], list[Finding], int]] = []
     if unit.captures is not None:
         records_all: list[Recorded] = []
         read_findings: list[Finding] = []
         for name in unit.captures:
-            p = Path(name)
+            p = log_path(name)
             problem = capture_problem(p)
             if problem is not None:
                 problems.append([len(unit.sources), problem])
@@ -169,7 +168,7 @@ def check_unit(
             records_all.extend(records)
         plan.append((None, records_all, read_findings, 0))
     else:
-        seen: set[Path] = set()
+        seen: set[LogPath] = set()
         for k, m in enumerate(kept):
             found = find_capture(m.source.path)
             if found is not None and found not in seen:

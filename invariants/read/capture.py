@@ -10,7 +10,6 @@ and never resolves outside that folder.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterator
 
 from invariants.model.findings import Finding
@@ -19,7 +18,7 @@ from invariants.model.registry import make_finding
 from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem
 from invariants.read.lines import iter_lines
 from invariants.read.load import parse_json
-from invariants.read.source import strip_log_suffix
+from invariants.read.source import LogPath, UrlPath, log_path, strip_log_suffix
 
 CAPTURE_SUFFIXES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
 
@@ -58,25 +57,36 @@ TYPED_AFTER = 1 << 20
 what the split saves on that much."""
 
 
-def find_capture(log_path: Path) -> Path | None:
+def find_capture(log_path: LogPath) -> LogPath | None:
     """``requests.jsonl`` beside the log, else ``<log name>.requests.jsonl`` (plain or zstd)."""
     folder = log_path.parent
-    for name in [f"requests{s}" for s in CAPTURE_SUFFIXES] + [
+    names = [f"requests{s}" for s in CAPTURE_SUFFIXES] + [
         f"{strip_log_suffix(log_path.name)}.requests{s}" for s in CAPTURE_SUFFIXES
-    ]:
+    ]
+    if isinstance(folder, UrlPath):  # one listing, not a round trip per candidate name
+        listing = folder.children()
+        for name in names:
+            entry = listing.get(name)
+            if entry is not None and entry.get("type") == "file" and not entry.get("islink"):
+                return folder / name
+        return None
+    for name in names:
         candidate = folder / name
         if candidate.is_file() and not candidate.is_symlink():
             return candidate
     return None
 
 
-def capture_problem(path: Path) -> str | None:
+def capture_problem(path: LogPath) -> str | None:
     """Why ``path`` cannot be read as a capture file (``requests.jsonl: capture file not found``), or None.
 
     Asked of explicit captures (``--captures``) before a check: without them a check would look clean,
     so every face reports this sentence instead (the CLI as a usage error, the TUI before it opens)."""
-    if not path.exists():
-        return f"{path}: capture file not found"
+    try:
+        if not path.exists():
+            return f"{path}: capture file not found"
+    except OSError as exc:  # a URL whose protocol or backend is unknown
+        return str(exc)
     if not path.is_file():
         return f"{path}: not a capture file (a folder or a special file)"
     try:
@@ -87,12 +97,12 @@ def capture_problem(path: Path) -> str | None:
     return None
 
 
-def capture_problems(paths: list[Path] | None) -> list[str]:
+def capture_problems(paths: list[LogPath] | None) -> list[str]:
     """:func:`capture_problem` of each explicit capture, in order; empty when all can be read."""
-    return [p for p in (capture_problem(Path(c)) for c in paths or []) if p is not None]
+    return [p for p in (capture_problem(log_path(c)) for c in paths or []) if p is not None]
 
 
-def read_capture(path: Path, max_line: int | None = None) -> tuple[list[Recorded], list[Finding]]:
+def read_capture(path: LogPath, max_line: int | None = None) -> tuple[list[Recorded], list[Finding]]:
     records: list[Recorded] = []
     findings: list[Finding] = []
     file = str(path)
@@ -161,7 +171,7 @@ def _log_length_problem(obj: dict) -> str | None:
     return None
 
 
-def _lines(path: Path, findings: list[Finding], max_line: int = DEFAULT_MAX_LINE) -> Iterator:
+def _lines(path: LogPath, findings: list[Finding], max_line: int = DEFAULT_MAX_LINE) -> Iterator:
     for raw in iter_lines(path, max_line):
         if isinstance(raw, FrameProblem):
             code = "LOG010" if raw.kind == "torn" else "LOG009"

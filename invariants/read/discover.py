@@ -2,10 +2,11 @@
 
 A path may be one log file, a folder of logs, a harness sessions root in
 either layout (``cwd-<hash12>/<id>.jsonl`` or ``--<project>--/<id>/session.jsonl[.zstd]``),
-or a SQLite session database (``.sqlite``/``.db``), read like a sessions root:
+or a SQLite session database (``.sqlite``/``.db``, local only), read like a sessions root:
 every session in it is one :class:`LogSource` (``member`` = its id).
 Capture files (``requests.jsonl``...) sit beside logs and are not logs.
 Symlinks to folders are not followed, so a link loop in a root cannot hang us.
+A URL names the same things in object storage or any fsspec filesystem.
 """
 
 from __future__ import annotations
@@ -15,28 +16,43 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Iterable
 
-from invariants.read.source import SQLITE_SUFFIXES, LogSource, is_capture_name, is_log_name
+from invariants.read.source import (
+    SQLITE_SUFFIXES,
+    LogPath,
+    LogSource,
+    UrlError,
+    UrlPath,
+    is_capture_name,
+    is_log_name,
+    is_url,
+)
 
 
 def discover(paths: Iterable[str | os.PathLike]) -> tuple[list[LogSource], list[str]]:
-    """Logs under ``paths`` in a stable order, and sentences for paths that are unusable."""
+    """Logs under ``paths`` in a stable order, and sentences for paths that are unusable.
+
+    A path that is a URL (``memory://``, ``file://``, ``s3://``...) is listed through fsspec
+    (:func:`_discover_url`); any other is a local path.
+    """
     found: list[LogSource] = []
     problems: list[str] = []
-    seen: set[Path] = set()
+    seen: set = set()
     for raw in paths:
+        if is_url(raw):
+            _discover_url(found, seen, problems, UrlPath.of(str(raw)))
+            continue
         p = Path(raw)
         if not p.exists():
             problems.append(f"{p}: no such file or directory")
             continue
         if p.is_file():
-            if is_capture_name(p.name):
-                problems.append(f"{p}: this is a recorded-request capture, not a session log (pass it with --captures)")
+            problem = _named_file_problem(p)
+            if problem is not None:
+                problems.append(problem)
             elif p.name.endswith(SQLITE_SUFFIXES):
                 _add_database(found, seen, problems, p, p.parent, explicit=True)
-            elif is_log_name(p.name):
-                _add(found, seen, LogSource(p, p.parent))
             else:
-                problems.append(f"{p}: not a session log (expected .jsonl, .jsonl.zstd or .jsonl.zst)")
+                _add(found, seen, LogSource(p, p.parent))
             continue
         if not p.is_dir():
             problems.append(f"{p}: not a regular file or directory")
@@ -51,6 +67,58 @@ def discover(paths: Iterable[str | os.PathLike]) -> tuple[list[LogSource], list[
             elif name.endswith(SQLITE_SUFFIXES):
                 _add_database(found, seen, problems, fp, p, explicit=False)
     return found, problems
+
+
+def _named_file_problem(p: LogPath) -> str | None:
+    """Why a file the user named is not a log (None: it is a log or a database)."""
+    if is_capture_name(p.name):
+        return f"{p}: this is a recorded-request capture, not a session log (pass it with --captures)"
+    if p.name.endswith(SQLITE_SUFFIXES) or is_log_name(p.name):
+        return None
+    return f"{p}: not a session log (expected .jsonl, .jsonl.zstd or .jsonl.zst)"
+
+
+def _discover_url(found: list[LogSource], seen: set, problems: list[str], url: UrlPath) -> None:
+    """The logs of one URL, in the order a local folder gives (a folder's files sorted, then its
+    folders depth first).  A SQLite database is read from local paths only: a URL one is a problem
+    sentence, never skipped quietly, so a listing cannot silently give a shorter run."""
+    try:
+        kind = url.info().get("type")
+    except UrlError as exc:
+        problems.append(str(exc))
+        return
+    if kind == "file":
+        problem = _named_file_problem(url)
+        if problem is not None:
+            problems.append(problem)
+        elif url.name.endswith(SQLITE_SUFFIXES):
+            problems.append(f"{url}: SQLite session databases are read from local paths only")
+        else:
+            _add(found, seen, LogSource(url, url.parent), str(url))
+        return
+    if kind != "directory":
+        problems.append(f"{url}: not a regular file or directory")
+        return
+    for fp in _walk_url(url):
+        if is_log_name(fp.name):
+            _add(found, seen, LogSource(fp, url), str(fp))
+        elif fp.name.endswith(SQLITE_SUFFIXES):
+            problems.append(f"{fp}: SQLite session databases are read from local paths only")
+
+
+def _walk_url(top: UrlPath) -> Iterator[UrlPath]:
+    """Every file under ``top`` (not links), in :func:`_walk_files` order; one listing per folder."""
+    entries = sorted(top.children().items())
+    dirs = []
+    for name, info in entries:
+        if info.get("islink"):
+            continue
+        if info.get("type") == "directory":
+            dirs.append(top / name)
+        else:
+            yield top / name
+    for d in dirs:
+        yield from _walk_url(d)
 
 
 def _walk_files(top: str) -> Iterator[tuple[str, str]]:

@@ -9,21 +9,20 @@ lines that could still be recovered, so the caller reports them in order.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
 from invariants.read.line_records import CHUNK_PREFIX, DEFAULT_MAX_LINE, FrameProblem, LineRun, RawLine
-from invariants.read.source import LogSource
+from invariants.read.source import LogPath, LogSource
 
 _BLOCK = 1 << 20
 
 
-def open_readonly(path: Path) -> BinaryIO:
-    """Open for reading only; the tool never writes to a log."""
-    return open(path, "rb", buffering=0)
+def open_readonly(path: LogPath, buffering: int = 0) -> BinaryIO:
+    """Open for reading only; the tool never writes to a log.  A URL streams through fsspec."""
+    return path.open("rb", buffering=buffering)
 
 
-def _chunks(path: Path) -> Iterator[bytes | FrameProblem]:
+def _chunks(path: LogPath) -> Iterator[bytes | FrameProblem]:
     with open_readonly(path) as fh:
         if path.name.endswith((".zstd", ".zst")):
             from invariants.read.zstdio import FrameError, iter_frames
@@ -56,7 +55,7 @@ def iter_source_lines(
 
 
 def iter_lines(
-    path: Path, max_line: int = DEFAULT_MAX_LINE, start: tuple[int, int] = (0, 0), runs: bool = False
+    path: LogPath, max_line: int = DEFAULT_MAX_LINE, start: tuple[int, int] = (0, 0), runs: bool = False
 ) -> Iterator[RawLine | LineRun | FrameProblem]:
     """Lines of ``path``; ``start`` = (byte offset, lines before it) resumes a plain file.
 
@@ -70,7 +69,7 @@ def iter_lines(
     yield from (_block_runs(path, max_line) if runs else _block_lines(path, max_line))
 
 
-def _block_runs(path: Path, max_line: int) -> Iterator[RawLine | LineRun | FrameProblem]:
+def _block_runs(path: LogPath, max_line: int) -> Iterator[RawLine | LineRun | FrameProblem]:
     """Like :func:`_block_lines`, splitting each decompressed frame at C speed and grouping
     its consecutive chunk lines into :class:`LineRun` items.
 
@@ -143,10 +142,10 @@ def _block_runs(path: Path, max_line: int) -> Iterator[RawLine | LineRun | Frame
         yield RawLine(number + 1, offset, carry, False)
 
 
-def _plain_lines(path: Path, max_line: int, start: tuple[int, int] = (0, 0)) -> Iterator[RawLine]:
+def _plain_lines(path: LogPath, max_line: int, start: tuple[int, int] = (0, 0)) -> Iterator[RawLine]:
     """Plain JSONL via buffered readline (C speed), never holding more than max_line bytes."""
     offset, number = start
-    with open(path, "rb", buffering=_BLOCK) as fh:
+    with open_readonly(path, _BLOCK) as fh:
         if offset:
             fh.seek(offset)
         readline = fh.readline
@@ -162,7 +161,7 @@ def _plain_lines(path: Path, max_line: int, start: tuple[int, int] = (0, 0)) -> 
 
 
 def _plain_runs(
-    path: Path, max_line: int, start: tuple[int, int], block_size: int = _BLOCK
+    path: LogPath, max_line: int, start: tuple[int, int], block_size: int = _BLOCK
 ) -> Iterator[RawLine | LineRun]:
     """Like :func:`_plain_lines`, grouping runs of complete chunk lines.
 
@@ -176,7 +175,7 @@ def _plain_runs(
     pending = 0  # len(carry) + the pieces' lengths
     skipping = -1  # >= 0 while discarding an oversized line (its length so far)
     skip_offset = 0
-    with open(path, "rb", buffering=0) as fh:
+    with open_readonly(path) as fh:
         if offset:
             fh.seek(offset)
         while True:
@@ -261,7 +260,7 @@ def _raw_line(readline: Callable[[int], bytes], line: bytes, number: int, offset
             return RawLine(number, offset, b"", True, oversized=total - 1)
 
 
-def _block_lines(path: Path, max_line: int) -> Iterator[RawLine | FrameProblem]:
+def _block_lines(path: LogPath, max_line: int) -> Iterator[RawLine | FrameProblem]:
     number = 0
     offset = 0
     pending: list[bytes] = []

@@ -1,13 +1,22 @@
-"""What a log is called and where it lives: file-name rules and :class:`LogSource`.
+"""What a log is called and where it lives: file-name rules, :class:`UrlPath` and :class:`LogSource`.
 
 Shared by discovery, the line readers and the SQLite backend, so none of
-them needs another to know what a source is.
+them needs another to know what a source is.  A path the user names is a
+plain :class:`~pathlib.Path`, or, when it is a URL (``memory://``,
+``file://``, ``s3://``...), a :class:`UrlPath` read through fsspec; both
+answer the few path questions the readers ask (``name``, ``parent``,
+``/``, ``is_file``, ``stat``, ``open``), so every reader takes either.
 """
 
 from __future__ import annotations
 
+import io
+import os
+import zlib
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any, BinaryIO, NamedTuple
 
 LOG_SUFFIXES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
@@ -29,6 +38,213 @@ def is_log_name(name: str) -> bool:
     return name.endswith(LOG_SUFFIXES) and not is_capture_name(name)
 
 
+class UrlError(OSError):
+    """A URL that cannot be read: no such object, an unknown protocol, or its fsspec backend missing."""
+
+
+class UrlStat(NamedTuple):
+    """The part of ``os.stat_result`` the readers use; ``st_ino`` is a digest of the object's ETag."""
+
+    st_size: int
+    st_mtime_ns: int
+    st_ino: int
+    st_dev: int = 0
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class UrlPath:
+    """A file or folder named by an fsspec URL; shown exactly as the user wrote it.
+
+    Read-only: it opens for reading and lists, nothing else.  Credentials are
+    whatever the fsspec backend finds in its environment.  fsspec is imported
+    on first use, so plain paths never load it.  No ``__fspath__``: a reader
+    that forgot to go through :meth:`open` fails loudly instead of reading a
+    local file of the same name.
+    """
+
+    url: str
+
+    @classmethod
+    def of(cls, text: str) -> UrlPath:
+        """The URL as written, less trailing slashes (a local path has none either)."""
+        scheme, _, rest = text.partition("://")
+        stripped = rest.rstrip("/")
+        return cls(f"{scheme}://{stripped or rest[:1]}")
+
+    def __str__(self) -> str:
+        return self.url
+
+    @property
+    def name(self) -> str:
+        return self._rest().rstrip("/").rpartition("/")[2]
+
+    @property
+    def parent(self) -> UrlPath:
+        scheme, rest = self._split()
+        head = rest.rstrip("/").rpartition("/")[0]
+        return UrlPath(f"{scheme}://{head or rest[:1] if rest.startswith('/') else head}")
+
+    @property
+    def stem(self) -> str:
+        name = self.name
+        i = name.rfind(".")
+        return name[:i] if 0 < i < len(name) - 1 else name
+
+    @property
+    def parents(self) -> tuple[UrlPath, ...]:
+        out = []
+        p = self
+        while (up := p.parent) != p:
+            out.append(up)
+            p = up
+        return tuple(out)
+
+    def __truediv__(self, name: str) -> UrlPath:
+        return UrlPath(f"{self.url.rstrip('/')}/{name}")
+
+    def with_name(self, name: str) -> UrlPath:
+        return self.parent / name
+
+    def resolve(self) -> UrlPath:
+        return self
+
+    def absolute(self) -> UrlPath:
+        return self
+
+    def as_posix(self) -> str:
+        return self.url
+
+    def info(self) -> dict[str, Any]:
+        """The backend's description of the object; :class:`UrlError` when it cannot be had."""
+        fs, path = self.filesystem()
+        try:
+            return fs.info(path)
+        except FileNotFoundError as exc:
+            raise UrlError(f"{self.url}: no such file or directory") from exc
+        except OSError as exc:
+            raise UrlError(f"{self.url}: {exc}") from exc
+
+    def children(self) -> dict[str, dict[str, Any]]:
+        """Name -> info of every entry of this folder, one listing call; {} when it cannot be listed."""
+        fs, path = self.filesystem()
+        try:
+            entries = fs.ls(path, detail=True)
+        except OSError:
+            return {}
+        out = {}
+        for e in entries:
+            name = str(e.get("name", "")).rstrip("/").rpartition("/")[2]
+            if name and name not in (".", ".."):
+                out[name] = e
+        return out
+
+    def exists(self) -> bool:
+        return self._kind() is not None
+
+    def is_file(self) -> bool:
+        return self._kind() == "file"
+
+    def is_dir(self) -> bool:
+        return self._kind() == "directory"
+
+    def is_symlink(self) -> bool:
+        try:
+            return bool(self.info().get("islink"))
+        except UrlError:
+            return False
+
+    def stat(self) -> UrlStat:
+        info = self.info()
+        tag = info.get("ETag") or info.get("etag") or info.get("md5Hash") or info.get("ino") or ""
+        return UrlStat(int(info.get("size") or 0), _mtime_ns(info), zlib.crc32(str(tag).encode()))
+
+    def open(self, mode: str = "rb", buffering: int = -1) -> BinaryIO:
+        """A buffered, read-only binary stream (``readline(limit)`` works on every backend)."""
+        if mode != "rb":
+            raise ValueError("URL paths are read-only")
+        fs, path = self.filesystem()
+        try:
+            raw = fs.open(path, "rb")
+        except FileNotFoundError as exc:
+            raise UrlError(f"{self.url}: no such file or directory") from exc
+        return io.BufferedReader(raw, buffering if buffering > 0 else io.DEFAULT_BUFFER_SIZE)
+
+    def filesystem(self) -> tuple[Any, str]:
+        """(fsspec filesystem, path inside it); :class:`UrlError` for an unknown protocol or missing backend."""
+        try:
+            import fsspec
+        except ImportError as exc:
+            raise UrlError(f"{self.url}: URL paths need fsspec (pip install 'dsh-inspector[fleet]')") from exc
+        try:
+            return fsspec.core.url_to_fs(self.url)
+        except ImportError as exc:
+            extra = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs"}.get(self._split()[0])
+            hint = f" (pip install 'dsh-inspector[{extra}]')" if extra else ""
+            raise UrlError(f"{self.url}: {exc}{hint}") from exc
+        except ValueError as exc:
+            raise UrlError(f"{self.url}: {exc}") from exc
+
+    def _kind(self) -> str | None:
+        try:
+            return self.info().get("type")
+        except UrlError as exc:
+            if isinstance(exc.__cause__, (ImportError, ValueError)) or exc.__cause__ is None:
+                raise
+            return None
+
+    def _split(self) -> tuple[str, str]:
+        scheme, _, rest = self.url.partition("://")
+        return scheme, rest
+
+    def _rest(self) -> str:
+        return self._split()[1]
+
+
+def _mtime_ns(info: dict[str, Any]) -> int:
+    for key in ("mtime", "LastModified", "last_modified", "updated", "created"):
+        value = info.get(key)
+        if isinstance(value, (int, float)):
+            return int(value * 1e9)
+        if isinstance(value, datetime):
+            return int(value.timestamp() * 1e9)
+        if isinstance(value, str):
+            try:
+                return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1e9)
+            except ValueError:
+                continue
+    return 0
+
+
+#: What a log, a capture or a folder is: a local path or a URL.
+LogPath = Path | UrlPath
+
+
+def is_url(raw: object) -> bool:
+    """Whether a path the user wrote is a URL (``scheme://...``) rather than a local path."""
+    text = raw if isinstance(raw, str) else str(raw) if isinstance(raw, UrlPath) else ""
+    scheme, sep, _ = text.partition("://")
+    return bool(sep) and scheme.isidentifier() and len(scheme) > 1
+
+
+def log_path(raw: str | Path | UrlPath) -> LogPath:
+    """The path the user wrote, as a :class:`UrlPath` if it is a URL, else a :class:`~pathlib.Path`."""
+    if isinstance(raw, (Path, UrlPath)):
+        return raw
+    return UrlPath.of(raw) if is_url(raw) else Path(raw)
+
+
+def local_file(path: LogPath) -> Path:
+    """``path`` when it is local; a :class:`UrlError` for a URL (SQLite databases and writes are local only)."""
+    if isinstance(path, UrlPath):
+        raise UrlError(f"{path}: read from local paths only")
+    return path
+
+
+def absolute_name(path: LogPath) -> str:
+    """A stable absolute name: the URL itself, or the local path made absolute (not resolved)."""
+    return path.url if isinstance(path, UrlPath) else os.path.abspath(path)
+
+
 @dataclass(frozen=True, slots=True)
 class LogSource:
     """One log to read; ``root`` is the folder the user named (for confinement).
@@ -37,8 +253,8 @@ class LogSource:
     then the database file and ``member`` the session id inside it.
     """
 
-    path: Path
-    root: Path
+    path: LogPath
+    root: LogPath
     member: str | None = None
 
     @property
@@ -51,5 +267,5 @@ class LogSource:
 
     @property
     def resumable(self) -> bool:
-        """Whether a later read may continue at a byte offset (plain files only)."""
-        return self.member is None and not self.compressed
+        """Whether a later read may continue at a byte offset (plain local files only)."""
+        return self.member is None and not self.compressed and isinstance(self.path, Path)

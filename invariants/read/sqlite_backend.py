@@ -41,7 +41,7 @@ import orjson
 import zstandard
 
 from invariants.read.line_records import DEFAULT_MAX_LINE, RawLine, RowProblem
-from invariants.read.source import LogSource
+from invariants.read.source import LogSource, local_file
 
 SEED_SCHEMA = 4
 HEAD_SCHEMA = 17
@@ -237,7 +237,7 @@ def is_session_database(path: Path) -> bool:
 
 def schema_era_evidence(source: LogSource, seen: dict[str, str]) -> None:
     try:
-        info = db_info(source.path)
+        info = db_info(local_file(source.path))
     except (NotASessionDatabase, OSError):
         return
     if info.schema == "head":
@@ -447,8 +447,9 @@ def iter_member_lines(source: LogSource, max_line: int = DEFAULT_MAX_LINE) -> It
 
 
 def _member_lines(source: LogSource, max_line: int, position: list[int]) -> Iterator[RawLine | RowProblem]:
-    info = db_info(source.path)
-    con, _ = connect(source.path)
+    path = local_file(source.path)
+    info = db_info(path)
+    con, _ = connect(path)
     try:
         cols = info.session_columns
         head = con.execute(f"SELECT {', '.join(cols)} FROM sessions WHERE id = ?", (source.member,)).fetchone()

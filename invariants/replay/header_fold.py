@@ -377,9 +377,7 @@ class HeaderFold:
         self.store.keep_whole(index, header, live.weight() if live is not None else 0)
         self._add_version(ev, kind, changed, arms or [], index, header.get("config"))
 
-    def _add_version(
-        self, ev: Event, kind: str, changed: list[str], arms: list[str], index: int, config: Any
-    ) -> None:
+    def _add_version(self, ev: Event, kind: str, changed: list[str], arms: list[str], index: int, config: Any) -> None:
         inst = len(self.instances) - 1
         set_by = _set_by(self.versions[-1] if self.versions else None, index, self._config, config, changed)
         self._config = config

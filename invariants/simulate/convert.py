@@ -203,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"convert: {p}", file=sys.stderr)
     base = Path(os.path.commonpath([str(Path(s).resolve()) for s in srcs])) if srcs else None
     base = base if base and base.is_dir() else None
-    files = [s.path.resolve() for s in sources if s.member is None]
+    files = [s.path.resolve() for s in sources if s.member is None and isinstance(s.path, Path)]
+    problems += [f"{s.path}: converted from local paths only" for s in sources if not isinstance(s.path, Path)]
     written: list[Path] = []
     for f in files:
         try:

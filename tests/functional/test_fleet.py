@@ -7,6 +7,7 @@ mid-run must neither hang the run nor shorten it.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from functools import partial
 from pathlib import Path
@@ -52,7 +53,7 @@ def cli(capsys, *argv: str) -> tuple[int, str]:
     return code, out
 
 
-def json_report(capsys, source: Path, *extra: str) -> tuple[int, str]:
+def json_report(capsys, source: Path | str, *extra: str) -> tuple[int, str]:
     return cli(capsys, "check", str(source), "--format", "json", "--no-cache", "-q", *extra)
 
 
@@ -146,3 +147,90 @@ def test_unreachable_scheduler_is_a_one_line_error(capsys):
     _, err = capsys.readouterr()
     assert code == 2
     assert err.count("\n") == 1 and "cannot connect" in err
+
+
+def _samples_without_database(tmp_path: Path) -> Path:
+    root = tmp_path / "logs"
+    shutil.copytree(SAMPLES, root, ignore=shutil.ignore_patterns("*.sqlite", "EXPECTED.json", "README.md"))
+    return root
+
+
+def test_a_file_url_on_the_cluster_gives_the_serial_report_of_the_same_files(client, capsys, tmp_path):
+    # memory:// lives in one process, so the workers could not see it: file:// is the URL they share.
+    root = _samples_without_database(tmp_path)
+    serial = json_report(capsys, root)
+    fleet = json_report(capsys, f"file://{root}", "--scheduler", client.scheduler.address)
+    assert serial[0] == 1 and f"file://{root}/" in fleet[1]
+    assert fleet == (serial[0], serial[1].replace(str(root), f"file://{root}"))
+
+
+# Columns that say when or by which process a row was written, not what it holds; a checkpoint is
+# an opaque pickle whose bytes depend on the process that made it (resuming from it is tested below).
+_VOLATILE = {
+    "runs": None,
+    "meta": {"value"},
+    "sessions": {"indexed_at"},
+    "captures": {"indexed_at"},
+    "checkpoints": {"data", "size"},
+}
+
+
+def _tables(db: Path) -> dict[str, list[tuple]]:
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        names = [
+            r[0]
+            for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+            if "_fts" not in r[0]  # full-text search tables: derived from the messages, compared there
+        ]
+        out = {}
+        for t in names:
+            if t in _VOLATILE and _VOLATILE[t] is None:
+                continue
+            cols = [r[1] for r in conn.execute(f"PRAGMA table_info({t})") if r[1] not in (_VOLATILE.get(t) or ())]
+            out[t] = conn.execute(f"SELECT {', '.join(cols)} FROM {t} ORDER BY rowid").fetchall()
+        out["meta"] = conn.execute("SELECT key, value FROM meta WHERE key != 'created_at' ORDER BY key").fetchall()
+        return out
+    finally:
+        conn.close()
+
+
+def _index(capsys, root: Path, db: Path, *extra: str) -> dict:
+    import json
+
+    code = main(["index", str(root), "--db", str(db), "--json", *extra])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    return json.loads(out)
+
+
+def test_the_index_built_on_the_cluster_equals_the_serial_one_also_incrementally(client, capsys, tmp_path):
+    root = _samples_without_database(tmp_path)
+    serial_db, fleet_db = tmp_path / "serial.db", tmp_path / "fleet.db"
+    fleet = ("--scheduler", client.scheduler.address)
+    first = _index(capsys, root, serial_db, "--jobs", "1")
+    assert first["sessions"] > 10 and first["findings"] > 0
+    assert _index(capsys, root, fleet_db, *fleet)["new"] == first["new"]
+    serial_tables = _tables(serial_db)
+    assert serial_tables["steps"] and serial_tables["findings"] and serial_tables["requests"]
+    assert _tables(fleet_db) == serial_tables
+    # A log grows: both resume it from their own checkpoint and store the same new rows.
+    with open(root / "clean-multi-turn.jsonl", "ab") as fh:
+        fh.write(b'{"not": "an event"}\n')
+    again = _index(capsys, root, serial_db, "--jobs", "1")
+    assert (again["appended"], again["unchanged"]) == (1, first["sessions"] - 1)
+    assert _index(capsys, root, fleet_db, *fleet)["appended"] == 1
+    grown = _tables(serial_db)
+    assert grown["findings"] != serial_tables["findings"]
+    assert _tables(fleet_db) == grown
+
+
+def test_a_lost_index_task_names_every_log_of_its_folder():
+    from inspector.index.build import indexed_group, lost_group
+    from inspector.index.work import GroupTask, LogTask, Stat
+
+    logs = [LogTask(LogSource(Path(f"a/{n}.jsonl"), Path("a")), Stat(1, 2, 3, 4), None, True) for n in "xy"]
+    lost = lost_group(indexed_group, (GroupTask("a", logs, [], False, []), None), "gone")
+    assert lost.problems == ["a/x.jsonl: not indexed (gone)", "a/y.jsonl: not indexed (gone)"]

@@ -727,3 +727,52 @@ async def test_t_shows_the_token_bar_of_the_selected_step(story):
         await pilot.press("t")
         await settle(pilot)
         assert not bar.display
+
+
+def _into_memory(folder: Path) -> str:
+    """The files of ``folder`` copied into this process's fsspec memory filesystem; the folder's URL."""
+    fsspec = pytest.importorskip("fsspec", reason="the fleet extra (fsspec) is not installed")
+    fs = fsspec.filesystem("memory")
+    base = f"/tui-{folder.parent.name}"
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            fs.pipe(f"{base}/{p.relative_to(folder).as_posix()}", p.read_bytes())
+    return f"memory://{base}"
+
+
+async def test_a_log_named_by_a_url_opens_with_its_capture_as_on_disk(tmp_path):
+    folder = tmp_path / "story"
+    folder.mkdir()
+    log, _ = story_log(folder)
+    url = _into_memory(folder)
+    app = create_app(f"{url}/{log.name}")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        screen = screen_of(app)
+        assert [s.status for s in screen.state.steps] == ["ok", "ok", "diverges", "ok", "ok", "ok"]
+        assert screen.state.model.file == f"{url}/{log.name}"
+        await pilot.press("n")
+        await settle(pilot)
+        assert screen.query_one(DiffView).first_path == "messages[2].content[0].text"
+
+
+async def test_a_folder_named_by_a_url_opens_the_session_list(tmp_path):
+    root = tmp_path / "sessions"
+    root.mkdir()
+    parent = story_session("b-parent", created=1783900800000)
+    parent.user_turn("hello")
+    parent.streamed_step("hi", header_reason="initial", header=story_header())
+    parent.end_turn()
+    parent.write(root / "b-parent.jsonl")
+    _fork(parent, "a-child").write(root / "a-child.jsonl")
+    app = create_app(_into_memory(root))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        list_screen = app.screen
+        table = list_screen.query_one("#sessions")
+        await wait_for(pilot, lambda: list_screen.finished)
+        await pilot.pause(0.2)
+        assert [(s.id, depth) for s, depth in table.rows] == [("b-parent", 0), ("a-child", 1)]
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        assert screen_of(app).state.model.id == "a-child"

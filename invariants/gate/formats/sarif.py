@@ -24,6 +24,7 @@ from invariants.gate.formats.context import ReportContext
 from invariants.gate.result import CheckResult
 from invariants.model.findings import Finding
 from invariants.model.registry import RULES, Rule
+from invariants.read.source import is_url
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 LEVELS = {"error": "error", "warning": "warning", "info": "note"}
@@ -47,6 +48,8 @@ def _rule(r: Rule) -> dict[str, Any]:
 
 
 def artifact_location(file: str, base: Path | None) -> dict[str, Any]:
+    if is_url(file):
+        return {"uri": file}
     p = Path(file)
     absolute = p if p.is_absolute() else (Path.cwd() / p)
     absolute = Path(*absolute.parts)  # normalise separators

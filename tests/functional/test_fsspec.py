@@ -1,0 +1,135 @@
+"""Logs named by fsspec URLs (``memory://``, ``file://``) read like the same files on disk.
+
+The tree is ``sample_logs/`` without its SQLite database (databases are read
+from local paths only): logs with captures beside them, plain and zstd, a
+torn zstd log, forks.  The JSON report of the URL must be the report of the
+disk copy, with the file names as the user wrote them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+fsspec = pytest.importorskip("fsspec", reason="the fleet extra (fsspec) is not installed")
+
+from inspector.cli import main  # noqa: E402
+from invariants.read.discover import discover  # noqa: E402
+from invariants.read.source import UrlPath  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "sample_logs"
+
+
+def _tree(tmp_path: Path) -> Path:
+    root = tmp_path / "logs"
+    shutil.copytree(SAMPLES, root, ignore=shutil.ignore_patterns("*.sqlite", "EXPECTED.json", "README.md"))
+    return root
+
+
+def _to_memory(root: Path) -> str:
+    """The tree copied into the process's memory filesystem; its URL."""
+    fs = fsspec.filesystem("memory")
+    base = f"/t-{uuid.uuid4().hex[:8]}"
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            fs.pipe(f"{base}/{p.relative_to(root).as_posix()}", p.read_bytes())
+    return f"memory://{base}"
+
+
+def _report(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["check", *argv, "--format", "json", "--no-cache", "-q"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def disk(tmp_path, capsys):
+    root = _tree(tmp_path)
+    code, out, _ = _report(capsys, str(root))
+    assert code == 1 and '"DIV001"' in out  # the samples diverge on purpose
+    return root, code, out
+
+
+def test_a_memory_url_gives_the_report_of_the_same_files_on_disk(disk, capsys):
+    root, code, out = disk
+    url = _to_memory(root)
+    got = _report(capsys, url)
+    assert url in got[1] and str(root) not in got[1]  # file names as the user wrote them
+    assert got[:2] == (code, out.replace(str(root), url))
+
+
+def test_a_file_url_gives_the_report_of_the_same_files_on_disk(disk, capsys):
+    root, code, out = disk
+    url = f"file://{root}/"  # a trailing slash names the same folder
+    got = _report(capsys, url)
+    assert got[:2] == (code, out.replace(str(root), f"file://{root}"))
+
+
+def test_a_memory_url_discovers_in_the_order_of_a_local_folder_with_zstd_logs(disk):
+    root, _, _ = disk
+    url = _to_memory(root)
+    local, _ = discover([root])
+    remote, problems = discover([url])
+    assert problems == []
+    assert [s.display.replace(url, str(root)) for s in remote] == [s.display for s in local]
+    assert all(isinstance(s.path, UrlPath) for s in remote)
+    assert any(s.compressed for s in remote)
+
+
+def test_explicit_captures_may_be_urls(disk, capsys):
+    root, _, _ = disk
+    url = _to_memory(root)
+    log, capture = "capture-divergence.jsonl", "capture-divergence.requests.jsonl"
+    on_disk = _report(capsys, str(root / log), "--captures", str(root / capture))
+    got = _report(capsys, f"{url}/{log}", "--captures", f"{url}/{capture}")
+    assert on_disk[0] == 1 and '"DIV001"' in on_disk[1]
+    assert got[:2] == (on_disk[0], on_disk[1].replace(str(root), url))
+
+
+@pytest.mark.parametrize(
+    "url, says",
+    [
+        ("memory://no-such-folder", "memory://no-such-folder: no such file or directory"),
+        ("nosuchproto://bucket/logs", "nosuchproto://bucket/logs: Protocol not known: nosuchproto"),
+    ],
+)
+def test_an_unusable_url_is_one_line_and_exit_2(capsys, url, says):
+    code, out, err = _report(capsys, url)
+    assert code == 2
+    assert err.strip() == f"inspector: error: {says}"
+
+
+def test_a_url_whose_backend_is_not_installed_names_the_extra(capsys):
+    try:
+        import s3fs  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("s3fs is installed: the backend is not missing")
+    code, _, err = _report(capsys, "s3://some-bucket/logs")
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert "s3fs" in err and "dsh-inspector[s3]" in err
+
+
+def test_a_sqlite_database_behind_a_url_is_a_problem_not_skipped(tmp_path, capsys):
+    db = next(SAMPLES.rglob("*.sqlite"))
+    shutil.copy(db, tmp_path / db.name)
+    code, _, err = _report(capsys, f"file://{tmp_path}")
+    assert code == 2
+    assert f"file://{tmp_path}/{db.name}: SQLite session databases are read from local paths only" in err
+
+
+def test_a_plain_path_run_never_loads_fsspec():
+    code = (
+        "import sys; from invariants import check; check(['sample_logs']); "
+        "print([m for m in sys.modules if m.split('.')[0] == 'fsspec'])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout
+    assert out.strip() == "[]"
