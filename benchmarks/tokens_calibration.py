@@ -10,9 +10,17 @@
 2. The corpus: every step with real usage (``usage_kind == "real"``) in
    ``../shared/corpus``: absolute error against ``inputTokens + cacheReadTokens``
    and error of the step-to-step growth.
-3. The hint: the largest step-to-step departure on accepted logs, and
-   precision/recall on injected faults (a tool result's text dropped,
-   lengthened, or a duplicated user message).
+   The same steps are also measured against the request their usage really
+   belongs to: a snapshot test replays model streams (usage included) from a
+   fixture recorded earlier, while the header it logs is today's, so each
+   corpus session is traced by its usage sequence to the recording it
+   replays.  The table says which header change (system prompt, tool list)
+   makes the corpus log's own request larger.
+3. Held out: the fit is repeated on every other recording and measured on
+   the rest (and the other way round).
+4. The hint rule's tolerance needs the largest step-to-step departure on
+   accepted logs (printed); its precision and recall are
+   ``benchmarks/tokens_hints.py``.
 
     python benchmarks/tokens_calibration.py [--harness GITDIR] [--corpus DIR]
 """
@@ -26,15 +34,17 @@ import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from invariants.analysis.token_rules import HINT_TOLERANCE, hint_findings  # noqa: E402
+from invariants.analysis.token_rules import HINT_TOLERANCE  # noqa: E402
 from invariants.analysis.token_steps import step_tokens, usage_kind  # noqa: E402
 from invariants.analysis.tokens import Calibration, TokenCounter  # noqa: E402
+from invariants.analysis.wire import wire_messages, wire_tools  # noqa: E402
 from invariants.read.discover import discover  # noqa: E402
 from invariants.replay.session import replay  # noqa: E402
 
@@ -49,8 +59,6 @@ def _features(model, st) -> tuple[float, list[float]] | None:
     counter = model.__dict__.setdefault("_zero_counter", TokenCounter(ZERO))
     req = exp.request
     text = counter.request(req).total
-    from invariants.analysis.wire import wire_messages, wire_tools
-
     wires = [w for m in req.get("messages") or () for w in wire_messages(m)]
     tools = wire_tools(req.get("tools"))
     return text, [1.0 if tools else 0.0, len(tools), len(wires), sum(len(w.calls) for w in wires)]
@@ -100,9 +108,27 @@ def harness_recordings(gitdir: Path, out: Path) -> list[Path]:
     return paths
 
 
+def _fit_coefs(names: list[str], rows: dict, points: dict) -> list[float]:
+    """[request, per_tool, per_message, per_call] fitted on these recordings: request and per_tool on the line of
+    their first steps, per_message and per_call on every step's residual."""
+    a, b = _solve([[1.0, points[k][0]] for k in names], [points[k][1] for k in names])
+    kept = [r for k in names for r in rows[k]]
+    m, c = _solve([f[1][2:] for _, f, _ in kept], [y - f[0] - a - b * f[1][1] for _, f, y in kept])
+    return [a, b, m, c]
+
+
+def _count(coef: list[float], f: tuple[float, list[float]]) -> float:
+    return f[0] + sum(c * x for c, x in zip(coef, f[1]))
+
+
+def _errors(coef: list[float], names: list[str], rows: dict) -> list[float]:
+    return [abs(_count(coef, f) - y) / y * 100 for k in names for _, f, y in rows[k]]
+
+
 def fit(gitdir: Path) -> tuple[Calibration, dict]:
     with tempfile.TemporaryDirectory() as tmp:
         rows: dict[str, list] = defaultdict(list)
+        headers: dict[str, tuple[str, list]] = {}  # recording -> (system, tools) of its first counted request
         for path in harness_recordings(gitdir, Path(tmp)):
             model = replay(discover([path])[0][0])
             for st in model.steps:
@@ -112,12 +138,15 @@ def fit(gitdir: Path) -> tuple[Calibration, dict]:
                 f = _features(model, st)
                 if f is not None and f[1][0]:
                     rows[path.name].append((st.index, f, u["inputTokens"] + u["cacheReadTokens"]))
+                    if path.name not in headers:
+                        req = model.rebuild_request(st).request
+                        headers[path.name] = (req.get("system") or "", req.get("tools") or [])
     # First steps lie on one line, residual = request + per_tool * tools, when the recording carries the
     # header it was made with; a header edited later without re-recording puts its version off the line.
     # The line with the most versions within 15 tokens of it is found by trying every pair (RANSAC, exhaustive);
     # header-only edits (a tool added to the pin, the old usage kept) line up on a negative slope, refused here.
     firsts = {k: min(v)[1:] for k, v in rows.items()}
-    points = {k: (f[1][1], y - f[0] - f[1][2] * 3) for k, (f, y) in firsts.items()}
+    points = {k: (f[1][1], y - f[0] - f[1][2] * 3) for k, (f, y) in firsts.items()}  # 3 per message: a first guess
     best: list[str] = []
     for a in points.values():
         for b in points.values():
@@ -129,38 +158,59 @@ def fit(gitdir: Path) -> tuple[Calibration, dict]:
             near = [k for k, (n, r) in points.items() if abs(r - a[1] - slope * (n - a[0])) < 15]
             if len(near) > len(best):
                 best = near
-    keep = best
-    kept = [r for k in keep for r in rows[k]]
-    # request and per_tool from the line of first steps; per_message and per_call from every kept step.
-    a, b = _solve(
-        [[1.0, points[k][0]] for k in keep], [points[k][1] for k in keep]
-    )  # 3 per message assumed here, refitted below
-    m, c = _solve([f[1][2:] for _, f, _ in kept], [y - f[0] - a - b * f[1][1] for _, f, y in kept])
-    coef = [a, b, m, c]
+    keep = sorted(best)
+    coef = _fit_coefs(keep, rows, points)
     cal = Calibration(*(round(x, 1) for x in coef))
-    errs = [abs(f[0] + sum(c * x for c, x in zip(coef, f[1])) - y) / y * 100 for _, f, y in kept]
-    # The request each usage sequence was recorded with: its first step's count, keyed by the usage totals.
+    errs = _errors(coef, keep, rows)
+    # Held out: fit on every other recording, measure on the rest, and the other way round.
+    halves = (keep[0::2], keep[1::2])
+    held = _errors(_fit_coefs(halves[0], rows, points), halves[1], rows) + _errors(
+        _fit_coefs(halves[1], rows, points), halves[0], rows
+    )
+    # The request each usage sequence was recorded with: per step our count, keyed by the usage totals.
     recorded = {}
     for k in keep:
         steps = sorted(rows[k])
-        _, f, _ = steps[0]
-        recorded[tuple(y for _, _, y in steps)] = f[0] + sum(c * x for c, x in zip(coef, f[1]))
+        recorded[tuple(y for _, _, y in steps)] = (k, [_count(coef, f) for _, f, _ in steps], headers[k])
     return cal, {
         "recorded": recorded,
         "versions": len(rows),
         "kept": len(keep),
-        "steps": len(kept),
+        "steps": sum(len(rows[k]) for k in keep),
         "median": statistics.median(errs),
         "p95": _pct(errs, 0.95),
+        "held_median": statistics.median(held),
+        "held_p95": _pct(held, 0.95),
+        "held_steps": len(held),
     }
+
+
+def _growths(counts: list[float], provider: list[int]) -> list[float]:
+    """Error of each step-to-step growth in % of the provider's growth (steps where the provider's count grew)."""
+    out = []
+    for (oa, pa), (ob, pb) in zip(zip(counts, provider), zip(counts[1:], provider[1:])):
+        if pb > pa:
+            out.append(abs((ob - oa) - (pb - pa)) / (pb - pa) * 100)
+    return out
+
+
+def _header_delta(now: tuple[str, Any], then: tuple[str, Any]) -> tuple[int, int, tuple, tuple]:
+    """(system tokens, tool tokens, tools added, tools removed) of the logged header against the recorded one."""
+    counter = TokenCounter()
+    names_now = {t.name for t in wire_tools(now[1])}
+    names_then = {t.name for t in wire_tools(then[1])}
+    system = counter.request({"system": now[0]}).total - counter.request({"system": then[0]}).total
+    tools = round(counter.tools(now[1]) - counter.tools(then[1]))
+    return system, tools, tuple(sorted(names_now - names_then)), tuple(sorted(names_then - names_now))
 
 
 def corpus_table(corpus: Path, recorded: dict | None = None) -> dict:
     roots = [corpus / "upstream-seed-era", corpus / "upstream-late-era"]
     sources, _ = discover([p for r in roots for p in sorted(r.iterdir()) if "snapshot" in p.name])
     absolute, growth, bytes4, growth4, departures = [], [], [], [], []
-    outliers = []
-    matched: list[tuple[float, float]] = []  # (our count of the log's request - of the recorded one, error there)
+    traced_abs, traced_growth = [], []  # against the recorded request the usage belongs to
+    groups: dict[tuple, list] = defaultdict(list)  # (era, tools added, tools removed) -> [(tokens more, system, tools)]
+    untraced = []
     sessions = 0
     for src in sources:
         model = replay(src)
@@ -185,93 +235,40 @@ def corpus_table(corpus: Path, recorded: dict | None = None) -> dict:
             eb = len(orjson.dumps(model.rebuild_request(model.steps[b.index], b.dispatch).request))
             growth4.append(abs((eb - ea) / 4 - gp) / gp * 100)
             departures.append((abs(go - gp), go, src.display))
-        worst = max(counted, key=lambda s: abs(s.tokens.total - s.provider))
-        if abs(worst.tokens.total - worst.provider) > 0.1 * worst.provider:
-            outliers.append((src.display, worst.provider, worst.tokens.total))
         usage = tuple(s.provider for s in counted)
-        for key, first in (recorded or {}).items():
-            if key[: len(usage)] == usage or usage[: len(key)] == key:
-                matched.append(
-                    (counted[0].tokens.total - first, abs(first - counted[0].provider) / counted[0].provider)
-                )
-                break
+        era = src.path.parent.parent.name
+        trace = next((v for k, v in (recorded or {}).items() if k[: len(usage)] == usage or usage[: len(k)] == k), None)
+        if trace is None:
+            first = counted[0]
+            untraced.append((era, src.path.parent.name, first.tokens.total - first.provider, len(counted)))
+            continue
+        _, counts, header = trace
+        n = min(len(counts), len(usage))
+        traced_abs += [abs(c - p) / p * 100 for c, p in zip(counts[:n], usage[:n])]
+        traced_growth += _growths(counts[:n], list(usage[:n]))
+        exp = model.rebuild_request(model.steps[counted[0].index], counted[0].dispatch).request
+        system, tools, added, removed = _header_delta((exp.get("system") or "", exp.get("tools")), header)
+        groups[(era, added, removed)].append((counted[0].tokens.total - counts[0], system, tools))
     return {
         "sessions": sessions,
         "steps": len(absolute),
-        "abs_median": statistics.median(absolute),
-        "abs_p95": _pct(absolute, 0.95),
-        "growth_median": statistics.median(growth),
-        "growth_p95": _pct(growth, 0.95),
-        "bytes4_abs_median": statistics.median(bytes4),
-        "bytes4_growth_median": statistics.median(growth4),
+        "absolute": absolute,
+        "growth": growth,
+        "growth_steps": len(growth),
+        "bytes4": bytes4,
+        "growth4": growth4,
         "max_departure": max(departures),
-        "outliers": outliers,
-        "matched": matched,
+        "traced_abs": traced_abs,
+        "traced_growth": traced_growth,
+        "groups": dict(groups),
+        "untraced": untraced,
     }
 
 
-SIZES = (25, 50, 100, 200)  # words (one token each) added to or removed from a message
-
-
-def _usages(obj: dict) -> list[dict]:
-    d = obj.get("data") if isinstance(obj.get("data"), dict) else {}
-    chunk = d.get("chunk") if isinstance(d.get("chunk"), dict) else {}
-    return [u for u in (d.get("usage"), chunk.get("usage")) if isinstance(u, dict)]
-
-
-def _faults(objs: list[dict]):
-    """(kind, transform) for each tool result that a later request carries, n tokens off either way."""
-    last_step_start = max((o["seq"] for o in objs if o["type"] == "step/start"), default=-1)
-    for o in objs:
-        d = o.get("data")
-        if o["seq"] >= last_step_start or o["type"] != "tool/result" or not isinstance(d, dict) or not d.get("content"):
-            continue
-        for n in SIZES:
-            yield f"alter: the log's tool result has {n:>3} tokens more than was sent", _grow(o["seq"], n)
-            yield f"drop:  {n:>3} tokens were sent that the log lacks", _sent(o["seq"], n)
-
-
-def _grow(seq: int, n: int):
-    def apply(objs: list[dict]) -> None:
-        for o in objs:
-            if o["seq"] == seq:
-                o["data"]["content"][0]["text"] += " word" * n
-
-    return apply
-
-
-def _sent(seq: int, n: int):
-    def apply(objs: list[dict]) -> None:
-        for o in objs:
-            if o["seq"] > seq:
-                for u in _usages(o):
-                    if isinstance(u.get("inputTokens"), int):
-                        u["inputTokens"] += n
-
-    return apply
-
-
-def fault_table(corpus: Path) -> dict:
-    roots = [corpus / "upstream-seed-era", corpus / "upstream-late-era"]
-    sources, _ = discover([p for r in roots for p in sorted(r.iterdir()) if "snapshot" in p.name])
-    clean_hints = 0
-    results: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # kind -> [fired, injected]
-    with tempfile.TemporaryDirectory() as tmp:
-        for src in sources:
-            model = replay(src)
-            if usage_kind(model) != "real" or src.path.name.endswith(".zstd"):
-                continue
-            clean_hints += len(hint_findings(model, step_tokens(model)))
-            raw = src.path.read_bytes().splitlines()
-            for kind, apply in _faults([orjson.loads(x) for x in raw[1:]]):
-                objs = [orjson.loads(x) for x in raw[1:]]
-                apply(objs)
-                dst = Path(tmp) / src.path.name
-                dst.write_bytes(b"\n".join([raw[0], *map(orjson.dumps, objs)]) + b"\n")
-                faulty = replay(discover([dst])[0][0])
-                results[kind][1] += 1
-                results[kind][0] += bool(hint_findings(faulty, step_tokens(faulty)))
-    return {"hints_on_accepted": clean_hints, "recall": dict(results)}
+def _row(label: str, steps: int, absolute: list[float] | None, growth: list[float]) -> str:
+    a = f"{statistics.median(absolute):6.2f} % {_pct(absolute, 0.95):6.2f} %" if absolute else f"{'-':>8} {'-':>8}"
+    g = f"{statistics.median(growth):6.1f} % {_pct(growth, 0.95):6.1f} %" if growth else f"{'-':>8} {'-':>8}"
+    return f"| {label:<58} | {steps:>5} | {a} | {g} |"
 
 
 def main() -> None:
@@ -283,41 +280,45 @@ def main() -> None:
     if args.harness.exists():
         cal, stats = fit(args.harness)
         print(f"fit on the harness's recordings: {cal}")
-        print(
-            f"  {stats['versions']} recordings, {stats['kept']} with their own header, {stats['steps']} steps: "
-            f"median error {stats['median']:.2f} %, p95 {stats['p95']:.2f} %"
-        )
+        print(f"  {stats['versions']} recordings, {stats['kept']} with their own header, {stats['steps']} steps")
     t = corpus_table(args.corpus, stats.get("recorded"))
-    print(f"corpus, real usage: {t['steps']} steps in {t['sessions']} sessions")
-    print(
-        f"  ours:    absolute error median {t['abs_median']:.1f} %, p95 {t['abs_p95']:.1f} %; "
-        f"growth error median {t['growth_median']:.1f} %, p95 {t['growth_p95']:.1f} %"
-    )
-    print(
-        f"  bytes/4: absolute error median {t['bytes4_abs_median']:.1f} %; "
-        f"growth error median {t['bytes4_growth_median']:.1f} %"
-    )
-    print(
-        f"  largest step-to-step departure: {t['max_departure'][0]} tokens on {t['max_departure'][1]} new "
-        f"({t['max_departure'][2]})"
-    )
-    print(f"  tolerance in force: {HINT_TOLERANCE}")
-    print(f"  {len(t['outliers'])} session(s) off by more than 10 %")
-    if t["matched"]:
-        grown = [g for g, _ in t["matched"]]
-        err = [100 * e for _, e in t["matched"]]
+    print()
+    print(f"| {'what is compared (input + cacheRead)':<58} | steps | abs median    p95 | growth med    p95 |")
+    print(f"| {'-' * 58} | ----: | -----------------: | ----------------: |")
+    if stats:
         print(
-            f"  {len(t['matched'])} of {t['sessions']} sessions match a harness recording by their usage: the log's "
-            f"first request is larger than the recorded one by a median {statistics.median(grown):.0f} tokens "
-            f"(min {min(grown):.0f}, max {max(grown):.0f}); against the recorded request the error is a median "
-            f"{statistics.median(err):.2f} % (p95 {_pct(err, 0.95):.2f} %)"
+            f"| {'harness recordings, fitted on all':<58} | {stats['steps']:>5} | "
+            f"{stats['median']:6.2f} % {stats['p95']:6.2f} % | {'-':>8} {'-':>8} |"
         )
-    for path, prov, ours in t["outliers"]:
-        print(f"  outlier: {path}: provider {prov}, ours {ours}")
-    f = fault_table(args.corpus)
-    print(f"hints on accepted real-usage logs: {f['hints_on_accepted']}")
-    for kind, (fired, n) in sorted(f["recall"].items()):
-        print(f"  {kind}: fired on {fired} of {n} ({100 * fired / n:.0f} %)")
+        print(
+            f"| {'harness recordings, held out (fit on the other half)':<58} | {stats['held_steps']:>5} | "
+            f"{stats['held_median']:6.2f} % {stats['held_p95']:6.2f} % | {'-':>8} {'-':>8} |"
+        )
+        traced = len(t["traced_abs"])
+        print(
+            _row("corpus steps, against the recording their usage replays", traced, t["traced_abs"], t["traced_growth"])
+        )
+    print(_row("corpus steps, against the corpus log's own request", t["steps"], t["absolute"], t["growth"]))
+    print(_row("corpus steps, bytes/4 of the logged request JSON", t["steps"], t["bytes4"], t["growth4"]))
+    print()
+    print(f"corpus: {t['steps']} real-usage steps in {t['sessions']} sessions; {t['growth_steps']} growths")
+    print(
+        f"largest step-to-step departure on an accepted log: {t['max_departure'][0]} tokens on "
+        f"{t['max_departure'][1]} new ({t['max_departure'][2]}); tolerance in force: {HINT_TOLERANCE}"
+    )
+    print("why the corpus log's own request is off: its usage was replayed from an older recording")
+    for (era, added, removed), rows in sorted(t["groups"].items()):
+        more = [r[0] for r in rows]
+        system = statistics.median(r[1] for r in rows)
+        tools = statistics.median(r[2] for r in rows)
+        change = ", ".join([*(f"+{n}" for n in added), *(f"-{n}" for n in removed)]) or "same tool names"
+        print(
+            f"  {era}: {len(rows)} sessions log a request larger by a median {statistics.median(more):.0f} tokens "
+            f"(min {min(more):.0f}, max {max(more):.0f}): system prompt {system:+.0f}, tool schemas {tools:+.0f} "
+            f"({change})"
+        )
+    for era, folder, off, n in t["untraced"]:
+        print(f"  {era}/{folder}: no unscrubbed recording carries its usage ({n} steps; first step off by {off:+d})")
 
 
 if __name__ == "__main__":

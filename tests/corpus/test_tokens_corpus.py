@@ -38,6 +38,37 @@ def test_no_hint_on_accepted_real_usage_logs():
     assert hints == [], [f.message for f in hints]
 
 
+def test_word_counter_matches_the_tokenizer_on_every_text_of_the_snapshot_logs():
+    from invariants.analysis.tokenizer import WordCounter, tokenizer
+
+    texts: set[str] = set()
+
+    def walk(value) -> None:
+        if isinstance(value, str):
+            texts.add(value.encode("utf-8", "replace").decode("utf-8"))
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    roots = [corpus_dir("upstream-seed-era"), corpus_dir("upstream-late-era")]
+    for log in sorted(p for r in roots for d in r.iterdir() if "snapshot" in d.name for p in d.glob("*.jsonl")):
+        for line in log.read_bytes().splitlines():
+            try:
+                walk(orjson.loads(line))
+            except orjson.JSONDecodeError:
+                continue
+    batch = sorted(texts)
+    assert len(batch) > 1000
+    tok = tokenizer()
+    words = WordCounter.of(tok)
+    assert words is not None
+    expected = [len(e) for e in tok.encode_batch_fast(batch, add_special_tokens=False)]
+    assert [words.count(t) for t in batch] == expected
+
+
 def test_mock_usage_sessions_are_never_real():
     models = _models(corpus_dir("upstream-seed-era/core__agent-loop__loop"))
     assert models and {usage_kind(m) for m in models} <= {"mock", "none"}

@@ -58,6 +58,48 @@ def test_plain_import_and_check_path_do_not_load_the_tokenizer():
     assert out.strip() == "[]"
 
 
+WORD_CASES = [
+    "",
+    "   ",
+    "\t\r\n\n  x",
+    "Hello, world!",
+    "1234567 12 3.14159 -0x1F",
+    "日本語テキスト、中文混合abc123かなカナ",
+    "ÿ€ 😀👍🏽 ñ ß",
+    "def f(x):\n    return x  # trailing  \n\n\n",
+    "<think>plan</think> then <｜User｜>hi<｜Assistant｜>",
+    "<｜place▁holder▁no▁12｜><｜place▁holder▁no▁1｜><|EOT|>｜DSML｜<dsml:x></dsml:x>",
+    "<｜place▁holder▁no▁99999｜> <div><p>html</p></div> a<b c>d",
+    "word\u200bword \u00a0nbsp ...!!! ??? ``` '",
+]
+
+
+def test_word_counter_counts_exactly_what_the_tokenizer_counts():
+    from invariants.analysis.tokenizer import WordCounter, tokenizer
+
+    tok = tokenizer()
+    words = WordCounter.of(tok)
+    assert words is not None  # the shipped tokenizer has the shape the word counter reproduces
+    texts = WORD_CASES + [" ".join(WORD_CASES) * 3]
+    expected = [len(e) for e in tok.encode_batch_fast(texts, add_special_tokens=False)]
+    assert [words.count(t) for t in texts] == expected
+    assert [words.count(t) for t in texts] == expected  # the second time from its word cache
+    assert words.count("<think>") == 1 and words.count("<｜place▁holder▁no▁12｜>") == 1  # special: one token
+
+
+def test_word_counter_refuses_a_tokenizer_of_another_shape():
+    from tokenizers import Tokenizer, models, normalizers
+
+    from invariants.analysis.tokenizer import WordCounter, tokenizer
+
+    other = Tokenizer(models.BPE())
+    other.normalizer = normalizers.NFKC()
+    assert WordCounter.of(other) is None
+    shipped = Tokenizer.from_str(tokenizer().to_str())
+    shipped.pre_tokenizer = None
+    assert WordCounter.of(shipped) is None
+
+
 # --------------------------------------------------------------------------- wire rendering and counts
 
 
