@@ -133,3 +133,41 @@ def test_a_plain_path_run_never_loads_fsspec():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_watch_refuses_a_url_in_one_line(capsys):
+    code = main(["check", "memory://anything", "--watch"])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert err.strip() == "inspector: error: memory://anything: --watch needs local paths, not URLs"
+
+
+def test_the_result_cache_serves_an_unchanged_url_and_rereads_a_rewritten_one(tmp_path):
+    import time
+
+    from invariants import check
+    from invariants.gate.pipeline import RunStats
+    from invariants.gate.result_cache import ResultCache
+
+    folder = tmp_path / "one"
+    folder.mkdir()
+    shutil.copy(SAMPLES / "clean-multi-turn.jsonl", folder / "clean-multi-turn.jsonl")
+    url = _to_memory(folder)
+    cache = ResultCache(tmp_path / "cache")
+
+    def run() -> tuple[RunStats, list[str]]:
+        stats = RunStats()
+        result = check([url], cache=cache, stats=stats)
+        cache.flush()
+        return stats, [f.rule for f in result.findings]
+
+    first, clean = run()
+    assert (first.cache_hits, first.cache_misses, clean) == (0, 1, [])
+    assert run()[0].cache_hits == 1
+    data = (folder / "clean-multi-turn.jsonl").read_bytes()
+    broken = data.replace(b'"seq":3,', b'"seq":9,', 1)  # same size, another revision
+    assert len(broken) == len(data) and broken != data
+    time.sleep(0.01)
+    fsspec.filesystem("memory").pipe(f"{url[len('memory://') :]}/clean-multi-turn.jsonl", broken)
+    again, rules = run()
+    assert (again.cache_hits, again.cache_misses) == (0, 1) and rules
