@@ -171,3 +171,32 @@ def test_the_result_cache_serves_an_unchanged_url_and_rereads_a_rewritten_one(tm
     fsspec.filesystem("memory").pipe(f"{url[len('memory://') :]}/clean-multi-turn.jsonl", broken)
     again, rules = run()
     assert (again.cache_hits, again.cache_misses) == (0, 1) and rules
+
+
+def test_the_index_of_a_memory_url_holds_the_rows_of_the_same_files_on_disk(tmp_path, capsys):
+    import sqlite3
+
+    root = _tree(tmp_path)
+    url = _to_memory(root)
+
+    def rows(db: Path, source: str) -> dict[str, list]:
+        assert main(["index", source, "--db", str(db), "--jobs", "1", "-q"]) == 0
+        conn = sqlite3.connect(db)
+        try:
+            queries = {
+                "sessions": "SELECT path, uid, events, steps, errors FROM sessions ORDER BY path",
+                "findings": "SELECT rule, file, seq, line, message FROM findings ORDER BY id",
+                "requests": "SELECT line, session_uid, step_idx, status, codes FROM requests ORDER BY id",
+            }
+            return {name: conn.execute(sql).fetchall() for name, sql in queries.items()}
+        finally:
+            conn.close()
+
+    on_disk = rows(tmp_path / "disk.db", str(root))
+    in_memory = rows(tmp_path / "memory.db", url)
+    assert on_disk["findings"] and on_disk["requests"]
+
+    def named(table: list) -> list:
+        return [tuple(v.replace(str(root), url) if isinstance(v, str) else v for v in row) for row in table]
+
+    assert in_memory == {k: named(v) for k, v in on_disk.items()}
