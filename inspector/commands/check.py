@@ -216,6 +216,10 @@ def run(args: argparse.Namespace) -> int:
     if args.watch:
         if tokens is not None:  # a resumed log's appended steps are not counted yet
             return fail("--tokens does not combine with --watch")
+        from invariants.read.source import is_url
+
+        if urls := [p for p in args.paths if is_url(p)]:  # file-system events exist for local files only
+            return fail(f"{urls[0]}: --watch needs local paths, not URLs")
         from .check_watch import run as run_watch
 
         return run_watch(args, cfg)

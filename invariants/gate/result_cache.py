@@ -53,6 +53,8 @@ def revision(path: str | os.PathLike | UrlPath) -> list | None:
             ust = url.stat()
         except OSError:
             return None
+        if not ust.st_mtime_ns and not ust.st_ino:  # the backend says neither when nor which version: never cached
+            return None
         return [url.url, ust.st_size, ust.st_mtime_ns, ust.st_ino]
     try:
         p = os.fspath(path)

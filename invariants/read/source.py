@@ -43,7 +43,7 @@ class UrlError(OSError):
 
 
 class UrlStat(NamedTuple):
-    """The part of ``os.stat_result`` the readers use; ``st_ino`` is a digest of the object's ETag."""
+    """The part of ``os.stat_result`` the readers use; ``st_ino`` is a digest of the version tag (ETag, md5, inode)."""
 
     st_size: int
     st_mtime_ns: int

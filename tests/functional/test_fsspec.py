@@ -133,3 +133,70 @@ def test_a_plain_path_run_never_loads_fsspec():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_watch_refuses_a_url_in_one_line(capsys):
+    code = main(["check", "memory://anything", "--watch"])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert err.strip() == "inspector: error: memory://anything: --watch needs local paths, not URLs"
+
+
+def test_the_result_cache_serves_an_unchanged_url_and_rereads_a_rewritten_one(tmp_path):
+    import time
+
+    from invariants import check
+    from invariants.gate.pipeline import RunStats
+    from invariants.gate.result_cache import ResultCache
+
+    folder = tmp_path / "one"
+    folder.mkdir()
+    shutil.copy(SAMPLES / "clean-multi-turn.jsonl", folder / "clean-multi-turn.jsonl")
+    url = _to_memory(folder)
+    cache = ResultCache(tmp_path / "cache")
+
+    def run() -> tuple[RunStats, list[str]]:
+        stats = RunStats()
+        result = check([url], cache=cache, stats=stats)
+        cache.flush()
+        return stats, [f.rule for f in result.findings]
+
+    first, clean = run()
+    assert (first.cache_hits, first.cache_misses, clean) == (0, 1, [])
+    assert run()[0].cache_hits == 1
+    data = (folder / "clean-multi-turn.jsonl").read_bytes()
+    broken = data.replace(b'"seq":3,', b'"seq":9,', 1)  # same size, another revision
+    assert len(broken) == len(data) and broken != data
+    time.sleep(0.01)
+    fsspec.filesystem("memory").pipe(f"{url[len('memory://') :]}/clean-multi-turn.jsonl", broken)
+    again, rules = run()
+    assert (again.cache_hits, again.cache_misses) == (0, 1) and rules
+
+
+def test_the_index_of_a_memory_url_holds_the_rows_of_the_same_files_on_disk(tmp_path, capsys):
+    import sqlite3
+
+    root = _tree(tmp_path)
+    url = _to_memory(root)
+
+    def rows(db: Path, source: str) -> dict[str, list]:
+        assert main(["index", source, "--db", str(db), "--jobs", "1", "-q"]) == 0
+        conn = sqlite3.connect(db)
+        try:
+            queries = {
+                "sessions": "SELECT path, uid, events, steps, errors FROM sessions ORDER BY path",
+                "findings": "SELECT rule, file, seq, line, message FROM findings ORDER BY id",
+                "requests": "SELECT line, session_uid, step_idx, status, codes FROM requests ORDER BY id",
+            }
+            return {name: conn.execute(sql).fetchall() for name, sql in queries.items()}
+        finally:
+            conn.close()
+
+    on_disk = rows(tmp_path / "disk.db", str(root))
+    in_memory = rows(tmp_path / "memory.db", url)
+    assert on_disk["findings"] and on_disk["requests"]
+
+    def named(table: list) -> list:
+        return [tuple(v.replace(str(root), url) if isinstance(v, str) else v for v in row) for row in table]
+
+    assert in_memory == {k: named(v) for k, v in on_disk.items()}
