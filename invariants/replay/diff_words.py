@@ -136,7 +136,7 @@ def _describe_tools(src: Source | None, expected: list, recorded: list, index: i
         msg = f"{_tools(expected, edit.exp_index, edit.count)} missing from the recorded request{with_source(src)}"
     elif edit.kind == "extra":
         extra = _tools(recorded, edit.rec_index, edit.count)
-        msg = f"the recorded request has {extra} the header does not{with_source(src)}"
+        msg = f"the recorded request has {extra}, which the header does not have{with_source(src)}"
     elif edit.kind == "moved":
         msg = (
             f"tools in another order: {_tools(expected, edit.exp_index, edit.count)} recorded at "

@@ -475,6 +475,7 @@ class _Replay:
         import zlib
 
         self.reader.resume_from(point)
+        self.checkpoint_format = CHECKPOINT_FORMAT
         model = self.model
         # The model is rebuilt from the state on resume; its running counters travel here.
         self.model_counts = (model.turns, list(model.compactions), list(model.end_seed_seqs), list(model.contexts))
@@ -696,6 +697,10 @@ def _annotate_losses(findings: list[Finding], losses: list) -> None:
             annotate(at.get(cause.seq) or at.get(cause.seq + cause.size), cause)
 
 
+# Bumped when the pickled fold state changes shape (2: HeaderVersion.set_by); an older checkpoint is
+# not resumed but replayed from scratch.
+CHECKPOINT_FORMAT = 2
+
 # What a checkpoint may name.  A checkpoint comes back from an index file, which
 # may not be ours: pickle calls whatever a stream names, so only the fold's own
 # classes are allowed, and ``getattr`` only fetches the tracer's and value checker's handlers.
@@ -770,6 +775,8 @@ def resume(source: LogSource, checkpoint: bytes) -> SessionModel | None:
         return None
     if not isinstance(state, _Replay) or not state.judged:
         return None
+    if getattr(state, "checkpoint_format", None) != CHECKPOINT_FORMAT:
+        return None  # written by a version whose state had other fields (an index outlives the code)
     reader = state.reader
     try:
         size = source.path.stat().st_size

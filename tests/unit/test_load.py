@@ -256,6 +256,39 @@ def test_resume_over_appended_bytes_equals_a_full_replay(tmp_path):
     assert [f.rule for f in resumed.findings] == [f.rule for f in full.findings] == []
 
 
+def test_a_checkpoint_of_another_format_is_replayed_not_resumed(tmp_path):
+    """An index outlives the code: a fold state pickled before HeaderVersion.set_by must not resume."""
+    import pickle
+    import zlib
+
+    from invariants.replay.session import _load_checkpoint, resume
+
+    log = _clean(2)
+    p = tmp_path / "grow.jsonl"
+    p.write_bytes(b"\n".join(log.lines()) + b"\n")
+    src = LogSource(p, p.parent)
+    first = replay(src, checkpoint=True)
+    assert first.checkpoint is not None and resume(src, first.checkpoint) is not None
+    state = _load_checkpoint(first.checkpoint)
+    del state.checkpoint_format
+    assert resume(src, zlib.compress(pickle.dumps(state))) is None
+
+
+def test_resumed_header_versions_keep_their_setters(tmp_path):
+    from invariants.replay.session import resume
+
+    log = _clean(4)
+    lines = log.lines()
+    p = tmp_path / "grow.jsonl"
+    p.write_bytes(b"\n".join(lines[:12]) + b"\n")
+    src = LogSource(p, p.parent)
+    first = replay(src, checkpoint=True)
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    resumed, full = resume(src, first.checkpoint), replay(src)
+    assert [v.set_by for v in resumed.versions] == [v.set_by for v in full.versions]
+    assert full.versions and "system" in full.versions[0].set_by
+
+
 def test_no_checkpoint_after_a_torn_tail(tmp_path):
     p = _write(tmp_path, _clean().lines() + [b'{"type":"turn/st'], newline_at_end=False)
     assert replay(LogSource(p, p.parent), checkpoint=True).checkpoint is None

@@ -158,6 +158,14 @@ def test_a_tool_missing_from_the_recorded_request_is_named(tmp_path):
     assert f.path == "tools[1]"
 
 
+def test_an_extra_tool_is_named(tmp_path):
+    header = {"config": {"model": "m"}, "tools": TOOLS[:1]}
+    _session(tmp_path, [{"model": "m", "tools": TOOLS, "messages": [PREFIX, HI]}], header=header)
+    (f,) = _requests(tmp_path)[0]
+    assert f.message.startswith('requests.jsonl:1: the recorded request has tool "bash" (tools[1]), which the header')
+    assert f.detail["edit"]["kind"] == "extra"
+
+
 def test_an_identical_request_has_no_finding(tmp_path):
     _session(tmp_path, [{"model": "m", "messages": [PREFIX, HI]}])
     findings, result = _requests(tmp_path)
