@@ -42,8 +42,8 @@ class FindingsView(DocumentView):
         c = state.counts()
         title = styled(f"{len(state.findings)} finding{'s' if len(state.findings) != 1 else ''}", "bold")
         title.append(
-            f" · {c['error']} error(s), {c['warning']} warning(s), {c['info']} info(s) · Enter jumps to the place; n/N "
-            "step through them",
+            f" · {c['error']} error(s), {c['warning']} warning(s), {c['info']} info(s)"
+            " · Enter jumps to the place; n/N step through them",
             "dim",
         )
         blocks = [Block(title, selectable=False)]
