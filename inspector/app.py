@@ -17,6 +17,7 @@ from typing import Iterable
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
+from inspector.deeplink import At
 from invariants.gate.config import Config
 from invariants.gate.result import CheckOptions
 from invariants.read.source import LogSource
@@ -36,8 +37,10 @@ class InspectorApp(App):
         profile: str | None = None,
         db: str | os.PathLike | None = None,
         config: Config | None = None,
+        at: At | None = None,
     ) -> None:
         super().__init__()
+        self.at = at  # --at: where the (first) session opens
         self.db = Path(db) if db is not None else None  # the index the session list reads (None: the default, if any)
         self.path = Path(path)
         self.options = CheckOptions(captures=[Path(c) for c in captures] if captures else None, profile=profile)
@@ -66,12 +69,17 @@ class InspectorApp(App):
                     session=self.session,
                     follow=self.follow,
                     db=self.db,
+                    at=self.at,
                 )
             )
         else:
             self.push_screen(
                 SessionScreen(
-                    LogSource(self.path, self.path.parent), options=self.options, config=self.config, follow=self.follow
+                    LogSource(self.path, self.path.parent),
+                    options=self.options,
+                    config=self.config,
+                    follow=self.follow,
+                    at=self.at,
                 )
             )
 
@@ -139,6 +147,9 @@ def create_app(
     profile: str | None = None,
     db: str | os.PathLike | None = None,
     config: Config | None = None,
+    at: At | None = None,
 ) -> InspectorApp:
     """The app ``inspector PATH`` runs (the CLI and the tests both call this)."""
-    return InspectorApp(path, captures=captures, session=session, follow=follow, profile=profile, db=db, config=config)
+    return InspectorApp(
+        path, captures=captures, session=session, follow=follow, profile=profile, db=db, config=config, at=at
+    )

@@ -28,6 +28,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, TabbedContent, TabPane, Tabs
 from textual.worker import get_current_worker
 
+from inspector.deeplink import At
 from inspector.messages import (
     BlockActivated,
     BlockSelected,
@@ -38,7 +39,7 @@ from inspector.messages import (
     StepSelected,
     TokensCounted,
 )
-from inspector.screens.state import TABS, SessionState, describe_version, finding_tab
+from inspector.screens.state import STATUS_LABEL, TABS, SessionState, describe_version, finding_tab
 from inspector.widgets.diff_view import DiffView
 from inspector.widgets.document import Block, DocumentView
 from inspector.widgets.events_view import EventsView
@@ -64,12 +65,25 @@ TAB_TITLES = {
     "events": "Events",
     "findings": "Findings",
 }
+SHORT_TAB_TITLES = {
+    "request": "Req",
+    "diff": "Diff",
+    "header": "Head",
+    "prefix": "Prefix",
+    "events": "Events",
+    "findings": "Findings",
+}
 FOLLOW_POLL = 0.3  # seconds between looks at a followed log
 GC_EVERY = 30.0  # seconds between full collections while following
 
 
 def _log_suffix_free(path: Path) -> str:
     return strip_log_suffix(path.name)
+
+
+def _finding_id(f: Any) -> tuple:
+    """What makes a finding the same one across re-checks of a growing log."""
+    return (f.rule, f.seq, f.turn, f.step, f.path, f.message)
 
 
 class SessionScreen(Screen):
@@ -87,7 +101,7 @@ class SessionScreen(Screen):
         Binding("right_square_bracket", "resume(1)", "Resume", key_display="[/]"),
         Binding("left_square_bracket", "resume(-1)", "Previous resume", show=False),
         Binding("slash", "search", "Search", key_display="/"),
-        Binding("f", "filter", "Filter"),
+        Binding("f", "filter", "Filter", show=False),
         Binding("e", "goto_origin", "Event"),
         Binding("w", "when_changed", "When?"),
         Binding("x", "export", "Export"),
@@ -109,9 +123,11 @@ class SessionScreen(Screen):
         config: Config | None = None,
         follow: bool = False,
         from_list: bool = False,
+        at: At | None = None,
     ) -> None:
         super().__init__()
         self.source = source
+        self.at = at  # --at: where to open once the session is checked
         self.options = options or CheckOptions()
         self.config = config  # what to report, as the gate does (None: every finding)
         self.follow = follow
@@ -132,6 +148,8 @@ class SessionScreen(Screen):
         self._collected_at = time.perf_counter()
         self._checker = None  # a Follow while following: re-checks resume the replay
         self.check_mode = "none"  # how the last check ran: check, or (following) full | resume | kept | none
+        self._rang = False  # following: the bell rang for a new error the user has not looked at yet
+        self._announced: int | None = None  # ... and that error, where n goes next
 
     # -- layout --------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -156,7 +174,7 @@ class SessionScreen(Screen):
         yield Input(
             placeholder="search message and event text; Enter searches (again: next match), Escape closes", id="search"
         )
-        yield Footer(compact=True)
+        yield Footer(compact=True, show_command_palette=False)  # ctrl+p still opens it: the help says so
 
     def on_mount(self) -> None:
         # Tab moves between the timeline and the tab's content; tabs switch with 1-6 or a click.
@@ -166,7 +184,9 @@ class SessionScreen(Screen):
 
     def on_resize(self, event: Any) -> None:
         # a third of the screen for the timeline, within reason
-        self.timeline.styles.width = max(30, min(44, self.size.width // 3))
+        width = max(30, min(44, self.size.width // 3))
+        self.timeline.styles.width = width
+        self._update_tab_labels(self.size.width - width)
 
     # -- shortcuts -------------------------------------------------------------------
     @property
@@ -255,31 +275,73 @@ class SessionScreen(Screen):
         if self.loaded_at is None:
             self.loaded_at = time.perf_counter()
         self._update_bar()
-        self._update_findings_title()
+        self._update_tab_labels()
         self._tokens: dict[int, Any] = {}
         if self.query_one(TokenBar).wanted:
             self.count_tokens(state)
         rows = state.rows(self.category)
-        step = self.step_index if message.refresh and self.step_index >= 0 else (0 if state.steps else -1)
-        step = min(step, len(state.steps) - 1)
+        newest = len(state.steps) - 1
+        if message.refresh and old is not None and self.step_index >= 0:
+            # following: the selection stays where the user put it, unless it was on the newest step
+            tailing = self.step_index >= len(old.steps) - 1
+            step = newest if tailing else min(self.step_index, newest)
+        else:
+            tailing = self.follow
+            step = newest if self.follow else (0 if state.steps else -1)
         self.timeline.placeholder = "no steps in this log" if not state.steps else ""
         self.timeline.set_rows(state, rows, step if step >= 0 else None)
+        if tailing and step >= 0:
+            self.call_after_refresh(self.timeline.scroll_end, animate=False, immediate=True)
+        self.step_index = step  # the watcher says where the selection is; what follows may say more
         if message.refresh and old is not None:
-            grown = message.model.events - old.model.events
-            if grown:
-                how = "resumed" if self.check_mode == "resume" else "checked"
-                self.say(
-                    Text(
-                        f"following: +{grown} events, {len(state.steps) - len(old.steps):+d} steps "
-                        f"({how} in {message.elapsed * 1000:.0f} ms)",
-                        style="#7dcfff",
-                    )
-                )
+            self._followed(old, state, message.elapsed, tailing)
         else:
             self._initial_status(state)
-        self.step_index = step
+            if self.at is not None:
+                self.open_at(self.at)
         if self.follow and not message.refresh:
             self.follow_log()
+
+    def _followed(self, old: SessionState, state: SessionState, elapsed: float, tailing: bool) -> None:
+        """After a re-check while following: what grew, and a bell (once) on the first new error."""
+        grown = state.model.events - old.model.events
+        how = "resumed" if self.check_mode == "resume" else "checked"
+        steps = len(state.steps) - len(old.steps)
+        t = Text(f"following: +{grown} events, {steps:+d} steps ({how} in {elapsed * 1000:.0f} ms)", style="#7dcfff")
+        seen = {_finding_id(f) for f in old.findings if f.severity == "error"}
+        fresh = [i for i, f in enumerate(state.findings) if f.severity == "error" and _finding_id(f) not in seen]
+        if fresh and not self._rang:
+            self._rang = True  # one bell until the user looks at the findings (n, N)
+            self.app.bell()
+            f = state.findings[fresh[0]]
+            t.append(" · ", "dim")
+            t.append(f"✗ new error {f.rule}", "bold red")
+            where = finding_where(f)
+            if where:
+                t.append(" · " + where, "dim")
+            t.append(" · n jumps to it", "dim")
+            t.append("\n" + safe(f.message))
+            self._announced = fresh[0]  # n goes to it
+        elif not grown:
+            return
+        elif not tailing:
+            t.append(" · G: the newest step", "dim")
+        self.say(t)
+
+    def _step_status(self, i: int) -> None:
+        """Where the selection is: the step, its status and its findings (no stale word about an earlier jump)."""
+        state = self.state
+        assert state is not None
+        st = state.steps[i]
+        t = styled(f"turn {safe(st.turn)} step {safe(st.step)}", "bold")
+        t.append(f" · step/start at seq {st.seq} · {STATUS_LABEL.get(st.status, st.status)}", "")
+        here = state.step_findings.get(i, [])
+        if here:
+            worst = state.worst(i) or "info"
+            style = {"error": "bold red", "warning": "#e0af68"}.get(worst, "#7dcfff")
+            t.append(f" · {len(here)} finding{'s' if len(here) != 1 else ''} here", style)
+            t.append(" (n shows the first)", "dim")
+        self.say(t)
 
     def _initial_status(self, state: SessionState) -> None:
         c = state.counts()
@@ -314,10 +376,11 @@ class SessionScreen(Screen):
         t.append(f" ⚠{c['warning']}", "#e0af68" if c["warning"] else "dim")
         t.append(f" ●{c['info']}", "#7dcfff" if c["info"] else "dim")
         t.append(" │ ", "dim")
+        instances, compactions = len(m.instances), len(m.compactions)
         t.append(
-            f"{m.events} events · {len(m.steps)} steps · {m.turns} turns · {len(m.instances)} "
-            f"instance{'s' if len(m.instances) != 1 else ''}"
-            f" · {len(m.compactions)} compaction{'s' if len(m.compactions) != 1 else ''} · {len(m.requests)} recorded",
+            f"{m.events} events · {len(m.steps)} steps · {m.turns} turns · "
+            f"{instances} instance{'s' if instances != 1 else ''} · "
+            f"{compactions} compaction{'s' if compactions != 1 else ''} · {len(m.requests)} recorded",
             "",
         )
         if state.result.problems:
@@ -328,11 +391,19 @@ class SessionScreen(Screen):
             t.append("  filter: " + safe(self.category), "bold #e0af68")
         self.query_one(SessionBar).show(t)
 
-    def _update_findings_title(self) -> None:
-        if self.state is None:
-            return
-        n = len(self.state.findings)
-        self.tabs.get_tab("findings").label = Text(f"Findings ({n})" if n else "Findings")
+    def _update_tab_labels(self, width: int | None = None) -> None:
+        """Tab titles, short ones when the full ones do not fit the tab bar (80 columns)."""
+        if width is None:
+            width = self.tabs.size.width or (self.size.width - self.timeline.styles.width.value)
+        n = len(self.state.findings) if self.state is not None else 0
+        for titles in (TAB_TITLES, SHORT_TAB_TITLES):
+            labels = {t: titles[t] + (f" {n}" if t == "findings" and n else "") for t in TABS}
+            if sum(len(label) + 2 for label in labels.values()) <= width:
+                break
+        for t, label in labels.items():
+            tab = self.tabs.get_tab(t)
+            if str(tab.label) != label:
+                tab.label = Text(label)
 
     # -- follow ---------------------------------------------------------------------------
     def _stamp(self) -> tuple[int, int] | None:
@@ -379,6 +450,7 @@ class SessionScreen(Screen):
         if self.state is None or new < 0:
             return
         self.timeline.select_step(new)
+        self._step_status(new)  # a jump that set the step says more right after
         self._draw_active()
         self._show_tokens()
 
@@ -555,7 +627,12 @@ class SessionScreen(Screen):
             self.action_goto_origin()
 
     def on_block_selected(self, message: BlockSelected) -> None:
-        pass  # selection lives in the view; actions read it when asked
+        # the selection lives in the view (actions read it when asked); in Findings the status shows the one selected
+        if isinstance(message.view, FindingsView):
+            i = FindingsView.index_of_key(message.key)
+            if i is not None and self.state is not None and i < len(self.state.findings):
+                self.finding_pos = i
+                self._finding_status(i)
 
     # -- actions: moving ------------------------------------------------------------------------
     def action_step(self, delta: int) -> None:
@@ -588,9 +665,9 @@ class SessionScreen(Screen):
         self.app.exit()
 
     def action_help(self) -> None:
-        from inspector.screens.dialogs import HelpScreen
+        from inspector.screens.dialogs import SESSION_KEYS, HelpScreen, marks_legend
 
-        self.app.push_screen(HelpScreen())
+        self.app.push_screen(HelpScreen("keys of the session screen", SESSION_KEYS, marks_legend()))
 
     # -- findings -----------------------------------------------------------------------------------
     def action_next_finding(self) -> None:
@@ -603,13 +680,17 @@ class SessionScreen(Screen):
         state = self.state
         if state is None:
             return
+        self._rang = False
+        announced, self._announced = self._announced, None
         n = len(state.findings)
         if not n:
             self.say(Text("✓ no findings in this session", style="green"))
             return
         pos = self.finding_pos
         here = self.step_index
-        if 0 <= pos < n and state.finding_step[pos] in (here, None):
+        if direction > 0 and announced is not None and announced < n:
+            nxt = announced
+        elif 0 <= pos < n and state.finding_step[pos] in (here, None):
             nxt = (pos + direction) % n
         else:
             order = range(n) if direction > 0 else range(n - 1, -1, -1)
@@ -698,6 +779,29 @@ class SessionScreen(Screen):
             t.append(safe(f.path), "bold #ff9e64")
         t.append("\n" + safe(f.message))
         self.say(t)
+
+    # -- deep links (--at) --------------------------------------------------------------------------------
+    def open_at(self, at: At) -> None:
+        """A seq opens its event on the Events tab; TURN.STEP opens the step, on its worst finding when it has one."""
+        state = self.state
+        if state is None:
+            return
+        if at.seq is not None:
+            if not state.steps or at.seq >= state.model.events:
+                self.say(Text(f"--at {at}: this log has no event seq {at.seq} in a step", style="#e0af68"))
+                return
+            self.goto_event(at.seq, Text(f"--at {at}: event seq {at.seq}", style="bold #7dcfff"))
+            return
+        st = state.model.step_for(at.turn, at.step)
+        if st is None:
+            self.say(Text(f"--at {at}: this log has no turn {at.turn} step {at.step}", style="#e0af68"))
+            return
+        here = state.step_findings.get(st.index, [])
+        if here:
+            rank = {"error": 0, "warning": 1}
+            self.jump_to_finding(min(here, key=lambda i: (rank.get(state.findings[i].severity, 2), i)))
+        else:
+            self.step_index = st.index
 
     # -- resume boundaries ------------------------------------------------------------------------------
     def action_resume(self, direction: int) -> None:

@@ -83,10 +83,17 @@ class SessionState:
         self.result = result
         self.model = model
         self.steps: list[StepState] = model.steps
-        self.findings: list[Finding] = session_findings(result, model)
         # windows: step i owns seqs [starts[i], starts[i+1])
         self.starts: list[int] = [0] + [s.last_seq + 1 for s in self.steps[:-1]] if self.steps else []
-        self.finding_step: list[int | None] = [self._step_of_finding(f) for f in self.findings]
+        # findings in the order of the log: by step (turn, step), then seq; session-wide ones first
+        found = session_findings(result, model)
+        where = [self._step_of_finding(f) for f in found]
+        order = sorted(
+            range(len(found)),
+            key=lambda i: (-1 if where[i] is None else where[i], -1 if found[i].seq is None else found[i].seq, i),
+        )
+        self.findings: list[Finding] = [found[i] for i in order]
+        self.finding_step: list[int | None] = [where[i] for i in order]
         self.step_findings: dict[int, list[int]] = {}
         for i, s in enumerate(self.finding_step):
             if s is not None:

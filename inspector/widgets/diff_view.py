@@ -10,6 +10,7 @@ difference's line marked.
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -100,15 +101,16 @@ class DiffView(DocumentView):
         first_key = None
         for r, sd in enumerate(diffs):
             rec = sd.check.recorded
-            head = styled(f"\nrecorded request {r + 1} of {len(diffs)}", "bold")
-            head.append(f" · capture {safe(rec.file)}:{rec.line}", "dim")
+            blocks.append(Block(Text(""), selectable=False))
+            head = styled(f"recorded request {r + 1} of {len(diffs)}", "bold")
+            head.append(f" · capture {safe(Path(rec.file).name)}:{rec.line}", "dim")
             if rec.log_length is not None:
                 head.append(f" · logLength {rec.log_length}", "dim")
             head.append(
                 f" · {sd.check.status}",
                 "bold red" if sd.check.status in ("diverges", "header", "unexplained") else "green",
             )
-            blocks.append(Block(head, selectable=False))
+            blocks.append(Block(head, key=("request", r), selectable=False))
             if not rec.loop_built:
                 blocks.append(
                     Block(
@@ -199,7 +201,9 @@ class DiffView(DocumentView):
             blocks.extend(
                 self._side_by_side(r, sd.expected.request, recorded, [d.path for d in sd.differences], inline)
             )
-        self.set_blocks(blocks, cursor_key if cursor_key is not None else first_key)
+        key = cursor_key if cursor_key is not None else first_key
+        anchor = ("request", key[1]) if isinstance(key, tuple) and len(key) > 1 and key[0] in ("diff", "line") else None
+        self.set_blocks(blocks, key, anchor_key=anchor)
 
     @staticmethod
     def _where(detail: dict) -> str:

@@ -25,6 +25,9 @@ def finding_where(f: Any) -> str:
         parts.append(f"seq {f.seq}")
     if f.line is not None:
         parts.append(f"line {f.line}")
+    capture = f.detail.get("capture") if isinstance(f.detail, dict) else None
+    if isinstance(capture, str) and capture:
+        parts.append("capture " + safe(capture.replace("\\", "/").rsplit("/", 1)[-1]))
     return " · ".join(parts)
 
 

@@ -11,7 +11,11 @@ from textual.widgets import Static
 
 
 class SessionBar(Static):
-    """File, session id, era/profile and counts of the open session."""
+    """One line at the top (the open session, or the list's root): never wraps, cut with an ellipsis."""
+
+    DEFAULT_CSS = """
+    SessionBar { text-wrap: nowrap; text-overflow: ellipsis; }
+    """
 
     def show(self, text: Text) -> None:
         self.update(text)

@@ -140,6 +140,11 @@ def _start(a: str, prefix: int, context: int) -> int:
     return start
 
 
+def _joined(s: str, prefix: int, suffix: int, middle: list[Piece]) -> list[Piece]:
+    head = [Piece(SAME, s[:prefix])] if prefix else []
+    return head + middle + ([Piece(SAME, s[len(s) - suffix :])] if suffix else [])
+
+
 def _side(s: str, start: int, prefix: int, suffix: int, middle: list[Piece], context: int, width: int) -> list[Piece]:
     out: list[Piece] = []
     if start:
@@ -159,6 +164,8 @@ def diff_text(a: str, b: str, *, context: int = CONTEXT, width: int = WIDTH) -> 
     prefix = _common_prefix(a, b)
     suffix = _common_suffix(a, b, prefix)
     left, right = _align(a[prefix : len(a) - suffix], b[prefix : len(b) - suffix])
+    if len(a) <= width and len(b) <= width:  # both fit: nothing to window
+        return TextDiff(tuple(_joined(a, prefix, suffix, left)), tuple(_joined(b, prefix, suffix, right)), prefix)
     start = _start(a, prefix, context)
     return TextDiff(
         tuple(_side(a, start, prefix, suffix, left, context, width)),

@@ -258,7 +258,7 @@ async def test_search_finds_message_text_and_steps_through_matches(story):
         assert screen.query_one(EventsView).selected_key != first
 
 
-async def test_follow_picks_up_appended_events_and_keeps_the_selection(tmp_path, monkeypatch):
+async def test_follow_picks_up_appended_events_and_keeps_a_selection_off_the_newest_step(tmp_path, monkeypatch):
     monkeypatch.setattr("inspector.screens.session.FOLLOW_POLL", 0.05)
     b = story_session("growing")
     b.user_turn("first question")
@@ -271,9 +271,10 @@ async def test_follow_picks_up_appended_events_and_keeps_the_selection(tmp_path,
         await settle(pilot, rounds=1)
         screen = screen_of(app)
         await wait_for(pilot, lambda: screen.state is not None)
-        await pilot.press("j")
+        assert screen.step_index == 1  # following opens on the newest step
+        await pilot.press("k")
         await pilot.pause()
-        assert screen.step_index == 1
+        assert screen.step_index == 0
         before = len(b.lines())
         b.user_turn("second question")
         b.streamed_step("second answer")
@@ -282,7 +283,7 @@ async def test_follow_picks_up_appended_events_and_keeps_the_selection(tmp_path,
             fh.write(b"\n".join(b.lines()[before:]) + b"\n")
         await wait_for(pilot, lambda: screen.state is not None and len(screen.state.steps) == 3)
         await pilot.pause()
-        assert screen.step_index == 1
+        assert screen.step_index == 0  # the user looks at an older step: it stays
         assert [r.kind for r in screen.query_one(Timeline).rows].count("step") == 3
         assert "following: +" in status_text(app)
         await pilot.press("G")
