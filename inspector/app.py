@@ -15,17 +15,24 @@ from pathlib import Path
 from typing import Iterable
 
 from textual.app import App, SystemCommand
+from textual.binding import Binding
 from textual.screen import Screen
+from textual.theme import Theme
 
+from inspector import settings
 from inspector.deeplink import At
 from invariants.gate.config import Config
 from invariants.gate.result import CheckOptions
 from invariants.read.source import LogSource
 
+DARK_THEME = "textual-dark"
+LIGHT_THEME = "textual-light"
+
 
 class InspectorApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "inspector"
+    BINDINGS = [Binding("T", "toggle_theme", "Theme", show=False)]
 
     def __init__(
         self,
@@ -48,7 +55,21 @@ class InspectorApp(App):
         self.session = session
         self.follow = follow
 
+    # -- theme: dark or light, remembered between runs (inspector.settings) ---------------------
+    def _restore_theme(self) -> None:
+        saved = settings.load().get("theme")
+        if isinstance(saved, str) and saved in self.available_themes:
+            self.theme = saved
+        self.theme_changed_signal.subscribe(self, self._remember_theme)
+
+    def _remember_theme(self, theme: Theme) -> None:
+        settings.save(theme=theme.name)
+
+    def action_toggle_theme(self) -> None:
+        self.theme = LIGHT_THEME if self.current_theme.dark else DARK_THEME
+
     def on_mount(self) -> None:
+        self._restore_theme()
         # Every keypress builds thousands of short-lived Text/Strip objects;
         # with a big session model in memory the default thresholds make the
         # cyclic GC walk the model every few moves (~100 ms each on a 50k-event
@@ -89,6 +110,11 @@ class InspectorApp(App):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
+        yield SystemCommand(
+            "Dark or light theme",
+            "Switch between the dark and the light theme; remembered (t)",
+            self.action_toggle_theme,
+        )
         from inspector.screens.session import SessionScreen
 
         if isinstance(screen, SessionScreen):
@@ -124,6 +150,12 @@ class InspectorApp(App):
                 "Export request", "Write the rebuilt request of the step as JSON (x)", screen.action_export
             )
             yield SystemCommand("Help", "All keys, explained (?)", screen.action_help)
+            yield SystemCommand(
+                "Next search match", "The next event that matches the search (>)", lambda: screen.next_match(1)
+            )
+            yield SystemCommand(
+                "Previous search match", "The previous event that matches the search (<)", lambda: screen.next_match(-1)
+            )
             for i, (tab, title) in enumerate(
                 (
                     ("request", "Request"),

@@ -8,10 +8,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Input, Label, OptionList, Static
+from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
 from inspector.widgets.jsontext import safe
+from inspector.widgets.status import Paragraph
 
 ALL = "\x00all"
 
@@ -54,13 +55,34 @@ class ExportScreen(ModalScreen[str | None]):
         with Vertical(id="dialog"):
             yield Label(Text("Export the rebuilt request as JSON to:", style="bold"))
             yield Input(value=self.default, id="export-path")
-            yield Label(Text("Enter writes the file, Escape cancels", style="dim"))
+            yield Label(Text("Enter writes the file (asks first if it exists), Escape cancels", style="dim"))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value.strip() or None)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """A yes/no question (overwrite a file?): y or Enter says yes, n or Escape no."""
+
+    BINDINGS = [
+        Binding("y,enter", "answer(True)", "Yes"),
+        Binding("n,escape", "answer(False)", "No"),
+    ]
+
+    def __init__(self, question: Text) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(self.question)
+            yield Label(Text("y overwrites · n or Escape keeps the file", style="dim"))
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
 
 
 SESSION_KEYS = [
@@ -78,6 +100,7 @@ SESSION_KEYS = [
     ("w", "when did this change? jump to the event that last changed the selected header field (else the prefix)"),
     ("x", "export the rebuilt request of the step as JSON (asks before overwriting)"),
     ("t", "show or hide the token bar of the step (needs the tokens extra)"),
+    ("T", "switch between the dark and the light theme (remembered)"),
     ("Escape", "back to the timeline; from the timeline, back to the session list"),
     ("ctrl+p", "command palette: every action by name, and other themes"),
     ("q", "quit"),
@@ -90,7 +113,7 @@ LIST_KEYS = [
     ("s", "sort by the next column (the top row is highlighted)"),
     ("r", "reverse the sort"),
     ("/", "filter by session id, cwd or file; Enter applies, Escape clears"),
-    ("t", "switch between the dark and the light theme (remembered)"),
+    ("T", "switch between the dark and the light theme (remembered)"),
     ("ctrl+p", "command palette"),
     ("q", "quit"),
 ]
@@ -139,10 +162,10 @@ class HelpScreen(ModalScreen[None]):
         with Vertical(id="dialog", classes="help"):
             yield Label(Text.assemble((self.title_text, "bold"), ("   Escape closes", "dim")))
             with HelpBody(id="help-body"):
-                yield Static(table)
+                yield Paragraph(table)
                 if self.legend is not None:
-                    yield Static(self.legend)
-            yield Label(Text(""), id="help-more")
+                    yield Paragraph(self.legend)
+            yield Paragraph(Text(""), id="help-more")
 
     def on_mount(self) -> None:
         body = self.query_one(HelpBody)
@@ -161,7 +184,7 @@ class HelpScreen(ModalScreen[None]):
         body = self.query_one(HelpBody)
         below = max(0, round(body.max_scroll_y - body.scroll_y))
         above = round(body.scroll_y)
-        more = self.query_one("#help-more", Label)
+        more = self.query_one("#help-more", Paragraph)
         if not below and not above:
             more.update(Text(""))
             more.display = False

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,7 @@ from inspector.messages import (
 from inspector.screens.state import STATUS_LABEL, TABS, SessionState, describe_version, finding_tab
 from inspector.widgets.diff_view import DiffView
 from inspector.widgets.document import Block, DocumentView
-from inspector.widgets.events_view import EventsView
+from inspector.widgets.events_view import MATCH_STYLE, EventsView
 from inspector.widgets.findings_view import FindingsView, finding_where
 from inspector.widgets.header_view import HeaderView
 from inspector.widgets.jsontext import safe, styled
@@ -81,6 +82,11 @@ def _log_suffix_free(path: Path) -> str:
     return strip_log_suffix(path.name)
 
 
+def _file_name(name: str) -> str:
+    """A file name from log values (turn and step are the log's): no separators, no controls."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
 def _finding_id(f: Any) -> tuple:
     """What makes a finding the same one across re-checks of a growing log."""
     return (f.rule, f.seq, f.turn, f.step, f.path, f.message)
@@ -101,6 +107,8 @@ class SessionScreen(Screen):
         Binding("right_square_bracket", "resume(1)", "Resume", key_display="[/]"),
         Binding("left_square_bracket", "resume(-1)", "Previous resume", show=False),
         Binding("slash", "search", "Search", key_display="/"),
+        Binding("greater_than_sign", "match(1)", "Next match", show=False),
+        Binding("less_than_sign", "match(-1)", "Previous match", show=False),
         Binding("f", "filter", "Filter", show=False),
         Binding("e", "goto_origin", "Event"),
         Binding("w", "when_changed", "When?"),
@@ -957,9 +965,11 @@ class SessionScreen(Screen):
         query = event.value
         self._close_search()
         if not query:
+            self.search_query, self.search_matches, self.search_pos = "", [], -1
+            self.query_one(EventsView).set_highlight(None)
             return
         if query == self.search_query and self.search_matches:
-            self._next_match()
+            self.next_match(1)
             return
         self.search_query = query
         self.search_matches = []
@@ -977,6 +987,7 @@ class SessionScreen(Screen):
         if message.query != self.search_query:
             return
         self.search_matches = message.matches
+        self.query_one(EventsView).set_highlight(message.query if message.matches else None)
         if not message.matches:
             self.search_pos = -1
             self.say(Text(f"no event contains “{safe(message.query)}”", style="#e0af68"))
@@ -984,18 +995,27 @@ class SessionScreen(Screen):
         state = self.state
         start = state.window(self.step_index)[0] if state is not None and self.step_index >= 0 else 0
         self.search_pos = next((i for i, m in enumerate(message.matches) if m.seq >= start), 0) - 1
-        self._next_match()
+        self.next_match(1)
 
-    def _next_match(self) -> None:
+    def action_match(self, direction: int) -> None:
+        if not self.search_matches:
+            self.say(Text("no search yet: / searches message and event text", style="dim"))
+            return
+        self.next_match(direction)
+
+    def next_match(self, direction: int) -> None:
+        """The next (1) or previous (-1) search match, wrapping around."""
         if not self.search_matches:
             return
-        self.search_pos = (self.search_pos + 1) % len(self.search_matches)
+        self.search_pos = (self.search_pos + direction) % len(self.search_matches)
         m = self.search_matches[self.search_pos]
         why = styled(
             f"“{safe(self.search_query)}”: match {self.search_pos + 1} of {len(self.search_matches)}", "bold #7dcfff"
         )
-        why.append(f" · seq {m.seq} {safe(m.type)} · ", "")
-        why.append(safe(m.snippet), "dim")
+        why.append(f" · seq {m.seq} {safe(m.type)} · > next, < previous\n", "")
+        snippet = Text(safe(m.snippet), style="dim")
+        snippet.highlight_words([safe(self.search_query)], MATCH_STYLE, case_sensitive=False)
+        why.append_text(snippet)
         self.goto_event(m.seq, why)
 
     # -- export -------------------------------------------------------------------------------------------
@@ -1008,15 +1028,23 @@ class SessionScreen(Screen):
             self.say(Text("no request to export: no header was in force at this step", style="#e0af68"))
             return
         st = state.steps[self.step_index]
-        stem = _log_suffix_free(self.source.path)
-        default = f"{stem}.turn{st.turn}-step{st.step}.request.json"
-        from inspector.screens.dialogs import ExportScreen
+        name = _file_name(f"{_log_suffix_free(self.source.path)}.turn{st.turn}-step{st.step}.request.json")
+        from inspector.screens.dialogs import ConfirmScreen, ExportScreen
 
-        def chosen(path: str | None) -> None:
-            if path:
-                self.export_request(Path(path))
+        def chosen(value: str | None) -> None:
+            if not value:
+                return
+            path = Path(value).expanduser()
+            path = path if path.is_absolute() else Path.cwd() / path
+            if path.exists():
+                self.app.push_screen(
+                    ConfirmScreen(Text.assemble(safe(path), " exists. Overwrite it?")),
+                    lambda yes: self.export_request(path) if yes else self.say(Text("export cancelled", style="dim")),
+                )
+            else:
+                self.export_request(path)
 
-        self.app.push_screen(ExportScreen(default), chosen)
+        self.app.push_screen(ExportScreen(str(Path.cwd() / name)), chosen)
 
     def export_request(self, path: Path) -> None:
         state = self.state
@@ -1025,9 +1053,9 @@ class SessionScreen(Screen):
         exp = state.rebuilt(self.step_index)
         if exp is None:
             return
-        protected = {p.resolve() for p in self._paths()}
-        if path.resolve() in protected:
-            self.say(Text("refusing to overwrite a session log", style="bold red"))
+        inputs = [*self._paths(), *(Path(r.recorded.file) for r in state.model.requests)]
+        if path.resolve() in {p.resolve() for p in inputs}:
+            self.say(Text("refusing to overwrite an input (a session log or a capture)", style="bold red"))
             return
         from invariants.gate.report import dumps_json
 
@@ -1040,7 +1068,8 @@ class SessionScreen(Screen):
             return
         self.say(
             Text(
-                f"exported the rebuilt request ({len(exp.request.get('messages', []))} messages) to {safe(path)}",
+                f"exported the rebuilt request ({len(exp.request.get('messages', []))} messages) to "
+                f"{safe(path.resolve())}",
                 style="green",
             )
         )

@@ -25,7 +25,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Input
 
 from inspector.deeplink import At
 from inspector.messages import SessionChosen, SessionScanFinished, SessionSummaryReady
@@ -147,7 +147,7 @@ class SessionListScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield SessionBar(Text(f" sessions under {safe(self.root)} · looking…"), id="list-bar")
-        yield Static(Text(""), id="list-header")
+        yield SessionBar(Text(""), id="list-header")
         yield SessionTable(id="sessions", root=self.root)
         yield Input(placeholder="filter by id, cwd or file; Enter applies, Escape clears", id="list-filter")
         yield Footer(compact=True)
@@ -376,7 +376,7 @@ class SessionListScreen(Screen):
 
     def _draw_header(self) -> None:
         table = self.query_one(SessionTable)
-        self.query_one("#list-header", Static).update(
+        self.query_one("#list-header", SessionBar).show(
             header_text(table.size.width or self.size.width, self.sort_key, self.reverse)
         )
 

@@ -28,6 +28,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from inspector.messages import BlockActivated, BlockSelected
+from inspector.widgets.palette import Recolored
 
 
 @dataclass(slots=True)
@@ -42,7 +43,7 @@ class Block:
     gutter: Text | None = None  # drawn at the start of every line of the block (e.g. a region bar)
 
 
-class DocumentView(ScrollView, can_focus=True):
+class DocumentView(Recolored, ScrollView, can_focus=True):
     """Blocks of inert text; a cursor over the selectable ones."""
 
     COMPONENT_CLASSES = {"document--cursor", "document--cursor-blurred", "document--gutter"}
@@ -197,6 +198,11 @@ class DocumentView(ScrollView, can_focus=True):
         else:
             target = start + count - height
         self.scroll_to(y=target, animate=False, immediate=True)
+
+    def theme_changed(self) -> None:
+        """The lines cached were drawn with the old theme's styles."""
+        self._cache.clear()
+        self.refresh()
 
     # -- drawing ---------------------------------------------------------------
     def render_line(self, y: int) -> Strip:

@@ -21,6 +21,7 @@ from textual.strip import Strip
 
 from inspector.messages import SessionChosen
 from inspector.widgets.jsontext import safe, styled
+from inspector.widgets.palette import Recolored
 
 
 @dataclass
@@ -167,7 +168,7 @@ def row_text(s: SessionRow, depth: int, width: int, root: Path | None = None) ->
     return out
 
 
-class SessionTable(ScrollView, can_focus=True):
+class SessionTable(Recolored, ScrollView, can_focus=True):
     COMPONENT_CLASSES = {"session-table--cursor"}
     BINDINGS = [
         Binding("up,k", "cursor(-1)", "Up", show=False),

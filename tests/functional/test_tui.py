@@ -402,7 +402,7 @@ async def test_x_exports_the_rebuilt_request(story, tmp_path):
         await settle(pilot)
         assert isinstance(app.screen, ExportScreen)
         box = app.screen.query_one("#export-path")
-        assert box.value == "story.turn2-step1.request.json"
+        assert box.value == str(Path.cwd() / "story.turn2-step1.request.json")  # absolute: where it goes
         box.value = str(tmp_path / "out.json")
         await pilot.press("enter")
         await settle(pilot)
