@@ -157,7 +157,7 @@ class SessionScreen(Screen):
         self._checker = None  # a Follow while following: re-checks resume the replay
         self.check_mode = "none"  # how the last check ran: check, or (following) full | resume | kept | none
         self._rang = False  # following: the bell rang for a new error the user has not looked at yet
-        self._announced: int | None = None  # ... and that error, where n goes next
+        self._announced: tuple | None = None  # ... and that error (_finding_id), where n goes next
 
     # -- layout --------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -329,7 +329,7 @@ class SessionScreen(Screen):
                 t.append(" · " + where, "dim")
             t.append(" · n jumps to it", "dim")
             t.append("\n" + safe(f.message))
-            self._announced = fresh[0]  # n goes to it
+            self._announced = _finding_id(f)  # n goes to it, however later re-checks reorder the findings
         elif not grown:
             return
         elif not tailing:
@@ -696,8 +696,9 @@ class SessionScreen(Screen):
             return
         pos = self.finding_pos
         here = self.step_index
-        if direction > 0 and announced is not None and announced < n:
-            nxt = announced
+        target = next((i for i, f in enumerate(state.findings) if _finding_id(f) == announced), None)
+        if direction > 0 and target is not None:
+            nxt = target
         elif 0 <= pos < n and state.finding_step[pos] in (here, None):
             nxt = (pos + direction) % n
         else:

@@ -4,7 +4,7 @@ Each case drives the real app to a screen and compares ``app.export_screenshot()
 with the committed ``tests/snapshots/<name>.svg``.  After an intended change,
 regenerate them and look at the new pictures before committing::
 
-    TUI_SNAPSHOT_UPDATE=1 python -m pytest tests/test_tui_snapshots.py
+    TUI_SNAPSHOT_UPDATE=1 python -m pytest tests/functional/test_tui_snapshots.py tests/functional/test_tui_textdiff.py
 
 On a mismatch the new SVG is written beside the test's tmp dir and the first
 differing screen line is shown.  Logs are opened by relative paths from a
@@ -40,6 +40,9 @@ CASES = [
     ("session-events-wide", WIDE, ["n", "e"]),
     ("session-findings-narrow", NARROW, ["6"]),
     ("help-narrow", NARROW, ["question_mark"]),
+    ("session-diff-80x24", (80, 24), ["n"]),
+    ("help-80x24", (80, 24), ["question_mark"]),
+    ("session-diff-light", NARROW, ["T", "n"]),
 ]
 
 
