@@ -46,11 +46,10 @@ def _scalar(value: Any) -> bool:
     return value is not MISSING and not isinstance(value, (dict, list))
 
 
-def _inline(path: str, expected: Any, recorded: Any) -> tuple[dict[str, Text], dict[str, Text]]:
+def _inline(path: str, expected: Any, recorded: Any, both: TextDiff) -> tuple[dict[str, Text], dict[str, Text]]:
     """The first differing scalar drawn as a windowed character diff on both sides of the side-by-side."""
     if not path or not (_scalar(expected) and _scalar(recorded)):
         return {}, {}
-    both = diff_values(expected, recorded)
 
     def style(value: Any) -> str:
         return STRING if isinstance(value, str) else NUMBER
@@ -197,7 +196,7 @@ class DiffView(DocumentView):
                         selectable=False,
                     )
                 )
-            inline = _inline(d0.path, e_val, r_val)
+            inline = _inline(d0.path, e_val, r_val, both)
             blocks.extend(
                 self._side_by_side(r, sd.expected.request, recorded, [d.path for d in sd.differences], inline)
             )

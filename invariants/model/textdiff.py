@@ -26,7 +26,7 @@ CUT = "cut"
 
 CONTEXT = 30  # characters of common text kept on each side of a changed run
 WIDTH = 160  # characters shown per side, cuts not counted
-MAX_ALIGN = 6000  # tokens per side above which the differing span is not aligned word by word
+MAX_ALIGN = 4000  # tokens per side above which the differing span is not aligned word by word (time)
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
 
 
@@ -77,7 +77,7 @@ def _align(a: str, b: str) -> tuple[list[Piece], list[Piece]]:
         return [Piece(CHANGED, a)], [Piece(CHANGED, b)]
     left: list[Piece] = []
     right: list[Piece] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, ta, tb).get_opcodes():
         kind = SAME if tag == "equal" else CHANGED
         if i2 > i1:
             left.append(Piece(kind, "".join(ta[i1:i2])))
