@@ -31,7 +31,7 @@ from inspector.deeplink import At
 from inspector.messages import SessionChosen, SessionScanFinished, SessionSummaryReady
 from inspector.screens.state import session_findings
 from inspector.widgets.jsontext import safe
-from inspector.widgets.session_table import COLUMNS, SessionRow, SessionTable, header_text, shown_path
+from inspector.widgets.session_table import COLUMNS, SessionRow, SessionTable, header_text, layout, shown_path
 from inspector.widgets.status import SessionBar
 from invariants.gate.config import Config
 from invariants.gate.pipeline import check
@@ -395,7 +395,12 @@ class SessionListScreen(Screen):
 
     # -- sorting and filtering -------------------------------------------------------
     def action_sort(self) -> None:
-        self.sort_key = SORT_KEYS[(SORT_KEYS.index(self.sort_key) + 1) % len(SORT_KEYS)]
+        """The next column shown (a column that gave way to a narrow screen is not sorted by)."""
+        table = self.query_one(SessionTable)
+        shown = {COLUMNS[i][0] for i, _ in layout(table.size.width or self.size.width)}
+        keys = [k for k in SORT_KEYS if k == "order" or k in shown]
+        at = keys.index(self.sort_key) if self.sort_key in keys else 0
+        self.sort_key = keys[(at + 1) % len(keys)]
 
     def action_reverse(self) -> None:
         self.reverse = not self.reverse

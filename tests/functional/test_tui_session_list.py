@@ -134,5 +134,12 @@ async def test_the_findings_column_stays_at_80_columns(tmp_path, monkeypatch):
         assert any("t52/req-check.jsonl" in row and "✗2" in row for row in rows)
         assert "? Help" in lines[-1] and "q Quit" in lines[-1]
     columns = [c for c, _ in layout(78)]
+    async with create_app("root").run_test(size=(80, 24)) as pilot:  # s sorts only by the columns shown
+        screen = await _list(pilot.app, pilot)
+        keys = []
+        for _ in range(len(columns) + 1):
+            await pilot.press("s")
+            keys.append(screen.sort_key)
+        assert keys == ["id", "file", "events", "steps", "errors", "order"]
     wide = [c for c, _ in layout(198)]
     assert len(wide) == 9 and len(columns) < len(wide) and wide[-1] == columns[-1]
