@@ -62,7 +62,7 @@ class Pane:
             self._tmux("send-keys", "-t", "t", k)
             time.sleep(0.15)
 
-    def wait(self, *texts: str, timeout: float = 60.0) -> str:
+    def wait(self, *texts: str, timeout: float = 90.0) -> str:
         end = time.monotonic() + timeout
         while True:
             shown = self.screen()
@@ -70,6 +70,13 @@ class Pane:
                 return shown
             if time.monotonic() > end:
                 raise AssertionError(f"not on screen in {timeout:.0f}s: {texts}\n{shown}")
+            time.sleep(0.2)
+
+    def wait_gone(self, text: str, timeout: float = 90.0) -> None:
+        end = time.monotonic() + timeout
+        while text in self.screen():
+            if time.monotonic() > end:
+                raise AssertionError(f"still on screen after {timeout:.0f}s: {text}\n{self.screen()}")
             time.sleep(0.2)
 
     def close(self) -> None:
@@ -111,7 +118,9 @@ def test_the_app_in_a_real_terminal(size, hostile_root):
         shown = pane.wait("[0] prefix")
         pane.keys("?")
         pane.wait("keys of the session screen")
-        pane.keys("Escape", "Escape")  # the help, then back to the list
+        pane.keys("Escape")  # the help closes ...
+        pane.wait_gone("keys of the session screen")
+        pane.keys("Escape")  # ... and the session goes back to the list
         pane.wait("sessions under")
         pane.keys("q")
         pane.wait("EXIT=0")
