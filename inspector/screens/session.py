@@ -87,6 +87,13 @@ def _file_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", name)
 
 
+def _part_name(key: Any) -> str:
+    """A Request tab line in words: ``message 2``, ``temperature``."""
+    if isinstance(key, tuple) and len(key) == 2:
+        return f"message {key[1]}" if key[0] == "message" else safe(str(key[1]))
+    return ""
+
+
 def _finding_id(f: Any) -> tuple:
     """What makes a finding the same one across re-checks of a growing log."""
     return (f.rule, f.seq, f.turn, f.step, f.path, f.message)
@@ -627,6 +634,8 @@ class SessionScreen(Screen):
             view.toggle(message.key)
         elif isinstance(view, DiffView) and isinstance(message.key, tuple) and message.key[0] == "diff":
             self.action_goto_origin()
+        elif isinstance(view, RequestView):
+            self.action_goto_origin()
         elif (
             isinstance(view, (HeaderView, PrefixView))
             and isinstance(message.key, tuple)
@@ -889,7 +898,7 @@ class SessionScreen(Screen):
                 self._draw("request")
             key = view.selected_key
             seq = view.origin_of(key)
-            what = f"message {key[1]}" if isinstance(key, tuple) and key and key[0] == "message" else ""
+            what = _part_name(key)
         elif tab == "diff":
             view = self.query_one(DiffView)
             key = view.selected_key

@@ -17,6 +17,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+from invariants.analysis.blame import BlameLine, blame_request
 from invariants.gate.result import CheckResult, RequestCheck, SessionSummary
 from invariants.model.findings import SEVERITY_RANK, Finding
 from invariants.replay.compare import Difference, compare
@@ -101,6 +102,7 @@ class SessionState:
         self._version_seqs = [v.seq for v in model.versions]
         self._expected: dict[tuple[int, int | None], RebuiltRequest | None] = {}
         self._diffs: dict[int, list[StepDiff]] = {}
+        self._blame: dict[int, list[BlameLine]] = {}
 
     # -- counts ----------------------------------------------------------------
     def counts(self) -> dict[str, int]:
@@ -215,6 +217,17 @@ class SessionState:
                 )
             self._diffs[index] = out
         return self._diffs[index]
+
+    def blame(self, index: int) -> list[BlameLine]:
+        """Each part of the step's rebuilt request with the event that produced it (empty without a header)."""
+        if index not in self._blame:
+            exp = self.rebuilt(index)
+            self._blame[index] = blame_request(self.model, exp) if exp is not None else []
+        return self._blame[index]
+
+    def divergence(self, index: int) -> tuple[int, StepDiff] | None:
+        """The first recorded request of the step that differs from the rebuilt one (its position and diff)."""
+        return next(((k, sd) for k, sd in enumerate(self.diffs(index)) if sd.differences), None)
 
     # -- header history ----------------------------------------------------------------
     def version_index(self, version: HeaderVersion | None) -> int | None:

@@ -103,8 +103,8 @@ async def test_opening_a_log_shows_the_timeline_with_statuses_and_resume_boundar
         bar = str(screen.query_one("#session-bar").content)
         assert "story.jsonl" in bar and "story-session" in bar and "seed era" in bar and "✗1 ⚠1" in bar
         request = screen.query_one(RequestView).plain_text()
-        assert f"[0] prefix · user · from event seq {at.initial}" in request
-        assert f"[1] derived history · user · from event seq {at.question}" in request
+        assert f"[0] prefix · user  ← request/header (initial snapshot) seq {at.initial}" in request
+        assert f"[1] derived history · user  ← user/message seq {at.question}" in request
         assert "How many Python files are there under src/?" in request
 
 
@@ -206,7 +206,8 @@ async def test_e_lands_on_the_event_that_produced_the_selected_message(story):
         await pilot.press("1", "tab")  # Tab: from the timeline into the tab's content
         request = screen.query_one(RequestView)
         assert request.has_focus
-        await pilot.press("down")
+        assert request.selected_key == ("part", "model")  # the blame view opens on the first part
+        await pilot.press("down", "down", "down", "down", "down")  # system, two tools, the prefix, message 1
         await settle(pilot)
         assert request.selected_key == ("message", 1)
         await pilot.press("e")
