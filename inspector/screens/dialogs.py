@@ -32,7 +32,9 @@ class FilterScreen(ModalScreen[str | None]):
         for cat, n in sorted(self.categories.items()):
             options.append(Option(Text(f"{safe(cat)}  ({n})" + ("  ◀" if cat == self.current else "")), id=cat))
         with Vertical(id="dialog"):
-            yield Label(Text("Show only the steps with findings of category", style="bold"))
+            yield Label(
+                Text("Show only the steps with findings of a category (or whose verdicts disagree)", style="bold")
+            )
             yield OptionList(*options, id="categories")
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
@@ -97,7 +99,7 @@ SESSION_KEYS = [
     (">  <", "next/previous search match"),
     ("f", "filter the timeline by finding category"),
     ("e", "jump from the selected part of the request (or difference, field) to the event that produced it"),
-    ("w", "when did this change? jump to the event that last changed the selected header field (else the prefix)"),
+    ("w", "when did this change? jump to the event that last set the selected part or header field (else the prefix)"),
     ("x", "export the rebuilt request of the step as JSON (asks before overwriting)"),
     ("t", "show or hide the token bar of the step (needs the tokens extra)"),
     ("T", "switch between the dark and the light theme (remembered)"),

@@ -41,7 +41,7 @@ from inspector.messages import (
     TokensCounted,
 )
 from inspector.screens.state import STATUS_LABEL, TABS, SessionState, describe_version, finding_tab
-from inspector.widgets.diff_view import DiffView
+from inspector.widgets.diff_view import DiffView, one_shot_blocks, verdict_line
 from inspector.widgets.document import Block, DocumentView
 from inspector.widgets.events_view import MATCH_STYLE, EventsView
 from inspector.widgets.findings_view import FindingsView, finding_where
@@ -53,6 +53,7 @@ from inspector.widgets.status import SessionBar, StatusLine
 from inspector.widgets.timeline import Timeline
 from inspector.widgets.token_bar import TokenBar, token_bar_text
 from invariants.analysis.events_view import LineIndex, Match, read_events, search
+from invariants.analysis.verdicts import NOT_OURS, request_counts, verdicts
 from invariants.gate.config import Config
 from invariants.gate.pipeline import check
 from invariants.gate.result import CheckOptions
@@ -85,6 +86,13 @@ def _log_suffix_free(path: Path) -> str:
 def _file_name(name: str) -> str:
     """A file name from log values (turn and step are the log's): no separators, no controls."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def _recorded(requests: list) -> str:
+    """The session bar's request count: split (compared, one-shot, ...) only when not all were compared."""
+    if all(r.status not in NOT_OURS for r in requests):
+        return f"{len(requests)} recorded"
+    return request_counts(requests)
 
 
 def _part_name(key: Any) -> str:
@@ -308,6 +316,8 @@ class SessionScreen(Screen):
         if tailing and step >= 0:
             self.call_after_refresh(self.timeline.scroll_end, animate=False, immediate=True)
         self.step_index = step  # the watcher says where the selection is; what follows may say more
+        if step < 0:
+            self._draw_active()  # no step to select: the tab says so (and shows any one-shot request)
         if message.refresh and old is not None:
             self._followed(old, state, message.elapsed, tailing)
         else:
@@ -364,14 +374,16 @@ class SessionScreen(Screen):
             self.say(Text("cannot check fully: " + safe("; ".join(state.result.problems)), style="bold red"))
             return
         if not state.findings:
-            compared = sum(1 for r in state.model.requests if r.status not in ("one-shot", "unexplained"))
-            self.say(Text(f"✓ no findings · {compared} recorded request(s) compared", style="green"))
-            return
-        t = styled(f"{len(state.findings)} finding(s): ", "bold")
-        t.append(f"{c['error']} error(s) ", "bold red" if c["error"] else "dim")
-        t.append(f"{c['warning']} warning(s) ", "#e0af68" if c["warning"] else "dim")
-        t.append(f"{c['info']} info(s)", "#7dcfff" if c["info"] else "dim")
-        t.append(" · press n to jump to the first", "dim")
+            t = Text(f"✓ no findings · {request_counts(state.model.requests)}", style="green")
+        else:
+            t = styled(f"{len(state.findings)} finding(s): ", "bold")
+            t.append(f"{c['error']} error(s) ", "bold red" if c["error"] else "dim")
+            t.append(f"{c['warning']} warning(s) ", "#e0af68" if c["warning"] else "dim")
+            t.append(f"{c['info']} info(s)", "#7dcfff" if c["info"] else "dim")
+            t.append(" · press n to jump to the first", "dim")
+        disagree = sum(state.disagreeing.values())
+        if disagree:
+            t.append(f" · ≠ {disagree} verdict(s) differ from the harness's (f filters the steps)", "bold #f7768e")
         self.say(t)
 
     def _update_bar(self) -> None:
@@ -395,7 +407,7 @@ class SessionScreen(Screen):
         t.append(
             f"{m.events} events · {len(m.steps)} steps · {m.turns} turns · "
             f"{instances} instance{'s' if instances != 1 else ''} · "
-            f"{compactions} compaction{'s' if compactions != 1 else ''} · {len(m.requests)} recorded",
+            f"{compactions} compaction{'s' if compactions != 1 else ''} · {_recorded(m.requests)}",
             "",
         )
         if state.result.problems:
@@ -544,19 +556,7 @@ class SessionScreen(Screen):
             if state is not None and self.active_tab == "findings":
                 self.query_one(FindingsView).show(state, self._pending.pop("findings", None))
             elif state is not None:
-                view = self.query_one(f"#{self.active_tab}-view", DocumentView)
-                view.set_blocks(
-                    [
-                        Block(
-                            styled(
-                                "This log has no step/start: there is no request to show. "
-                                "The Findings tab (6) says what the checker found.",
-                                "italic",
-                            ),
-                            selectable=False,
-                        )
-                    ]
-                )
+                self.query_one(f"#{self.active_tab}-view", DocumentView).set_blocks(self._no_steps(state))
             return
         tab = self.active_tab
         stamp = (self._generation, self.step_index)
@@ -565,6 +565,32 @@ class SessionScreen(Screen):
             return
         self._draw(tab)
         self._rendered[tab] = stamp
+
+    def _no_steps(self, state: SessionState) -> list[Block]:
+        """What a tab shows for a log without steps: that, and the one-shot requests recorded for it."""
+        loose = state.one_shots.get(None, [])
+        blocks = [
+            Block(
+                styled(
+                    "This log has no step/start: no request was rebuilt from it. "
+                    "The Findings tab (6) says what the checker found.",
+                    "italic",
+                ),
+                selectable=False,
+            )
+        ]
+        if loose and self.active_tab in ("request", "diff"):
+            blocks.append(Block(Text(f"\n{request_counts(state.model.requests)}", style="bold"), selectable=False))
+            for rc in loose:
+                rec = rc.recorded
+                head = styled(f"\n{safe(Path(rec.file).name)}:{rec.line}", "bold")
+                head.append(" · one-shot: shown, not checked", "green")
+                blocks.append(Block(head, selectable=False))
+                line = verdict_line(verdicts(rc))
+                if line is not None:
+                    blocks.append(Block(line, selectable=False))
+                blocks.extend(one_shot_blocks(rec))
+        return blocks
 
     def _draw(self, tab: str) -> None:
         state = self.state
@@ -944,6 +970,14 @@ class SessionScreen(Screen):
         state = self.state
         if state is None or self.step_index < 0:
             return
+        if self.active_tab == "request":  # the blame of the part under the cursor answers it
+            view = self.query_one(RequestView)
+            part = view.part_of(view.selected_key)
+            if part is not None and part.seq is not None:
+                why = styled(f"{safe(part.path)} last set at seq {part.seq}", "bold #7dcfff")
+                why.append(f" by {safe(part.event)}", "")
+                self.goto_event(part.seq, why)
+                return
         field = "messagePrefix"
         if self.active_tab == "header":
             view = self.query_one(HeaderView)

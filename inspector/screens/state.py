@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from invariants.analysis.blame import BlameLine, blame_request
+from invariants.analysis.verdicts import one_shot_steps, verdicts
 from invariants.gate.result import CheckResult, RequestCheck, SessionSummary
 from invariants.model.findings import SEVERITY_RANK, Finding
 from invariants.replay.compare import Difference, compare
@@ -25,6 +26,7 @@ from invariants.replay.header_fold import HeaderVersion
 from invariants.replay.session import RebuiltRequest, SessionModel, StepState
 
 TABS = ("request", "diff", "header", "prefix", "events", "findings")
+DISAGREE = "verdicts disagree"  # the timeline filter for steps where we and the harness judge a request differently
 
 STATUS_LABEL = {
     "ok": "matches the recorded request",
@@ -103,6 +105,12 @@ class SessionState:
         self._expected: dict[tuple[int, int | None], RebuiltRequest | None] = {}
         self._diffs: dict[int, list[StepDiff]] = {}
         self._blame: dict[int, list[BlameLine]] = {}
+        # one-shot requests (loopBuilt: false) under the step they belong to; None: under no step
+        self.one_shots: dict[int | None, list[RequestCheck]] = one_shot_steps(model.requests, model.steps)
+        self.disagreeing: dict[int, int] = {}  # step -> its recorded requests whose verdicts disagree
+        for rc in model.requests:
+            if rc.step is not None and verdicts(rc).disagree:
+                self.disagreeing[rc.step] = self.disagreeing.get(rc.step, 0) + 1
 
     # -- counts ----------------------------------------------------------------
     def counts(self) -> dict[str, int]:
@@ -115,6 +123,8 @@ class SessionState:
         out: dict[str, int] = {}
         for f in self.findings:
             out[f.category] = out.get(f.category, 0) + 1
+        if self.disagreeing:
+            out[DISAGREE] = sum(self.disagreeing.values())
         return out
 
     def worst(self, step: int) -> str | None:
@@ -149,7 +159,9 @@ class SessionState:
     # -- timeline ------------------------------------------------------------------
     def rows(self, category: str | None = None) -> list[TimelineRow]:
         keep: set[int] | None = None
-        if category is not None:
+        if category == DISAGREE:
+            keep = set(self.disagreeing)
+        elif category is not None:
             keep = {
                 s for i, s in enumerate(self.finding_step) if s is not None and self.findings[i].category == category
             }
@@ -206,15 +218,20 @@ class SessionState:
         return self.rebuild_request(index, ll)
 
     def diffs(self, index: int) -> list[StepDiff]:
+        """The step's recorded requests against the rebuilt one, with its one-shots (shown, not compared),
+        in capture order."""
         if index not in self._diffs:
             out = []
-            for rc in self.recorded(index):
+            compared = self.recorded(index)
+            for rc in compared:
                 exp = self.rebuild_request(index, rc.recorded.log_length)
                 out.append(
                     StepDiff(
                         rc, exp, compare(exp, rc.recorded.request) if exp is not None and rc.recorded.loop_built else []
                     )
                 )
+            out += [StepDiff(rc, None) for rc in self.one_shots.get(index, []) if all(rc is not c for c in compared)]
+            out.sort(key=lambda sd: (sd.check.recorded.file, sd.check.recorded.line))
             self._diffs[index] = out
         return self._diffs[index]
 

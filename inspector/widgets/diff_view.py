@@ -19,10 +19,13 @@ from inspector.screens.state import STATUS_LABEL, SessionState
 from inspector.widgets.difftext import ADDED_BG, EXPECTED_MARK, RECORDED_MARK, REMOVED_BG, pieces_text
 from inspector.widgets.document import Block, DocumentView
 from inspector.widgets.jsontext import NUMBER, STRING, best_line, json_lines, safe, styled
+from invariants.analysis.verdicts import Verdicts, verdicts
 from invariants.model.jsonvalue import MISSING, get_path
 from invariants.model.textdiff import CUT, TextDiff, diff_text, diff_values
 
 MARK_BG = "on #6b2a12"
+ONE_SHOT_LINES = 30  # lines of a one-shot request shown
+VERDICT_CHARS = 100  # of the harness's verdict message
 CONTEXT = 3
 REGION_WORDS = {
     "prefix": "the session prefix",
@@ -67,6 +70,35 @@ def _values_diff(detail: dict, expected: Any, recorded: Any) -> TextDiff:
     return diff_values(expected, recorded)
 
 
+def verdict_line(v: Verdicts) -> Text | None:
+    """Our verdict beside the harness's own (``verdict``, ``shadowVerdict``), marked when they disagree."""
+    if v.harness is None and v.shadow is None:
+        return None
+    out = styled("  verdicts  ", "bold")
+    ours = "not ours to judge (one-shot)" if v.ours == "one-shot" else v.ours
+    out.append(f"ours: {ours}", "green" if v.ours == "ok" else "dim" if v.ours == "one-shot" else "bold red")
+    for name, value in (("harness", v.harness), ("shadow", v.shadow)):
+        if value is not None:
+            out.append("  │  ", "dim")
+            out.append(f"{name}: ", "")
+            shown = safe(value if len(value) <= VERDICT_CHARS else value[: VERDICT_CHARS - 1] + "…")
+            out.append(shown, "green" if value == "ok" else "dim" if value == "unchecked" else "red")
+    if v.disagree:
+        out.append("  ≠ we and the harness disagree", "bold #f7768e")
+    return out
+
+
+def one_shot_blocks(rec: Any) -> list[Block]:
+    """A one-shot request (``loopBuilt: false``) as recorded: the log does not promise to explain it."""
+    note = Text("  a one-shot request (loopBuilt: false): shown, not checked", style="italic")
+    lines = json_lines(rec.request)
+    shown = lines[:ONE_SHOT_LINES]
+    body = Text("\n").join(Text.assemble("  ", t) for _, t in shown)
+    if len(lines) > len(shown):
+        body.append(f"\n  … {len(lines) - len(shown)} more lines (x exports the step's rebuilt request)", "dim")
+    return [Block(note, selectable=False), Block(body, selectable=False)]
+
+
 class DiffView(DocumentView):
     """Blocks keyed ``("diff", request, n)`` (a difference) and ``("line", request, row)``."""
 
@@ -105,18 +137,17 @@ class DiffView(DocumentView):
             head.append(f" · capture {safe(Path(rec.file).name)}:{rec.line}", "dim")
             if rec.log_length is not None:
                 head.append(f" · logLength {rec.log_length}", "dim")
+            status = "one-shot: shown, not checked" if sd.check.status == "one-shot" else sd.check.status
             head.append(
-                f" · {sd.check.status}",
+                f" · {status}",
                 "bold red" if sd.check.status in ("diverges", "header", "unexplained") else "green",
             )
             blocks.append(Block(head, key=("request", r), selectable=False))
+            line = verdict_line(verdicts(sd.check))
+            if line is not None:
+                blocks.append(Block(line, key=("verdict", r), selectable=False))
             if not rec.loop_built:
-                blocks.append(
-                    Block(
-                        Text("a one-shot request (loopBuilt: false): shown, never compared", style="italic"),
-                        selectable=False,
-                    )
-                )
+                blocks.extend(one_shot_blocks(rec))
                 continue
             if sd.expected is None:
                 blocks.append(

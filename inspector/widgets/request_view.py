@@ -37,6 +37,7 @@ class RequestView(DocumentView):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.origins: dict[tuple, int | None] = {}  # block key -> the event that produced that part
+        self.parts: dict[tuple, BlameLine] = {}  # block key -> its blame line
 
     def show(self, state: SessionState, index: int, cursor_key: Any = None) -> None:
         st = state.steps[index]
@@ -46,6 +47,7 @@ class RequestView(DocumentView):
         title.append(f" · turn {safe(st.turn)} step {safe(st.step)} · step/start at seq {st.seq}", "")
         blocks.append(Block(title, selectable=False))
         self.origins = {}
+        self.parts = {}
         if exp is None:
             blocks.append(
                 Block(
@@ -102,6 +104,7 @@ class RequestView(DocumentView):
         for bl in state.blame(index):
             key = _key(bl.path)
             self.origins[key] = bl.seq
+            self.parts[key] = bl
             differs = bl.path in marks
             if key[0] == "message":
                 i = key[1]
@@ -122,6 +125,10 @@ class RequestView(DocumentView):
                 gutter = Text("≠ " if differs else "  ", style="bold #f7768e")
             blocks.append(Block(text, key=key, gutter=gutter, style=DIFFERS_BG if differs else ""))
         self.set_blocks(blocks, cursor_key)
+
+    def part_of(self, key: Any) -> BlameLine | None:
+        """The blame line under ``key`` (for ``w``)."""
+        return self.parts.get(key) if isinstance(key, tuple) else None
 
     def origin_of(self, key: Any) -> int | None:
         """The event that produced the part under ``key`` (a message or a header part)."""

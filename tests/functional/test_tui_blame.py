@@ -14,6 +14,7 @@ from inspector.widgets.diff_view import DiffView
 from inspector.widgets.events_view import EventsView
 from inspector.widgets.header_view import HeaderView
 from inspector.widgets.request_view import RequestView
+from inspector.widgets.status import StatusLine
 from tests.functional.test_tui_snapshots import check_snapshot
 from tests.support.logs import seq_of, skills_prefix, story_header, story_log, story_session, write_capture
 from tests.support.tui_helpers import settle, wait_for
@@ -90,6 +91,25 @@ async def test_every_part_of_the_request_names_its_event_and_enter_jumps_there(t
         await settle(pilot)
         events = screen.query_one(EventsView)
         assert screen.active_tab == "events" and events.seq_of(events.selected_key) == tags[("message", 1)]
+
+
+async def test_w_on_the_request_tab_answers_for_the_part_under_the_cursor(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    log, _ = story_log(tmp_path)
+    app = create_app("story.jsonl")
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open(app, pilot)
+        await pilot.press("j")
+        await settle(pilot)
+        view = screen.query_one(RequestView)
+        view.focus()
+        view.select_key(("part", "system"))
+        await pilot.press("w")
+        await settle(pilot)
+        delta = seq_of(log, "request/header-delta")
+        events = screen.query_one(EventsView)
+        assert screen.active_tab == "events" and events.seq_of(events.selected_key) == delta
+        assert f"system last set at seq {delta} by request/header-delta" in screen.query_one(StatusLine).plain
 
 
 async def test_a_diverging_step_marks_the_differing_parts_only(tmp_path, monkeypatch):

@@ -114,8 +114,8 @@ def test_the_app_in_a_real_terminal(size, hostile_root):
         assert "? Help" in shown.splitlines()[-1]
         pane.keys("n")
         shown = pane.wait("DIV001")
-        pane.keys("1")  # the Request tab shows the hostile user message, inert
-        shown = pane.wait("[0] prefix")
+        pane.keys("1")  # the Request tab (the blame view) shows the hostile user message, inert
+        shown = pane.wait("Rebuilt request", "model:")
         pane.keys("?")
         pane.wait("keys of the session screen")
         pane.keys("Escape")  # the help closes ...
