@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import os
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,7 @@ from inspector.messages import (
     SearchFinished,
     SessionLoaded,
     SessionLoadFailed,
+    SessionPreviewed,
     StepSelected,
     TokensCounted,
 )
@@ -56,8 +58,9 @@ from invariants.analysis.events_view import LineIndex, Match, read_events, searc
 from invariants.analysis.verdicts import NOT_OURS, request_counts, verdicts
 from invariants.gate.config import Config
 from invariants.gate.pipeline import check
-from invariants.gate.result import CheckOptions
+from invariants.gate.result import CheckOptions, CheckResult
 from invariants.read.source import LogSource, strip_log_suffix
+from invariants.replay.session import replay
 
 TAB_TITLES = {
     "request": "Request",
@@ -77,6 +80,9 @@ SHORT_TAB_TITLES = {
 }
 FOLLOW_POLL = 0.3  # seconds between looks at a followed log
 GC_EVERY = 30.0  # seconds between full collections while following
+PREVIEW_FROM = 8 << 20  # a log this big gets a first screen from its head while the whole log is checked
+PREVIEW_BYTES = 2 << 20  # the head replayed for it
+PREVIEW_PAINT_WAIT = 2.0  # seconds the whole check waits for that first screen to be drawn
 
 
 def _log_suffix_free(path: Path) -> str:
@@ -169,6 +175,8 @@ class SessionScreen(Screen):
         self.search_matches: list[Match] = []
         self.search_pos = -1
         self._collected_at = time.perf_counter()
+        self.previewing = False  # the state is a replay of the log's head; the whole check is still running
+        self._painted = threading.Event()  # set once that first screen is drawn
         self._checker = None  # a Follow while following: re-checks resume the replay
         self.check_mode = "none"  # how the last check ran: check, or (following) full | resume | kept | none
         self._rang = False  # following: the bell rang for a new error the user has not looked at yet
@@ -253,6 +261,7 @@ class SessionScreen(Screen):
     def load_session(self) -> None:
         started = time.perf_counter()
         try:
+            self._preview()
             result = self._check()
             model = self._pick(result)
             if model is None:
@@ -266,6 +275,42 @@ class SessionScreen(Screen):
             self.post_message(SessionLoadFailed(f"{type(exc).__name__}: {exc}"))
             return
         self.post_message(SessionLoaded(result, model, time.perf_counter() - started))
+
+    def _preview(self) -> None:
+        """For a huge log, its first steps on screen at once (a replay of its head), before the whole check."""
+        if self.follow or self.source.member is not None or self.state is not None:
+            return
+        try:
+            size = self.source.path.stat().st_size
+        except OSError:
+            return
+        if size < PREVIEW_FROM:
+            return
+        model = replay(self.source, self.options.profile, head_bytes=PREVIEW_BYTES)
+        if not get_current_worker().is_cancelled:
+            self.post_message(SessionPreviewed(model, PREVIEW_BYTES, size))
+            # the whole check holds the GIL for long stretches: let the first screen paint before it starts
+            self._painted.wait(PREVIEW_PAINT_WAIT)
+
+    def on_session_previewed(self, message: SessionPreviewed) -> None:
+        if self.state is not None:  # the whole check was quicker
+            return
+        self.previewing = True
+        state = SessionState(CheckResult([], [], [], [], [message.model]), message.model)
+        self.state = state
+        self._generation += 1
+        self._update_bar()
+        self.timeline.set_rows(state, state.rows(None), 0 if state.steps else None)
+        self.step_index = 0 if state.steps else -1
+        mb = 1 << 20
+        self.say(
+            Text(
+                f"showing the first {len(state.steps)} steps (the first {message.head_bytes // mb} MB of "
+                f"{message.size / mb:,.0f} MB) · checking the whole log… findings follow",
+                style="#7dcfff",
+            )
+        )
+        self.call_after_refresh(self._painted.set)
 
     def _pick(self, result: Any) -> Any:
         """This screen's session among the checked ones (a database holds several)."""
@@ -294,6 +339,7 @@ class SessionScreen(Screen):
         old = self.state
         self.state = state
         self._generation += 1
+        previewed, self.previewing = self.previewing, False
         self.load_elapsed = message.elapsed
         if self.loaded_at is None:
             self.loaded_at = time.perf_counter()
@@ -308,6 +354,9 @@ class SessionScreen(Screen):
             # following: the selection stays where the user put it, unless it was on the newest step
             tailing = self.step_index >= len(old.steps) - 1
             step = newest if tailing else min(self.step_index, newest)
+        elif previewed and self.step_index >= 0:  # the first screen was a preview: stay where the user is
+            tailing = False
+            step = min(self.step_index, newest)
         else:
             tailing = self.follow
             step = newest if self.follow else (0 if state.steps else -1)
@@ -412,6 +461,8 @@ class SessionScreen(Screen):
         )
         if state.result.problems:
             t.append("  ✗ " + safe("; ".join(state.result.problems)), "bold red")
+        if self.previewing:
+            t.append("  ◌ checking the whole log…", "bold #7dcfff")
         if self.follow:
             t.append("  ◉ following", "bold #9ece6a")
         if self.category:
