@@ -1025,7 +1025,7 @@ class SessionScreen(Screen):
             view = self.query_one(RequestView)
             part = view.part_of(view.selected_key)
             if part is not None and part.seq is not None:
-                why = styled(f"{safe(part.path)} last set at seq {part.seq}", "bold #7dcfff")
+                why = styled(f"{safe(part.path)} last changed at seq {part.seq}", "bold #7dcfff")
                 why.append(f" by {safe(part.event)}", "")
                 self.goto_event(part.seq, why)
                 return

@@ -224,7 +224,12 @@ async def test_w_jumps_to_the_event_that_last_changed_a_header_field_or_the_pref
         screen = screen_of(app)
         await pilot.press("G")  # last step, instance 2
         await settle(pilot)
-        await pilot.press("w")  # not on the Header tab: the prefix
+        await pilot.press("w")  # on the Request tab: the part under the cursor (the model)
+        await settle(pilot)
+        assert f"model last changed at seq {at.initial} by request/header (initial snapshot)" in status_text(app)
+        await pilot.press("G", "2")
+        await settle(pilot)
+        await pilot.press("w")  # neither a Request part nor a Header field: the prefix
         await settle(pilot)
         assert f"messagePrefix last changed at seq {at.resume} by resume snapshot" in status_text(app)
         assert screen.active_tab == "events" and screen.query_one(EventsView).selected_key == ("event", at.resume)

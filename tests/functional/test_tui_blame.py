@@ -109,7 +109,7 @@ async def test_w_on_the_request_tab_answers_for_the_part_under_the_cursor(tmp_pa
         delta = seq_of(log, "request/header-delta")
         events = screen.query_one(EventsView)
         assert screen.active_tab == "events" and events.seq_of(events.selected_key) == delta
-        assert f"system last set at seq {delta} by request/header-delta" in screen.query_one(StatusLine).plain
+        assert f"system last changed at seq {delta} by request/header-delta" in screen.query_one(StatusLine).plain
 
 
 async def test_a_diverging_step_marks_the_differing_parts_only(tmp_path, monkeypatch):

@@ -32,7 +32,9 @@ NARROW = (100, 30)
 WIDE = (160, 45)
 
 CASES = [
-    ("session-request-narrow", NARROW, []),
+    # tall enough for the whole blame view of step 1.1: a scrollbar drawn by the first app of a process
+    # differs from later apps', so a snapshot with one would depend on the test order
+    ("session-request-narrow", (100, 40), []),
     ("session-diff-narrow", NARROW, ["n"]),
     ("session-diff-wide", WIDE, ["n"]),
     ("session-header-wide", WIDE, ["j", "3"]),
