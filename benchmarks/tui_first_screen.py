@@ -1,6 +1,13 @@
 """Time to first screen and step-move latency of the TUI on a generated 50,000-event log.
 
     python benchmarks/tui_first_screen.py [--events 50000] [--steps 300] [--tmux]
+    python benchmarks/tui_first_screen.py --gb 1     # the first screen of a generated 1 GB log
+
+With ``--gb`` the log is generated to that size (events scaled from the
+default log's bytes per event) and only the first screen is timed: a log over
+``PREVIEW_FROM`` shows its first steps, replayed from its head, while the
+whole log is checked in the background; the script exits as soon as that
+screen is up (the whole check of a gigabyte takes minutes).
 
 The log (and its capture) come from ``invariants.simulate.seed_era.generate_large``.
 Three numbers:
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import statistics
 import subprocess
@@ -34,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 def make_log(folder: Path, events: int, steps: int) -> Path:
     from invariants.simulate.seed_era import generate_large
 
+    folder.mkdir(parents=True, exist_ok=True)
     log = folder / "big.jsonl"
     counts = generate_large(log, folder / "big.requests.jsonl", events=events, steps=steps)
     print(
@@ -98,6 +107,34 @@ async def headless(log: Path, moves: int) -> None:
         )
 
 
+async def first_screen_only(log: Path, scratch: Path | None) -> None:
+    from inspector.app import create_app
+    from inspector.screens.session import SessionScreen
+    from inspector.widgets.request_view import RequestView
+
+    started = time.perf_counter()
+    app = create_app(log)
+    async with app.run_test(size=(160, 45)) as pilot:
+        while not (
+            isinstance(app.screen, SessionScreen)
+            and app.screen.state is not None
+            and app.screen.query_one(RequestView).blocks
+        ):
+            await pilot.pause(0.005)
+        await pilot.pause()
+        first = time.perf_counter() - started
+        screen = app.screen
+        how = "a preview of the log's head, the whole check still running" if screen.previewing else "the whole check"
+        print(
+            f"headless first screen of {log.stat().st_size / 1e9:.2f} GB: {first * 1000:.0f} ms ({how}; "
+            f"{len(screen.state.steps)} steps shown)"
+        )
+        sys.stdout.flush()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+        os._exit(0)  # the check of the whole log would run on for minutes in its worker thread
+
+
 def in_tmux(log: Path) -> None:
     if shutil.which("tmux") is None or shutil.which("inspector") is None:
         print("tmux run skipped: tmux or the inspector command is not on PATH")
@@ -146,8 +183,16 @@ def main() -> int:
     p.add_argument("--moves", type=int, default=200)
     p.add_argument("--tmux", action="store_true", help="also time the real command in a tmux pane")
     p.add_argument("--log", type=Path, help="use this log instead of generating one")
+    p.add_argument("--gb", type=float, help="generate a log of this many GB and time only its first screen")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        if args.gb:
+            sizing = make_log(Path(tmp) / "sizing", 5_000, 30)
+            per_event = sizing.stat().st_size / 5_000
+            events = int(args.gb * 1e9 / per_event)
+            log = args.log or make_log(Path(tmp), events, max(args.steps, events // 170))
+            asyncio.run(first_screen_only(log, None if args.log else Path(tmp)))
+            return 0
         log = args.log or make_log(Path(tmp), args.events, args.steps)
         asyncio.run(headless(log, args.moves))
         if args.tmux:

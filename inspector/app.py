@@ -15,16 +15,24 @@ from pathlib import Path
 from typing import Iterable
 
 from textual.app import App, SystemCommand
+from textual.binding import Binding
 from textual.screen import Screen
+from textual.theme import Theme
 
+from inspector import settings
+from inspector.deeplink import At
 from invariants.gate.config import Config
 from invariants.gate.result import CheckOptions
 from invariants.read.source import LogSource, log_path
+
+DARK_THEME = "textual-dark"
+LIGHT_THEME = "textual-light"
 
 
 class InspectorApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "inspector"
+    BINDINGS = [Binding("T", "toggle_theme", "Theme", show=False)]
 
     def __init__(
         self,
@@ -36,8 +44,10 @@ class InspectorApp(App):
         profile: str | None = None,
         db: str | os.PathLike | None = None,
         config: Config | None = None,
+        at: At | None = None,
     ) -> None:
         super().__init__()
+        self.at = at  # --at: where the (first) session opens
         self.db = Path(db) if db is not None else None  # the index the session list reads (None: the default, if any)
         self.path = log_path(path)  # a local path, or a URL read through fsspec
         self.options = CheckOptions(captures=[log_path(c) for c in captures] if captures else None, profile=profile)
@@ -45,7 +55,21 @@ class InspectorApp(App):
         self.session = session
         self.follow = follow
 
+    # -- theme: dark or light, remembered between runs (inspector.settings) ---------------------
+    def _restore_theme(self) -> None:
+        saved = settings.load().get("theme")
+        if isinstance(saved, str) and saved in self.available_themes:
+            self.theme = saved
+        self.theme_changed_signal.subscribe(self, self._remember_theme)
+
+    def _remember_theme(self, theme: Theme) -> None:
+        settings.save(theme=theme.name)
+
+    def action_toggle_theme(self) -> None:
+        self.theme = LIGHT_THEME if self.current_theme.dark else DARK_THEME
+
     def on_mount(self) -> None:
+        self._restore_theme()
         # Every keypress builds thousands of short-lived Text/Strip objects;
         # with a big session model in memory the default thresholds make the
         # cyclic GC walk the model every few moves (~100 ms each on a 50k-event
@@ -66,12 +90,17 @@ class InspectorApp(App):
                     session=self.session,
                     follow=self.follow,
                     db=self.db,
+                    at=self.at,
                 )
             )
         else:
             self.push_screen(
                 SessionScreen(
-                    LogSource(self.path, self.path.parent), options=self.options, config=self.config, follow=self.follow
+                    LogSource(self.path, self.path.parent),
+                    options=self.options,
+                    config=self.config,
+                    follow=self.follow,
+                    at=self.at,
                 )
             )
 
@@ -81,6 +110,11 @@ class InspectorApp(App):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
+        yield SystemCommand(
+            "Dark or light theme",
+            "Switch between the dark and the light theme; remembered (t)",
+            self.action_toggle_theme,
+        )
         from inspector.screens.session import SessionScreen
 
         if isinstance(screen, SessionScreen):
@@ -116,6 +150,12 @@ class InspectorApp(App):
                 "Export request", "Write the rebuilt request of the step as JSON (x)", screen.action_export
             )
             yield SystemCommand("Help", "All keys, explained (?)", screen.action_help)
+            yield SystemCommand(
+                "Next search match", "The next event that matches the search (>)", lambda: screen.next_match(1)
+            )
+            yield SystemCommand(
+                "Previous search match", "The previous event that matches the search (<)", lambda: screen.next_match(-1)
+            )
             for i, (tab, title) in enumerate(
                 (
                     ("request", "Request"),
@@ -139,6 +179,9 @@ def create_app(
     profile: str | None = None,
     db: str | os.PathLike | None = None,
     config: Config | None = None,
+    at: At | None = None,
 ) -> InspectorApp:
     """The app ``inspector PATH`` runs (the CLI and the tests both call this)."""
-    return InspectorApp(path, captures=captures, session=session, follow=follow, profile=profile, db=db, config=config)
+    return InspectorApp(
+        path, captures=captures, session=session, follow=follow, profile=profile, db=db, config=config, at=at
+    )

@@ -34,6 +34,15 @@ class SessionLoaded(Message):
 
 
 @dataclass
+class SessionPreviewed(Message):
+    """The first steps of a huge log, replayed from its head while the whole log is checked."""
+
+    model: "SessionModel"
+    head_bytes: int
+    size: int
+
+
+@dataclass
 class SessionLoadFailed(Message):
     """The log could not be checked at all (unreadable, not a log)."""
 

@@ -9,6 +9,12 @@ CORPUS = ROOT.parent / "shared" / "corpus"
 SAMPLES = ROOT / "sample_logs"
 
 
+@pytest.fixture(autouse=True)
+def _own_settings_folder(tmp_path_factory, monkeypatch):
+    """The TUI remembers its theme in the user's config folder: every test gets an empty one of its own."""
+    monkeypatch.setenv("INSPECTOR_CONFIG_DIR", str(tmp_path_factory.mktemp("inspector-config")))
+
+
 def corpus_dir(name: str) -> Path:
     """A corpus folder, read in place; skip the test with a reason when it is absent."""
     path = CORPUS / name

@@ -26,6 +26,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_input_flags(p)
     add_config_flags(p)
     p.add_argument("--session", metavar="ID", help="open this session directly")
+    p.add_argument(
+        "--at",
+        metavar="SEQ|TURN.STEP",
+        help="open the session there: an event seq (on the Events tab) or a step (on its worst finding); "
+        "for a folder, in the session opened first (--session, the only log, or the first one you open)",
+    )
     p.add_argument("--follow", action="store_true", help="watch a log that is still being written")
     p.add_argument(
         "--db",
@@ -51,6 +57,13 @@ def run(args: argparse.Namespace) -> int:
         FindingPolicy.of(config)  # an unreadable baseline is a usage error here, not a per-log failure
     except (ConfigError, BaselineError) as exc:
         return fail(str(exc))
+    at = None
+    if args.at is not None:
+        from inspector.deeplink import parse_at
+
+        at = parse_at(args.at)
+        if at is None:
+            return fail(f"--at {args.at}: give an event seq (12) or a step as TURN.STEP (2.1)")
     if args.db is not None and not Path(args.db).is_file():
         return fail(f"{args.db}: no index here (build one with `inspector index PATH --db {args.db}`)")
     app = create_app(
@@ -61,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         profile=check_profile(args.profile if args.profile is not None else config.profile),
         db=args.db,
         config=config,
+        at=at,
     )
     app.run()
     return app.return_code or 0

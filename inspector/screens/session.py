@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import gc
 import os
+import re
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, TabbedContent, TabPane, Tabs
 from textual.worker import get_current_worker
 
+from inspector.deeplink import At
 from inspector.messages import (
     BlockActivated,
     BlockSelected,
@@ -35,13 +38,14 @@ from inspector.messages import (
     SearchFinished,
     SessionLoaded,
     SessionLoadFailed,
+    SessionPreviewed,
     StepSelected,
     TokensCounted,
 )
-from inspector.screens.state import TABS, SessionState, describe_version, finding_tab
-from inspector.widgets.diff_view import DiffView
+from inspector.screens.state import STATUS_LABEL, TABS, SessionState, describe_version, finding_tab
+from inspector.widgets.diff_view import DiffView, one_shot_blocks, verdict_line
 from inspector.widgets.document import Block, DocumentView
-from inspector.widgets.events_view import EventsView
+from inspector.widgets.events_view import MATCH_STYLE, EventsView
 from inspector.widgets.findings_view import FindingsView, finding_where
 from inspector.widgets.header_view import HeaderView
 from inspector.widgets.jsontext import safe, styled
@@ -51,10 +55,12 @@ from inspector.widgets.status import SessionBar, StatusLine
 from inspector.widgets.timeline import Timeline
 from inspector.widgets.token_bar import TokenBar, token_bar_text
 from invariants.analysis.events_view import LineIndex, Match, read_events, search
+from invariants.analysis.verdicts import NOT_OURS, request_counts, verdicts
 from invariants.gate.config import Config
 from invariants.gate.pipeline import check
-from invariants.gate.result import CheckOptions
+from invariants.gate.result import CheckOptions, CheckResult
 from invariants.read.source import LogSource, strip_log_suffix
+from invariants.replay.session import replay
 
 TAB_TITLES = {
     "request": "Request",
@@ -64,12 +70,47 @@ TAB_TITLES = {
     "events": "Events",
     "findings": "Findings",
 }
+SHORT_TAB_TITLES = {
+    "request": "Req",
+    "diff": "Diff",
+    "header": "Head",
+    "prefix": "Prefix",
+    "events": "Events",
+    "findings": "Findings",
+}
 FOLLOW_POLL = 0.3  # seconds between looks at a followed log
 GC_EVERY = 30.0  # seconds between full collections while following
+PREVIEW_FROM = 8 << 20  # a log this big gets a first screen from its head while the whole log is checked
+PREVIEW_BYTES = 2 << 20  # the head replayed for it
+PREVIEW_PAINT_WAIT = 2.0  # seconds the whole check waits for that first screen to be drawn
 
 
 def _log_suffix_free(path: Path) -> str:
     return strip_log_suffix(path.name)
+
+
+def _file_name(name: str) -> str:
+    """A file name from log values (turn and step are the log's): no separators, no controls."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
+
+
+def _recorded(requests: list) -> str:
+    """The session bar's request count: split (compared, one-shot, ...) only when not all were compared."""
+    if all(r.status not in NOT_OURS for r in requests):
+        return f"{len(requests)} recorded"
+    return request_counts(requests)
+
+
+def _part_name(key: Any) -> str:
+    """A Request tab line in words: ``message 2``, ``temperature``."""
+    if isinstance(key, tuple) and len(key) == 2:
+        return f"message {key[1]}" if key[0] == "message" else safe(str(key[1]))
+    return ""
+
+
+def _finding_id(f: Any) -> tuple:
+    """What makes a finding the same one across re-checks of a growing log."""
+    return (f.rule, f.seq, f.turn, f.step, f.path, f.message)
 
 
 class SessionScreen(Screen):
@@ -87,7 +128,9 @@ class SessionScreen(Screen):
         Binding("right_square_bracket", "resume(1)", "Resume", key_display="[/]"),
         Binding("left_square_bracket", "resume(-1)", "Previous resume", show=False),
         Binding("slash", "search", "Search", key_display="/"),
-        Binding("f", "filter", "Filter"),
+        Binding("greater_than_sign", "match(1)", "Next match", show=False),
+        Binding("less_than_sign", "match(-1)", "Previous match", show=False),
+        Binding("f", "filter", "Filter", show=False),
         Binding("e", "goto_origin", "Event"),
         Binding("w", "when_changed", "When?"),
         Binding("x", "export", "Export"),
@@ -109,9 +152,11 @@ class SessionScreen(Screen):
         config: Config | None = None,
         follow: bool = False,
         from_list: bool = False,
+        at: At | None = None,
     ) -> None:
         super().__init__()
         self.source = source
+        self.at = at  # --at: where to open once the session is checked
         self.options = options or CheckOptions()
         self.config = config  # what to report, as the gate does (None: every finding)
         self.follow = follow
@@ -130,8 +175,12 @@ class SessionScreen(Screen):
         self.search_matches: list[Match] = []
         self.search_pos = -1
         self._collected_at = time.perf_counter()
+        self.previewing = False  # the state is a replay of the log's head; the whole check is still running
+        self._painted = threading.Event()  # set once that first screen is drawn
         self._checker = None  # a Follow while following: re-checks resume the replay
         self.check_mode = "none"  # how the last check ran: check, or (following) full | resume | kept | none
+        self._rang = False  # following: the bell rang for a new error the user has not looked at yet
+        self._announced: tuple | None = None  # ... and that error (_finding_id), where n goes next
 
     # -- layout --------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -156,7 +205,7 @@ class SessionScreen(Screen):
         yield Input(
             placeholder="search message and event text; Enter searches (again: next match), Escape closes", id="search"
         )
-        yield Footer(compact=True)
+        yield Footer(compact=True, show_command_palette=False)  # ctrl+p still opens it: the help says so
 
     def on_mount(self) -> None:
         # Tab moves between the timeline and the tab's content; tabs switch with 1-6 or a click.
@@ -166,7 +215,9 @@ class SessionScreen(Screen):
 
     def on_resize(self, event: Any) -> None:
         # a third of the screen for the timeline, within reason
-        self.timeline.styles.width = max(30, min(44, self.size.width // 3))
+        width = max(30, min(44, self.size.width // 3))
+        self.timeline.styles.width = width
+        self._update_tab_labels(self.size.width - width)
 
     # -- shortcuts -------------------------------------------------------------------
     @property
@@ -210,6 +261,7 @@ class SessionScreen(Screen):
     def load_session(self) -> None:
         started = time.perf_counter()
         try:
+            self._preview()
             result = self._check()
             model = self._pick(result)
             if model is None:
@@ -223,6 +275,42 @@ class SessionScreen(Screen):
             self.post_message(SessionLoadFailed(f"{type(exc).__name__}: {exc}"))
             return
         self.post_message(SessionLoaded(result, model, time.perf_counter() - started))
+
+    def _preview(self) -> None:
+        """For a huge log, its first steps on screen at once (a replay of its head), before the whole check."""
+        if self.follow or self.source.member is not None or self.state is not None:
+            return
+        try:
+            size = self.source.path.stat().st_size
+        except OSError:
+            return
+        if size < PREVIEW_FROM:
+            return
+        model = replay(self.source, self.options.profile, head_bytes=PREVIEW_BYTES)
+        if not get_current_worker().is_cancelled:
+            self.post_message(SessionPreviewed(model, PREVIEW_BYTES, size))
+            # the whole check holds the GIL for long stretches: let the first screen paint before it starts
+            self._painted.wait(PREVIEW_PAINT_WAIT)
+
+    def on_session_previewed(self, message: SessionPreviewed) -> None:
+        if self.state is not None:  # the whole check was quicker
+            return
+        self.previewing = True
+        state = SessionState(CheckResult([], [], [], [], [message.model]), message.model)
+        self.state = state
+        self._generation += 1
+        self._update_bar()
+        self.timeline.set_rows(state, state.rows(None), 0 if state.steps else None)
+        self.step_index = 0 if state.steps else -1
+        mb = 1 << 20
+        self.say(
+            Text(
+                f"showing the first {len(state.steps)} steps (the first {message.head_bytes // mb} MB of "
+                f"{message.size / mb:,.0f} MB) · checking the whole log… findings follow",
+                style="#7dcfff",
+            )
+        )
+        self.call_after_refresh(self._painted.set)
 
     def _pick(self, result: Any) -> Any:
         """This screen's session among the checked ones (a database holds several)."""
@@ -251,35 +339,83 @@ class SessionScreen(Screen):
         old = self.state
         self.state = state
         self._generation += 1
+        previewed, self.previewing = self.previewing, False
         self.load_elapsed = message.elapsed
         if self.loaded_at is None:
             self.loaded_at = time.perf_counter()
         self._update_bar()
-        self._update_findings_title()
+        self._update_tab_labels()
         self._tokens: dict[int, Any] = {}
         if self.query_one(TokenBar).wanted:
             self.count_tokens(state)
         rows = state.rows(self.category)
-        step = self.step_index if message.refresh and self.step_index >= 0 else (0 if state.steps else -1)
-        step = min(step, len(state.steps) - 1)
+        newest = len(state.steps) - 1
+        if message.refresh and old is not None and self.step_index >= 0:
+            # following: the selection stays where the user put it, unless it was on the newest step
+            tailing = self.step_index >= len(old.steps) - 1
+            step = newest if tailing else min(self.step_index, newest)
+        elif previewed and self.step_index >= 0:  # the first screen was a preview: stay where the user is
+            tailing = False
+            step = min(self.step_index, newest)
+        else:
+            tailing = self.follow
+            step = newest if self.follow else (0 if state.steps else -1)
         self.timeline.placeholder = "no steps in this log" if not state.steps else ""
         self.timeline.set_rows(state, rows, step if step >= 0 else None)
+        if tailing and step >= 0:
+            self.call_after_refresh(self.timeline.scroll_end, animate=False, immediate=True)
+        self.step_index = step  # the watcher says where the selection is; what follows may say more
+        if step < 0:
+            self._draw_active()  # no step to select: the tab says so (and shows any one-shot request)
         if message.refresh and old is not None:
-            grown = message.model.events - old.model.events
-            if grown:
-                how = "resumed" if self.check_mode == "resume" else "checked"
-                self.say(
-                    Text(
-                        f"following: +{grown} events, {len(state.steps) - len(old.steps):+d} steps "
-                        f"({how} in {message.elapsed * 1000:.0f} ms)",
-                        style="#7dcfff",
-                    )
-                )
+            self._followed(old, state, message.elapsed, tailing)
         else:
             self._initial_status(state)
-        self.step_index = step
+            if self.at is not None:
+                self.open_at(self.at)
         if self.follow and not message.refresh:
             self.follow_log()
+
+    def _followed(self, old: SessionState, state: SessionState, elapsed: float, tailing: bool) -> None:
+        """After a re-check while following: what grew, and a bell (once) on the first new error."""
+        grown = state.model.events - old.model.events
+        how = "resumed" if self.check_mode == "resume" else "checked"
+        steps = len(state.steps) - len(old.steps)
+        t = Text(f"following: +{grown} events, {steps:+d} steps ({how} in {elapsed * 1000:.0f} ms)", style="#7dcfff")
+        seen = {_finding_id(f) for f in old.findings if f.severity == "error"}
+        fresh = [i for i, f in enumerate(state.findings) if f.severity == "error" and _finding_id(f) not in seen]
+        if fresh and not self._rang:
+            self._rang = True  # one bell until the user looks at the findings (n, N)
+            self.app.bell()
+            f = state.findings[fresh[0]]
+            t.append(" · ", "dim")
+            t.append(f"✗ new error {f.rule}", "bold red")
+            where = finding_where(f)
+            if where:
+                t.append(" · " + where, "dim")
+            t.append(" · n jumps to it", "dim")
+            t.append("\n" + safe(f.message))
+            self._announced = _finding_id(f)  # n goes to it, however later re-checks reorder the findings
+        elif not grown:
+            return
+        elif not tailing:
+            t.append(" · G: the newest step", "dim")
+        self.say(t)
+
+    def _step_status(self, i: int) -> None:
+        """Where the selection is: the step, its status and its findings (no stale word about an earlier jump)."""
+        state = self.state
+        assert state is not None
+        st = state.steps[i]
+        t = styled(f"turn {safe(st.turn)} step {safe(st.step)}", "bold")
+        t.append(f" · step/start at seq {st.seq} · {STATUS_LABEL.get(st.status, st.status)}", "")
+        here = state.step_findings.get(i, [])
+        if here:
+            worst = state.worst(i) or "info"
+            style = {"error": "bold red", "warning": "#e0af68"}.get(worst, "#7dcfff")
+            t.append(f" · {len(here)} finding{'s' if len(here) != 1 else ''} here", style)
+            t.append(" (n shows the first)", "dim")
+        self.say(t)
 
     def _initial_status(self, state: SessionState) -> None:
         c = state.counts()
@@ -287,14 +423,16 @@ class SessionScreen(Screen):
             self.say(Text("cannot check fully: " + safe("; ".join(state.result.problems)), style="bold red"))
             return
         if not state.findings:
-            compared = sum(1 for r in state.model.requests if r.status not in ("one-shot", "unexplained"))
-            self.say(Text(f"✓ no findings · {compared} recorded request(s) compared", style="green"))
-            return
-        t = styled(f"{len(state.findings)} finding(s): ", "bold")
-        t.append(f"{c['error']} error(s) ", "bold red" if c["error"] else "dim")
-        t.append(f"{c['warning']} warning(s) ", "#e0af68" if c["warning"] else "dim")
-        t.append(f"{c['info']} info(s)", "#7dcfff" if c["info"] else "dim")
-        t.append(" · press n to jump to the first", "dim")
+            t = Text(f"✓ no findings · {request_counts(state.model.requests)}", style="green")
+        else:
+            t = styled(f"{len(state.findings)} finding(s): ", "bold")
+            t.append(f"{c['error']} error(s) ", "bold red" if c["error"] else "dim")
+            t.append(f"{c['warning']} warning(s) ", "#e0af68" if c["warning"] else "dim")
+            t.append(f"{c['info']} info(s)", "#7dcfff" if c["info"] else "dim")
+            t.append(" · press n to jump to the first", "dim")
+        disagree = sum(state.disagreeing.values())
+        if disagree:
+            t.append(f" · ≠ {disagree} verdict(s) differ from the harness's (f filters the steps)", "bold #f7768e")
         self.say(t)
 
     def _update_bar(self) -> None:
@@ -314,25 +452,36 @@ class SessionScreen(Screen):
         t.append(f" ⚠{c['warning']}", "#e0af68" if c["warning"] else "dim")
         t.append(f" ●{c['info']}", "#7dcfff" if c["info"] else "dim")
         t.append(" │ ", "dim")
+        instances, compactions = len(m.instances), len(m.compactions)
         t.append(
-            f"{m.events} events · {len(m.steps)} steps · {m.turns} turns · {len(m.instances)} "
-            f"instance{'s' if len(m.instances) != 1 else ''}"
-            f" · {len(m.compactions)} compaction{'s' if len(m.compactions) != 1 else ''} · {len(m.requests)} recorded",
+            f"{m.events} events · {len(m.steps)} steps · {m.turns} turns · "
+            f"{instances} instance{'s' if instances != 1 else ''} · "
+            f"{compactions} compaction{'s' if compactions != 1 else ''} · {_recorded(m.requests)}",
             "",
         )
         if state.result.problems:
             t.append("  ✗ " + safe("; ".join(state.result.problems)), "bold red")
+        if self.previewing:
+            t.append("  ◌ checking the whole log…", "bold #7dcfff")
         if self.follow:
             t.append("  ◉ following", "bold #9ece6a")
         if self.category:
             t.append("  filter: " + safe(self.category), "bold #e0af68")
         self.query_one(SessionBar).show(t)
 
-    def _update_findings_title(self) -> None:
-        if self.state is None:
-            return
-        n = len(self.state.findings)
-        self.tabs.get_tab("findings").label = Text(f"Findings ({n})" if n else "Findings")
+    def _update_tab_labels(self, width: int | None = None) -> None:
+        """Tab titles, short ones when the full ones do not fit the tab bar (80 columns)."""
+        if width is None:
+            width = self.tabs.size.width or (self.size.width - self.timeline.styles.width.value)
+        n = len(self.state.findings) if self.state is not None else 0
+        for titles in (TAB_TITLES, SHORT_TAB_TITLES):
+            labels = {t: titles[t] + (f" {n}" if t == "findings" and n else "") for t in TABS}
+            if sum(len(label) + 2 for label in labels.values()) <= width:
+                break
+        for t, label in labels.items():
+            tab = self.tabs.get_tab(t)
+            if str(tab.label) != label:
+                tab.label = Text(label)
 
     # -- follow ---------------------------------------------------------------------------
     def _stamp(self) -> tuple[int, int] | None:
@@ -379,6 +528,7 @@ class SessionScreen(Screen):
         if self.state is None or new < 0:
             return
         self.timeline.select_step(new)
+        self._step_status(new)  # a jump that set the step says more right after
         self._draw_active()
         self._show_tokens()
 
@@ -457,19 +607,7 @@ class SessionScreen(Screen):
             if state is not None and self.active_tab == "findings":
                 self.query_one(FindingsView).show(state, self._pending.pop("findings", None))
             elif state is not None:
-                view = self.query_one(f"#{self.active_tab}-view", DocumentView)
-                view.set_blocks(
-                    [
-                        Block(
-                            styled(
-                                "This log has no step/start: there is no request to show. "
-                                "The Findings tab (6) says what the checker found.",
-                                "italic",
-                            ),
-                            selectable=False,
-                        )
-                    ]
-                )
+                self.query_one(f"#{self.active_tab}-view", DocumentView).set_blocks(self._no_steps(state))
             return
         tab = self.active_tab
         stamp = (self._generation, self.step_index)
@@ -478,6 +616,32 @@ class SessionScreen(Screen):
             return
         self._draw(tab)
         self._rendered[tab] = stamp
+
+    def _no_steps(self, state: SessionState) -> list[Block]:
+        """What a tab shows for a log without steps: that, and the one-shot requests recorded for it."""
+        loose = state.one_shots.get(None, [])
+        blocks = [
+            Block(
+                styled(
+                    "This log has no step/start: no request was rebuilt from it. "
+                    "The Findings tab (6) says what the checker found.",
+                    "italic",
+                ),
+                selectable=False,
+            )
+        ]
+        if loose and self.active_tab in ("request", "diff"):
+            blocks.append(Block(Text(f"\n{request_counts(state.model.requests)}", style="bold"), selectable=False))
+            for rc in loose:
+                rec = rc.recorded
+                head = styled(f"\n{safe(Path(rec.file).name)}:{rec.line}", "bold")
+                head.append(" · one-shot: shown, not checked", "green")
+                blocks.append(Block(head, selectable=False))
+                line = verdict_line(verdicts(rc))
+                if line is not None:
+                    blocks.append(Block(line, selectable=False))
+                blocks.extend(one_shot_blocks(rec))
+        return blocks
 
     def _draw(self, tab: str) -> None:
         state = self.state
@@ -547,6 +711,8 @@ class SessionScreen(Screen):
             view.toggle(message.key)
         elif isinstance(view, DiffView) and isinstance(message.key, tuple) and message.key[0] == "diff":
             self.action_goto_origin()
+        elif isinstance(view, RequestView):
+            self.action_goto_origin()
         elif (
             isinstance(view, (HeaderView, PrefixView))
             and isinstance(message.key, tuple)
@@ -555,7 +721,12 @@ class SessionScreen(Screen):
             self.action_goto_origin()
 
     def on_block_selected(self, message: BlockSelected) -> None:
-        pass  # selection lives in the view; actions read it when asked
+        # the selection lives in the view (actions read it when asked); in Findings the status shows the one selected
+        if isinstance(message.view, FindingsView):
+            i = FindingsView.index_of_key(message.key)
+            if i is not None and self.state is not None and i < len(self.state.findings):
+                self.finding_pos = i
+                self._finding_status(i)
 
     # -- actions: moving ------------------------------------------------------------------------
     def action_step(self, delta: int) -> None:
@@ -588,9 +759,9 @@ class SessionScreen(Screen):
         self.app.exit()
 
     def action_help(self) -> None:
-        from inspector.screens.dialogs import HelpScreen
+        from inspector.screens.dialogs import SESSION_KEYS, HelpScreen, marks_legend
 
-        self.app.push_screen(HelpScreen())
+        self.app.push_screen(HelpScreen("keys of the session screen", SESSION_KEYS, marks_legend()))
 
     # -- findings -----------------------------------------------------------------------------------
     def action_next_finding(self) -> None:
@@ -603,13 +774,18 @@ class SessionScreen(Screen):
         state = self.state
         if state is None:
             return
+        self._rang = False
+        announced, self._announced = self._announced, None
         n = len(state.findings)
         if not n:
             self.say(Text("✓ no findings in this session", style="green"))
             return
         pos = self.finding_pos
         here = self.step_index
-        if 0 <= pos < n and state.finding_step[pos] in (here, None):
+        target = next((i for i, f in enumerate(state.findings) if _finding_id(f) == announced), None)
+        if direction > 0 and target is not None:
+            nxt = target
+        elif 0 <= pos < n and state.finding_step[pos] in (here, None):
             nxt = (pos + direction) % n
         else:
             order = range(n) if direction > 0 else range(n - 1, -1, -1)
@@ -699,6 +875,29 @@ class SessionScreen(Screen):
         t.append("\n" + safe(f.message))
         self.say(t)
 
+    # -- deep links (--at) --------------------------------------------------------------------------------
+    def open_at(self, at: At) -> None:
+        """A seq opens its event on the Events tab; TURN.STEP opens the step, on its worst finding when it has one."""
+        state = self.state
+        if state is None:
+            return
+        if at.seq is not None:
+            if not state.steps or at.seq >= state.model.events:
+                self.say(Text(f"--at {at}: this log has no event seq {at.seq} in a step", style="#e0af68"))
+                return
+            self.goto_event(at.seq, Text(f"--at {at}: event seq {at.seq}", style="bold #7dcfff"))
+            return
+        st = state.model.step_for(at.turn, at.step)
+        if st is None:
+            self.say(Text(f"--at {at}: this log has no turn {at.turn} step {at.step}", style="#e0af68"))
+            return
+        here = state.step_findings.get(st.index, [])
+        if here:
+            rank = {"error": 0, "warning": 1}
+            self.jump_to_finding(min(here, key=lambda i: (rank.get(state.findings[i].severity, 2), i)))
+        else:
+            self.step_index = st.index
+
     # -- resume boundaries ------------------------------------------------------------------------------
     def action_resume(self, direction: int) -> None:
         state = self.state
@@ -776,7 +975,7 @@ class SessionScreen(Screen):
                 self._draw("request")
             key = view.selected_key
             seq = view.origin_of(key)
-            what = f"message {key[1]}" if isinstance(key, tuple) and key and key[0] == "message" else ""
+            what = _part_name(key)
         elif tab == "diff":
             view = self.query_one(DiffView)
             key = view.selected_key
@@ -822,6 +1021,14 @@ class SessionScreen(Screen):
         state = self.state
         if state is None or self.step_index < 0:
             return
+        if self.active_tab == "request":  # the blame of the part under the cursor answers it
+            view = self.query_one(RequestView)
+            part = view.part_of(view.selected_key)
+            if part is not None and part.seq is not None:
+                why = styled(f"{safe(part.path)} last changed at seq {part.seq}", "bold #7dcfff")
+                why.append(f" by {safe(part.event)}", "")
+                self.goto_event(part.seq, why)
+                return
         field = "messagePrefix"
         if self.active_tab == "header":
             view = self.query_one(HeaderView)
@@ -853,9 +1060,11 @@ class SessionScreen(Screen):
         query = event.value
         self._close_search()
         if not query:
+            self.search_query, self.search_matches, self.search_pos = "", [], -1
+            self.query_one(EventsView).set_highlight(None)
             return
         if query == self.search_query and self.search_matches:
-            self._next_match()
+            self.next_match(1)
             return
         self.search_query = query
         self.search_matches = []
@@ -873,6 +1082,7 @@ class SessionScreen(Screen):
         if message.query != self.search_query:
             return
         self.search_matches = message.matches
+        self.query_one(EventsView).set_highlight(message.query if message.matches else None)
         if not message.matches:
             self.search_pos = -1
             self.say(Text(f"no event contains “{safe(message.query)}”", style="#e0af68"))
@@ -880,18 +1090,27 @@ class SessionScreen(Screen):
         state = self.state
         start = state.window(self.step_index)[0] if state is not None and self.step_index >= 0 else 0
         self.search_pos = next((i for i, m in enumerate(message.matches) if m.seq >= start), 0) - 1
-        self._next_match()
+        self.next_match(1)
 
-    def _next_match(self) -> None:
+    def action_match(self, direction: int) -> None:
+        if not self.search_matches:
+            self.say(Text("no search yet: / searches message and event text", style="dim"))
+            return
+        self.next_match(direction)
+
+    def next_match(self, direction: int) -> None:
+        """The next (1) or previous (-1) search match, wrapping around."""
         if not self.search_matches:
             return
-        self.search_pos = (self.search_pos + 1) % len(self.search_matches)
+        self.search_pos = (self.search_pos + direction) % len(self.search_matches)
         m = self.search_matches[self.search_pos]
         why = styled(
             f"“{safe(self.search_query)}”: match {self.search_pos + 1} of {len(self.search_matches)}", "bold #7dcfff"
         )
-        why.append(f" · seq {m.seq} {safe(m.type)} · ", "")
-        why.append(safe(m.snippet), "dim")
+        why.append(f" · seq {m.seq} {safe(m.type)} · > next, < previous\n", "")
+        snippet = Text(safe(m.snippet), style="dim")
+        snippet.highlight_words([safe(self.search_query)], MATCH_STYLE, case_sensitive=False)
+        why.append_text(snippet)
         self.goto_event(m.seq, why)
 
     # -- export -------------------------------------------------------------------------------------------
@@ -904,15 +1123,23 @@ class SessionScreen(Screen):
             self.say(Text("no request to export: no header was in force at this step", style="#e0af68"))
             return
         st = state.steps[self.step_index]
-        stem = _log_suffix_free(self.source.path)
-        default = f"{stem}.turn{st.turn}-step{st.step}.request.json"
-        from inspector.screens.dialogs import ExportScreen
+        name = _file_name(f"{_log_suffix_free(self.source.path)}.turn{st.turn}-step{st.step}.request.json")
+        from inspector.screens.dialogs import ConfirmScreen, ExportScreen
 
-        def chosen(path: str | None) -> None:
-            if path:
-                self.export_request(Path(path))
+        def chosen(value: str | None) -> None:
+            if not value:
+                return
+            path = Path(value).expanduser()
+            path = path if path.is_absolute() else Path.cwd() / path
+            if path.exists():
+                self.app.push_screen(
+                    ConfirmScreen(Text.assemble(safe(path), " exists. Overwrite it?")),
+                    lambda yes: self.export_request(path) if yes else self.say(Text("export cancelled", style="dim")),
+                )
+            else:
+                self.export_request(path)
 
-        self.app.push_screen(ExportScreen(default), chosen)
+        self.app.push_screen(ExportScreen(str(Path.cwd() / name)), chosen)
 
     def export_request(self, path: Path) -> None:
         state = self.state
@@ -921,9 +1148,9 @@ class SessionScreen(Screen):
         exp = state.rebuilt(self.step_index)
         if exp is None:
             return
-        protected = {p.resolve() for p in self._paths()}
-        if path.resolve() in protected:
-            self.say(Text("refusing to overwrite a session log", style="bold red"))
+        inputs = [*self._paths(), *(Path(r.recorded.file) for r in state.model.requests)]
+        if path.resolve() in {p.resolve() for p in inputs}:
+            self.say(Text("refusing to overwrite an input (a session log or a capture)", style="bold red"))
             return
         from invariants.gate.report import dumps_json
 
@@ -936,7 +1163,8 @@ class SessionScreen(Screen):
             return
         self.say(
             Text(
-                f"exported the rebuilt request ({len(exp.request.get('messages', []))} messages) to {safe(path)}",
+                f"exported the rebuilt request ({len(exp.request.get('messages', []))} messages) to "
+                f"{safe(path.resolve())}",
                 style="green",
             )
         )

@@ -25,12 +25,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Input
 
+from inspector.deeplink import At
 from inspector.messages import SessionChosen, SessionScanFinished, SessionSummaryReady
 from inspector.screens.state import session_findings
 from inspector.widgets.jsontext import safe
-from inspector.widgets.session_table import COLUMNS, SessionRow, SessionTable, header_text
+from inspector.widgets.session_table import COLUMNS, SessionRow, SessionTable, header_text, layout, shown_path
+from inspector.widgets.status import SessionBar
 from invariants.gate.config import Config
 from invariants.gate.pipeline import check
 from invariants.gate.result import CheckOptions
@@ -41,13 +43,13 @@ from invariants.read.source import LogSource, absolute_name, log_path
 SORT_KEYS = ["order"] + [key for key, _, _, _ in COLUMNS]
 
 
-def _sort_value(s: SessionRow, key: str):
+def _sort_value(s: SessionRow, key: str, root: Path | None = None):
     if key == "order":
         return s.order
     if key == "errors":
         return (s.errors, s.warnings, s.infos)
     if key == "file":
-        return str(s.path)
+        return shown_path(s, root)
     if key == "created":
         return s.created if isinstance(s.created, (int, float)) and not isinstance(s.created, bool) else float("-inf")
     v = getattr(s, key)
@@ -56,7 +58,9 @@ def _sort_value(s: SessionRow, key: str):
     return v
 
 
-def arrange(summaries: list[SessionRow], key: str, reverse: bool, needle: str) -> list[tuple[SessionRow, int]]:
+def arrange(
+    summaries: list[SessionRow], key: str, reverse: bool, needle: str, root: Path | None = None
+) -> list[tuple[SessionRow, int]]:
     """Sorted, filtered rows with forked children under their parent (a matching child keeps its parent shown)."""
     by_id = {s.id: s for s in summaries}
     children: dict[str, list[SessionRow]] = {}
@@ -73,7 +77,7 @@ def arrange(summaries: list[SessionRow], key: str, reverse: bool, needle: str) -
             not needle
             or needle in s.id.casefold()
             or needle in (s.cwd or "").casefold()
-            or needle in str(s.path).casefold()
+            or needle in shown_path(s, root).casefold()
         )
 
     def keep(s: SessionRow, seen: set[str]) -> bool:
@@ -82,7 +86,7 @@ def arrange(summaries: list[SessionRow], key: str, reverse: bool, needle: str) -
         return matches(s) or any(keep(c, seen | {s.id}) for c in children.get(s.id, ()))
 
     def order(items: list[SessionRow]) -> list[SessionRow]:
-        return sorted(items, key=lambda s: (_sort_value(s, key), s.order), reverse=reverse)
+        return sorted(items, key=lambda s: (_sort_value(s, key, root), s.order), reverse=reverse)
 
     out: list[tuple[SessionRow, int]] = []
 
@@ -121,9 +125,11 @@ class SessionListScreen(Screen):
         session: str | None = None,
         follow: bool = False,
         db: Path | None = None,
+        at: At | None = None,
     ) -> None:
         super().__init__()
         self.root = root
+        self.at = at  # --at: applies to the first session opened from the list
         self.db = db  # None: ./inspector-index.db when it exists
         self.index_used: Path | None = None  # the index the rows came from, once read
         self.index_rows = 0
@@ -134,14 +140,15 @@ class SessionListScreen(Screen):
         self.follow = follow
         self.summaries: dict[tuple[Path, str | None], SessionRow] = {}
         self._dirty = False
+        self._to_top = False  # the next redraw puts the cursor on the first row (a sort)
         self._opened = False
         self.finished = False
         self.elapsed: float | None = None
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(f" sessions under {safe(self.root)} · looking…"), id="list-bar")
-        yield Static(Text(""), id="list-header")
-        yield SessionTable(id="sessions")
+        yield SessionBar(Text(f" sessions under {safe(self.root)} · looking…"), id="list-bar")
+        yield SessionBar(Text(""), id="list-header")
+        yield SessionTable(id="sessions", root=self.root)
         yield Input(placeholder="filter by id, cwd or file; Enter applies, Escape clears", id="list-filter")
         yield Footer(compact=True)
 
@@ -336,7 +343,7 @@ class SessionListScreen(Screen):
         bar.append_text(self._index_note())
         if message.problems:
             bar.append(" · " + safe("; ".join(message.problems)), "bold #e0af68")
-        self.query_one("#list-bar", Static).update(bar)
+        self.query_one("#list-bar", SessionBar).show(bar)
 
     def _flush(self) -> None:
         if not self._dirty:
@@ -349,12 +356,15 @@ class SessionListScreen(Screen):
                 kids[s.parent] = kids.get(s.parent, 0) + 1
         for s in summaries:
             s.forks = kids.get(s.id, 0)
-        self.query_one(SessionTable).set_rows(arrange(summaries, self.sort_key, self.reverse, self.needle))
+        top, self._to_top = self._to_top, False
+        self.query_one(SessionTable).set_rows(
+            arrange(summaries, self.sort_key, self.reverse, self.needle, self.root), top=top
+        )
         if not self.finished:
             done = sum(1 for s in summaries if s.loaded)
             bar = Text(f" sessions under {safe(self.root)} · checked {done} of {len(summaries)}…")
             bar.append_text(self._index_note())
-            self.query_one("#list-bar", Static).update(bar)
+            self.query_one("#list-bar", SessionBar).show(bar)
         self._draw_header()
 
     def _index_note(self) -> Text:
@@ -367,7 +377,7 @@ class SessionListScreen(Screen):
 
     def _draw_header(self) -> None:
         table = self.query_one(SessionTable)
-        self.query_one("#list-header", Static).update(
+        self.query_one("#list-header", SessionBar).show(
             header_text(table.size.width or self.size.width, self.sort_key, self.reverse)
         )
 
@@ -379,23 +389,29 @@ class SessionListScreen(Screen):
             (s for s in self.summaries.values() if s.path == message.path and s.id == message.session_id), None
         )
         src = LogSource(message.path, self.root, summary.member if summary is not None else None)
+        at, self.at = self.at, None
         self.app.push_screen(
-            SessionScreen(src, options=self.options, config=self.config, follow=self.follow, from_list=True)
+            SessionScreen(src, options=self.options, config=self.config, follow=self.follow, from_list=True, at=at)
         )
 
     # -- sorting and filtering -------------------------------------------------------
     def action_sort(self) -> None:
-        self.sort_key = SORT_KEYS[(SORT_KEYS.index(self.sort_key) + 1) % len(SORT_KEYS)]
+        """The next column shown (a column that gave way to a narrow screen is not sorted by)."""
+        table = self.query_one(SessionTable)
+        shown = {COLUMNS[i][0] for i, _ in layout(table.size.width or self.size.width)}
+        keys = [k for k in SORT_KEYS if k == "order" or k in shown]
+        at = keys.index(self.sort_key) if self.sort_key in keys else 0
+        self.sort_key = keys[(at + 1) % len(keys)]
 
     def action_reverse(self) -> None:
         self.reverse = not self.reverse
 
     def watch_sort_key(self) -> None:
-        self._dirty = True
+        self._dirty = self._to_top = True  # after a sort the top row is the one highlighted
         self._flush()
 
     def watch_reverse(self) -> None:
-        self._dirty = True
+        self._dirty = self._to_top = True
         self._flush()
 
     def watch_needle(self) -> None:
@@ -424,9 +440,9 @@ class SessionListScreen(Screen):
         self.query_one(SessionTable).focus()
 
     def action_help(self) -> None:
-        from inspector.screens.dialogs import HelpScreen
+        from inspector.screens.dialogs import LIST_KEYS, HelpScreen
 
-        self.app.push_screen(HelpScreen())
+        self.app.push_screen(HelpScreen("keys of the session list", LIST_KEYS))
 
     async def action_quit(self) -> None:
         self.app.exit()

@@ -17,6 +17,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+from invariants.analysis.blame import BlameLine, blame_request
+from invariants.analysis.verdicts import one_shot_steps, verdicts
 from invariants.gate.result import CheckResult, RequestCheck, SessionSummary
 from invariants.model.findings import SEVERITY_RANK, Finding
 from invariants.replay.compare import Difference, compare
@@ -24,6 +26,7 @@ from invariants.replay.header_fold import HeaderVersion
 from invariants.replay.session import RebuiltRequest, SessionModel, StepState
 
 TABS = ("request", "diff", "header", "prefix", "events", "findings")
+DISAGREE = "verdicts disagree"  # the timeline filter for steps where we and the harness judge a request differently
 
 STATUS_LABEL = {
     "ok": "matches the recorded request",
@@ -83,10 +86,17 @@ class SessionState:
         self.result = result
         self.model = model
         self.steps: list[StepState] = model.steps
-        self.findings: list[Finding] = session_findings(result, model)
         # windows: step i owns seqs [starts[i], starts[i+1])
         self.starts: list[int] = [0] + [s.last_seq + 1 for s in self.steps[:-1]] if self.steps else []
-        self.finding_step: list[int | None] = [self._step_of_finding(f) for f in self.findings]
+        # findings in the order of the log: by step (turn, step), then seq; session-wide ones first
+        found = session_findings(result, model)
+        where = [self._step_of_finding(f) for f in found]
+        order = sorted(
+            range(len(found)),
+            key=lambda i: (-1 if where[i] is None else where[i], -1 if found[i].seq is None else found[i].seq, i),
+        )
+        self.findings: list[Finding] = [found[i] for i in order]
+        self.finding_step: list[int | None] = [where[i] for i in order]
         self.step_findings: dict[int, list[int]] = {}
         for i, s in enumerate(self.finding_step):
             if s is not None:
@@ -94,6 +104,13 @@ class SessionState:
         self._version_seqs = [v.seq for v in model.versions]
         self._expected: dict[tuple[int, int | None], RebuiltRequest | None] = {}
         self._diffs: dict[int, list[StepDiff]] = {}
+        self._blame: dict[int, list[BlameLine]] = {}
+        # one-shot requests (loopBuilt: false) under the step they belong to; None: under no step
+        self.one_shots: dict[int | None, list[RequestCheck]] = one_shot_steps(model.requests, model.steps)
+        self.disagreeing: dict[int, int] = {}  # step -> its recorded requests whose verdicts disagree
+        for rc in model.requests:
+            if rc.step is not None and verdicts(rc).disagree:
+                self.disagreeing[rc.step] = self.disagreeing.get(rc.step, 0) + 1
 
     # -- counts ----------------------------------------------------------------
     def counts(self) -> dict[str, int]:
@@ -106,6 +123,8 @@ class SessionState:
         out: dict[str, int] = {}
         for f in self.findings:
             out[f.category] = out.get(f.category, 0) + 1
+        if self.disagreeing:
+            out[DISAGREE] = sum(self.disagreeing.values())
         return out
 
     def worst(self, step: int) -> str | None:
@@ -140,7 +159,9 @@ class SessionState:
     # -- timeline ------------------------------------------------------------------
     def rows(self, category: str | None = None) -> list[TimelineRow]:
         keep: set[int] | None = None
-        if category is not None:
+        if category == DISAGREE:
+            keep = set(self.disagreeing)
+        elif category is not None:
             keep = {
                 s for i, s in enumerate(self.finding_step) if s is not None and self.findings[i].category == category
             }
@@ -197,17 +218,33 @@ class SessionState:
         return self.rebuild_request(index, ll)
 
     def diffs(self, index: int) -> list[StepDiff]:
+        """The step's recorded requests against the rebuilt one, with its one-shots (shown, not compared),
+        in capture order."""
         if index not in self._diffs:
             out = []
-            for rc in self.recorded(index):
+            compared = self.recorded(index)
+            for rc in compared:
                 exp = self.rebuild_request(index, rc.recorded.log_length)
                 out.append(
                     StepDiff(
                         rc, exp, compare(exp, rc.recorded.request) if exp is not None and rc.recorded.loop_built else []
                     )
                 )
+            out += [StepDiff(rc, None) for rc in self.one_shots.get(index, []) if all(rc is not c for c in compared)]
+            out.sort(key=lambda sd: (sd.check.recorded.file, sd.check.recorded.line))
             self._diffs[index] = out
         return self._diffs[index]
+
+    def blame(self, index: int) -> list[BlameLine]:
+        """Each part of the step's rebuilt request with the event that produced it (empty without a header)."""
+        if index not in self._blame:
+            exp = self.rebuilt(index)
+            self._blame[index] = blame_request(self.model, exp) if exp is not None else []
+        return self._blame[index]
+
+    def divergence(self, index: int) -> tuple[int, StepDiff] | None:
+        """The first recorded request of the step that differs from the rebuilt one (its position and diff)."""
+        return next(((k, sd) for k, sd in enumerate(self.diffs(index)) if sd.differences), None)
 
     # -- header history ----------------------------------------------------------------
     def version_index(self, version: HeaderVersion | None) -> int | None:

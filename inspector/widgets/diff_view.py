@@ -10,16 +10,22 @@ difference's line marked.
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
 
 from inspector.screens.state import STATUS_LABEL, SessionState
-from inspector.widgets.difftext import ADDED_BG, REMOVED_BG
+from inspector.widgets.difftext import ADDED_BG, EXPECTED_MARK, RECORDED_MARK, REMOVED_BG, pieces_text
 from inspector.widgets.document import Block, DocumentView
-from inspector.widgets.jsontext import best_line, json_lines, safe, styled
+from inspector.widgets.jsontext import NUMBER, STRING, best_line, json_lines, safe, styled
+from invariants.analysis.verdicts import Verdicts, verdicts
+from invariants.model.jsonvalue import MISSING, get_path
+from invariants.model.textdiff import CUT, TextDiff, diff_text, diff_values
 
 MARK_BG = "on #6b2a12"
+ONE_SHOT_LINES = 30  # lines of a one-shot request shown
+VERDICT_CHARS = 100  # of the harness's verdict message
 CONTEXT = 3
 REGION_WORDS = {
     "prefix": "the session prefix",
@@ -30,16 +36,67 @@ REGION_WORDS = {
 
 
 def align_keys(value: Any, like: Any) -> Any:
-    """``value`` with its object keys in the order ``like`` has them (extra keys last).
-
-    A line diff of two aligned values then shows content differences only.
-    """
+    """``value`` with its keys in the order ``like`` has them (extra keys last): a line diff shows content only."""
     if isinstance(value, dict) and isinstance(like, dict):
         keys = [k for k in like if k in value] + [k for k in value if k not in like]
         return {k: align_keys(value[k], like.get(k)) for k in keys}
     if isinstance(value, list) and isinstance(like, list):
         return [align_keys(v, like[i] if i < len(like) else None) for i, v in enumerate(value)]
     return value
+
+
+def _scalar(value: Any) -> bool:
+    return value is not MISSING and not isinstance(value, (dict, list))
+
+
+def _inline(path: str, expected: Any, recorded: Any, both: TextDiff) -> tuple[dict[str, Text], dict[str, Text]]:
+    """The first differing scalar drawn as a windowed character diff on both sides of the side-by-side."""
+    if not path or not (_scalar(expected) and _scalar(recorded)):
+        return {}, {}
+
+    def style(value: Any) -> str:
+        return STRING if isinstance(value, str) else NUMBER
+
+    return (
+        {path: pieces_text(both.expected, EXPECTED_MARK, style(expected))},
+        {path: pieces_text(both.recorded, RECORDED_MARK, style(recorded))},
+    )
+
+
+def _values_diff(detail: dict, expected: Any, recorded: Any) -> TextDiff:
+    """Both values at the difference's path, windowed on it (the finding's previews when neither side has the path)."""
+    if expected is MISSING and recorded is MISSING:
+        return diff_text(str(detail.get("expected", "")), str(detail.get("recorded", "")))
+    return diff_values(expected, recorded)
+
+
+def verdict_line(v: Verdicts) -> Text | None:
+    """Our verdict beside the harness's own (``verdict``, ``shadowVerdict``), marked when they disagree."""
+    if v.harness is None and v.shadow is None:
+        return None
+    out = styled("  verdicts  ", "bold")
+    ours = "not ours to judge (one-shot)" if v.ours == "one-shot" else v.ours
+    out.append(f"ours: {ours}", "green" if v.ours == "ok" else "dim" if v.ours == "one-shot" else "bold red")
+    for name, value in (("harness", v.harness), ("shadow", v.shadow)):
+        if value is not None:
+            out.append("  │  ", "dim")
+            out.append(f"{name}: ", "")
+            shown = safe(value if len(value) <= VERDICT_CHARS else value[: VERDICT_CHARS - 1] + "…")
+            out.append(shown, "green" if value == "ok" else "dim" if value == "unchecked" else "red")
+    if v.disagree:
+        out.append("  ≠ we and the harness disagree", "bold #f7768e")
+    return out
+
+
+def one_shot_blocks(rec: Any) -> list[Block]:
+    """A one-shot request (``loopBuilt: false``) as recorded: the log does not promise to explain it."""
+    note = Text("  a one-shot request (loopBuilt: false): shown, not checked", style="italic")
+    lines = json_lines(rec.request)
+    shown = lines[:ONE_SHOT_LINES]
+    body = Text("\n").join(Text.assemble("  ", t) for _, t in shown)
+    if len(lines) > len(shown):
+        body.append(f"\n  … {len(lines) - len(shown)} more lines (x exports the step's rebuilt request)", "dim")
+    return [Block(note, selectable=False), Block(body, selectable=False)]
 
 
 class DiffView(DocumentView):
@@ -75,22 +132,22 @@ class DiffView(DocumentView):
         first_key = None
         for r, sd in enumerate(diffs):
             rec = sd.check.recorded
-            head = styled(f"\nrecorded request {r + 1} of {len(diffs)}", "bold")
-            head.append(f" · capture {safe(rec.file)}:{rec.line}", "dim")
+            blocks.append(Block(Text(""), selectable=False))
+            head = styled(f"recorded request {r + 1} of {len(diffs)}", "bold")
+            head.append(f" · capture {safe(Path(rec.file).name)}:{rec.line}", "dim")
             if rec.log_length is not None:
                 head.append(f" · logLength {rec.log_length}", "dim")
+            status = "one-shot: shown, not checked" if sd.check.status == "one-shot" else sd.check.status
             head.append(
-                f" · {sd.check.status}",
+                f" · {status}",
                 "bold red" if sd.check.status in ("diverges", "header", "unexplained") else "green",
             )
-            blocks.append(Block(head, selectable=False))
+            blocks.append(Block(head, key=("request", r), selectable=False))
+            line = verdict_line(verdicts(sd.check))
+            if line is not None:
+                blocks.append(Block(line, key=("verdict", r), selectable=False))
             if not rec.loop_built:
-                blocks.append(
-                    Block(
-                        Text("a one-shot request (loopBuilt: false): shown, never compared", style="italic"),
-                        selectable=False,
-                    )
-                )
+                blocks.extend(one_shot_blocks(rec))
                 continue
             if sd.expected is None:
                 blocks.append(
@@ -104,8 +161,8 @@ class DiffView(DocumentView):
                 blocks.append(
                     Block(
                         Text(
-                            f"✓ identical to the rebuilt request ({len(sd.expected.request.get('messages', []))} "
-                            "messages)",
+                            "✓ identical to the rebuilt request "
+                            f"({len(sd.expected.request.get('messages', []))} messages)",
                             style="green",
                         ),
                         selectable=False,
@@ -121,10 +178,14 @@ class DiffView(DocumentView):
             where = self._where(d0.detail)
             if where:
                 summary.append("\n" + where, "")
+            e_val, r_val = get_path(sd.expected.request, d0.path), get_path(rec.request, d0.path)
+            both = _values_diff(d0.detail, e_val, r_val)
+            if both.expected and both.expected[0].kind == CUT:  # windowed: say where the window is
+                summary.append(f"\n  first difference at character {both.offset + 1} of the value", "dim")
             summary.append("\n  expected  ", "bold")
-            summary.append(safe(d0.detail.get("expected", "")), "#9ece6a")
+            summary.append_text(pieces_text(both.expected, EXPECTED_MARK))
             summary.append("\n  recorded  ", "bold")
-            summary.append(safe(d0.detail.get("recorded", "")), "#f7768e")
+            summary.append_text(pieces_text(both.recorded, RECORDED_MARK))
             key = ("diff", r, 0)
             blocks.append(Block(summary, key=key))
             self.sources[key] = d0.detail.get("source_seq")
@@ -166,8 +227,13 @@ class DiffView(DocumentView):
                         selectable=False,
                     )
                 )
-            blocks.extend(self._side_by_side(r, sd.expected.request, recorded, [d.path for d in sd.differences]))
-        self.set_blocks(blocks, cursor_key if cursor_key is not None else first_key)
+            inline = _inline(d0.path, e_val, r_val, both)
+            blocks.extend(
+                self._side_by_side(r, sd.expected.request, recorded, [d.path for d in sd.differences], inline)
+            )
+        key = cursor_key if cursor_key is not None else first_key
+        anchor = ("request", key[1]) if isinstance(key, tuple) and len(key) > 1 and key[0] in ("diff", "line") else None
+        self.set_blocks(blocks, key, anchor_key=anchor)
 
     @staticmethod
     def _where(detail: dict) -> str:
@@ -183,10 +249,12 @@ class DiffView(DocumentView):
             out += f" · {detail['expected_count']} messages expected, {detail.get('recorded_count')} recorded"
         return out
 
-    def _side_by_side(self, r: int, expected: dict, recorded: dict, paths: list[str]) -> list[Block]:
+    def _side_by_side(
+        self, r: int, expected: dict, recorded: dict, paths: list[str], inline: tuple[dict, dict] = ({}, {})
+    ) -> list[Block]:
         focus = tuple(paths[:1])
-        left = json_lines(expected, expand=focus)
-        right = json_lines(recorded, expand=focus)
+        left = json_lines(expected, expand=focus, shown=inline[0])
+        right = json_lines(recorded, expand=focus, shown=inline[1])
         marks_l = {best_line(left, p) for p in paths[:1]}
         marks_r = {best_line(right, p) for p in paths[:1]}
         header = styled("expected (rebuilt from the log)", "bold underline")
@@ -227,15 +295,16 @@ class DiffView(DocumentView):
         lt = left[li][1].copy() if li is not None else Text("")
         rt = right[rj][1].copy() if rj is not None else Text("")
         marked = (li is not None and li in marks_l) or (rj is not None and rj in marks_r)
-        if kind == "changed":
-            if li is not None:
-                lt.stylize(REMOVED_BG)
-            if rj is not None:
-                rt.stylize(ADDED_BG)
+        # backgrounds go under the text's own styles, so a changed run inside the line keeps its mark
         if marked:
             lt = Text.assemble(("▶ ", "bold #ff9e64"), lt)
-            lt.stylize(MARK_BG)
-            rt.stylize(MARK_BG)
+            lt.stylize_before(MARK_BG)
+            rt.stylize_before(MARK_BG)
+        elif kind == "changed":
+            if li is not None:
+                lt.stylize_before(REMOVED_BG)
+            if rj is not None:
+                rt.stylize_before(ADDED_BG)
         path = left[li][0] if li is not None else right[rj][0] if rj is not None else ""
         return Block(lt, key=("line", r, path, li, rj), right=rt, selectable=kind == "changed" or marked)
 

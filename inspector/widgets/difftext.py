@@ -8,11 +8,16 @@ from typing import Any
 from rich.text import Text
 
 from inspector.widgets.jsontext import PUNCT, literal, plain, safe, value_text
+from invariants.model.textdiff import CHANGED, CUT, Piece, cut_label
 
 ADDED = "#9ece6a"
 REMOVED = "#f7768e"
 ADDED_BG = "on #1f3a24"
 REMOVED_BG = "on #4a1f26"
+# a changed run inside a differing string: dark text on a light mark reads on dark and light themes
+EXPECTED_MARK = "bold #1a1b26 on #9ece6a"
+RECORDED_MARK = "bold #1a1b26 on #f7768e"
+CUT_STYLE = "italic dim"
 MAX_PART = 3000  # characters of one message part shown before cutting
 MAX_LINE = 2000  # characters of one line of a string shown line by line
 
@@ -75,6 +80,17 @@ def unified(old: list[str], new: list[str], context: int = 2, limit: int = 400) 
         if len(out) >= limit:
             out.append(Text(f"… diff cut at {limit} lines", style="italic dim"))
             break
+    return out
+
+
+def pieces_text(pieces: tuple[Piece, ...] | list[Piece], mark: str, style: str = "") -> Text:
+    """One side of a :func:`~invariants.model.textdiff.diff_text` as inert ``Text``: changed runs marked, cuts dim."""
+    out = Text()
+    for p in pieces:
+        if p.kind == CUT:
+            out.append(cut_label(p.omitted), CUT_STYLE)
+        else:
+            out.append(safe(p.text), mark if p.kind == CHANGED else style)
     return out
 
 

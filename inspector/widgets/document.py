@@ -28,6 +28,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from inspector.messages import BlockActivated, BlockSelected
+from inspector.widgets.palette import Recolored
 
 
 @dataclass(slots=True)
@@ -42,7 +43,7 @@ class Block:
     gutter: Text | None = None  # drawn at the start of every line of the block (e.g. a region bar)
 
 
-class DocumentView(ScrollView, can_focus=True):
+class DocumentView(Recolored, ScrollView, can_focus=True):
     """Blocks of inert text; a cursor over the selectable ones."""
 
     COMPONENT_CLASSES = {"document--cursor", "document--cursor-blurred", "document--gutter"}
@@ -75,8 +76,13 @@ class DocumentView(ScrollView, can_focus=True):
         self._cache: LRUCache[int, Strip] = LRUCache(512)
 
     # -- content ---------------------------------------------------------------
-    def set_blocks(self, blocks: list[Block], cursor_key: Any = None, *, scroll_home: bool = True) -> None:
-        """Replace the document; put the cursor on ``cursor_key`` (else the first selectable block)."""
+    def set_blocks(
+        self, blocks: list[Block], cursor_key: Any = None, *, scroll_home: bool = True, anchor_key: Any = None
+    ) -> None:
+        """Replace the document; put the cursor on ``cursor_key`` (else the first selectable block).
+
+        ``anchor_key`` names a block above the cursor's (its heading) that a jump shows too.
+        """
         self.blocks = blocks
         self._layout_width = -1
         self._cache.clear()
@@ -88,16 +94,18 @@ class DocumentView(ScrollView, can_focus=True):
         if scroll_home:
             self.scroll_to(0, 0, animate=False, immediate=True)
         if cursor_key is not None and target >= 0:
-            self.call_after_refresh(self._reveal, target)
+            anchor = self.index_of(anchor_key) if anchor_key is not None else None
+            self.call_after_refresh(self._reveal, target, anchor if anchor is not None and anchor < target else None)
         self.refresh()
 
-    def _reveal(self, index: int) -> None:
-        """After a jump: the block near the top unless it is fully visible already."""
+    def _reveal(self, index: int, anchor: int | None = None) -> None:
+        """After a jump: the block (from its anchor on) near the top unless it is fully visible already."""
         start, count = self.block_lines(index)
+        top = self.block_lines(anchor)[0] if anchor is not None else start
         height = max(1, self.scrollable_content_region.height)
         y = self.scroll_offset.y
-        if not (start >= y and start + count <= y + height):
-            self.scroll_to_block(index, top=True)
+        if not (top >= y and start + count <= y + height):
+            self.scroll_to_block(anchor if anchor is not None else index, top=True)
 
     def index_of(self, key: Any) -> int | None:
         for i, b in enumerate(self.blocks):
@@ -190,6 +198,11 @@ class DocumentView(ScrollView, can_focus=True):
         else:
             target = start + count - height
         self.scroll_to(y=target, animate=False, immediate=True)
+
+    def theme_changed(self) -> None:
+        """The lines cached were drawn with the old theme's styles."""
+        self._cache.clear()
+        self.refresh()
 
     # -- drawing ---------------------------------------------------------------
     def render_line(self, y: int) -> Strip:

@@ -18,6 +18,7 @@ from invariants.analysis.events_view import ChunkRun, RawEvent, collapse_chunks
 
 TYPE_STYLE = "bold #7dcfff"
 TARGET_BG = "on #3b3052"
+MATCH_STYLE = "bold #1a1b26 on #e0af68"  # a search match: dark on amber, readable on both themes
 MAX_EVENT_LINES = 80
 
 
@@ -44,6 +45,15 @@ class EventsView(DocumentView):
         self.window: tuple[int, int | None] = (0, None)
         self.target: int | None = None
         self.title = Text("")
+        self.highlight: str | None = None  # the search query, marked wherever it shows
+
+    def set_highlight(self, query: str | None) -> None:
+        """Mark ``query`` (case-insensitive) in the events shown; redraws when it changes."""
+        if query == self.highlight:
+            return
+        self.highlight = query
+        if self.items:
+            self._build(self.selected_key, scroll_home=False)
 
     def show_reading(self, step: int, title: Text) -> None:
         self.step = step
@@ -117,6 +127,10 @@ class EventsView(DocumentView):
                     blocks.append(Block(self._run_summary(it), key=("run", it.first_seq)))
             else:
                 blocks.append(self._event_block(it))
+        if self.highlight:
+            needle = safe(self.highlight)
+            for b in blocks:
+                b.text.highlight_words([needle], MATCH_STYLE, case_sensitive=False)
         self.set_blocks(blocks, cursor_key, scroll_home=scroll_home)
 
     def _event_block(self, ev: RawEvent) -> Block:

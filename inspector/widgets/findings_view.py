@@ -25,6 +25,9 @@ def finding_where(f: Any) -> str:
         parts.append(f"seq {f.seq}")
     if f.line is not None:
         parts.append(f"line {f.line}")
+    capture = f.detail.get("capture") if isinstance(f.detail, dict) else None
+    if isinstance(capture, str) and capture:
+        parts.append("capture " + safe(capture.replace("\\", "/").rsplit("/", 1)[-1]))
     return " · ".join(parts)
 
 
@@ -42,8 +45,8 @@ class FindingsView(DocumentView):
         c = state.counts()
         title = styled(f"{len(state.findings)} finding{'s' if len(state.findings) != 1 else ''}", "bold")
         title.append(
-            f" · {c['error']} error(s), {c['warning']} warning(s), {c['info']} info(s) · Enter jumps to the place; n/N "
-            "step through them",
+            f" · {c['error']} error(s), {c['warning']} warning(s), {c['info']} info(s)"
+            " · Enter jumps to the place; n/N step through them",
             "dim",
         )
         blocks = [Block(title, selectable=False)]

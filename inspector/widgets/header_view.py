@@ -3,12 +3,14 @@
 It names the version in force (a snapshot with its reason, or a delta and
 its arms), lists every header event between the previous step's request and
 this one, and shows each field with the event that last changed it; a field
-that changed since the previous step is shown as a diff.  ``w`` on a field
-jumps to the event that last changed it.
+that changed since the previous step is shown as a diff, and one the step's
+recorded request contradicts is marked ``≠`` with the recorded value.  ``w``
+on a field jumps to the event that last changed it.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -17,6 +19,7 @@ from inspector.screens.state import SessionState, describe_version
 from inspector.widgets.difftext import clip, join_lines, unified, value_as_lines, value_block
 from inspector.widgets.document import Block, DocumentView
 from inspector.widgets.jsontext import json_lines, safe, styled, value_text
+from invariants.analysis.blame import header_differences
 from invariants.replay.header_codec import changed_fields
 
 MAX_FIELD_LINES = 60
@@ -37,7 +40,8 @@ class HeaderView(DocumentView):
         versions = state.model.versions
         vi = state.step_version(index)
         prev_vi = state.step_version(index - 1) if index > 0 else None
-        stamp = (state.serial, vi, prev_vi, st.header_event, st.turn, st.step)
+        diverging = state.divergence(index)
+        stamp = (state.serial, vi, prev_vi, st.header_event, st.turn, st.step, index if diverging else None)
         if stamp == self._stamp:
             if cursor_key is not None:
                 self.select_key(cursor_key, top=True)
@@ -101,6 +105,14 @@ class HeaderView(DocumentView):
         names = [n for n in FIELD_ORDER if n in header] + [n for n in header if n not in FIELD_ORDER]
         if prev_header is not None:
             names += [n for n in prev_header if n not in header]
+        contradicted: dict[str, list[tuple[str, Any]]] = {}
+        if diverging is not None and diverging[1].expected is not None:
+            k, sd = diverging
+            contradicted = header_differences(sd.expected, sd.check.recorded.request)
+            if contradicted:
+                warn = styled(f"\n≠ {len(contradicted)} field(s) differ from recorded request {k + 1}", "bold #f7768e")
+                warn.append(f" ({safe(Path(sd.check.recorded.file).name)}:{sd.check.recorded.line})", "")
+                blocks.append(Block(warn, selectable=False))
         blocks.append(Block(Text("\nfields:", style="bold"), selectable=False))
         for name in names:
             value = header.get(name)
@@ -115,10 +127,19 @@ class HeaderView(DocumentView):
                 lv = versions[last]
                 head.append(f"  · last changed at seq {lv.seq} by {describe_version(lv)}", "dim")
                 self.targets[("field", name)] = lv.seq
+            recorded = contradicted.get(name)
+            if recorded:
+                head.append_text(_recorded_text(name, recorded))
             body = self._body(
                 name, prev_header.get(name) if prev_header else None, value, name in now_changed or name not in header
             )
-            blocks.append(Block(Text.assemble(head, "\n", body), key=("field", name)))
+            blocks.append(
+                Block(
+                    Text.assemble(head, "\n", body),
+                    key=("field", name),
+                    gutter=Text("≠ ", style="bold #f7768e") if recorded else None,
+                )
+            )
         self.set_blocks(blocks, cursor_key)
 
     def _body(self, name: str, old: Any, new: Any, changed: bool) -> Text:
@@ -159,9 +180,25 @@ class HeaderView(DocumentView):
         return out
 
     def field_of(self, key: Any) -> str | None:
+        """The header field under ``key`` (for ``w``)."""
         if isinstance(key, tuple) and key and key[0] == "field":
             return key[1]
         return None
 
     def target_of(self, key: Any) -> int | None:
         return self.targets.get(key)
+
+
+def _recorded_text(name: str, recorded: list[tuple[str, Any]]) -> Text:
+    """What the recorded request carries instead, under a field that differs: ``≠ recorded temperature: 0.7``."""
+    out = Text()
+    for key, value in recorded:
+        out.append("\n  ≠ recorded ", "bold #f7768e")
+        if name != key:
+            out.append(f"{safe(key)}: ", "bold")
+        if name in ("messagePrefix", "messageSuffix") and isinstance(value, list):
+            out.append(f"{len(value)} message(s) at its place: ", "")
+            out.append_text(value_text(value, 160))
+        else:
+            out.append_text(value_text(value, 200))
+    return out

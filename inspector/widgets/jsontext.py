@@ -130,14 +130,16 @@ def json_lines(
     comma: bool = False,
     compact: int = COMPACT,
     expand: tuple[str, ...] = (),
+    shown: dict[str, Text] | None = None,
 ) -> list[tuple[str, Text]]:
     """Pretty JSON as ``(path, line)`` pairs; a line's path is the value it opens or holds.
 
     Containers on the way to a path in ``expand`` are never folded onto one
-    line, so the value at that path gets a line of its own.
+    line, so the value at that path gets a line of its own; ``shown`` gives the
+    text to draw for the value at a path instead of its literal (a windowed diff).
     """
     out: list[tuple[str, Text]] = []
-    _emit(value, path, key, indent, comma, compact, out, expand)
+    _emit(value, path, key, indent, comma, compact, out, expand, shown or {})
     return out
 
 
@@ -151,10 +153,18 @@ def _head(indent: int, key: Any) -> Text:
 
 
 def _emit(
-    value: Any, path: str, key: Any, indent: int, comma: bool, compact: int, out: list, expand: tuple[str, ...] = ()
+    value: Any,
+    path: str,
+    key: Any,
+    indent: int,
+    comma: bool,
+    compact: int,
+    out: list,
+    expand: tuple[str, ...],
+    shown: dict[str, Text],
 ) -> None:
     tail = "," if comma else ""
-    if (
+    if path not in shown and (
         isinstance(value, (dict, list))
         and value
         and (indent == 0 or _short_len(value, compact) > compact or any(path_covers(path, t) for t in expand))
@@ -175,13 +185,14 @@ def _emit(
                 compact,
                 out,
                 expand,
+                shown,
             )
         end = Text("  " * indent)
         end.append(closing + tail, PUNCT)
         out.append((path, end))
         return
     line = _head(indent, key)
-    line.append_text(value_text(value))
+    line.append_text(shown[path] if path in shown else value_text(value))
     if tail:
         line.append(tail, PUNCT)
     out.append((path, line))

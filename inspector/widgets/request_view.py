@@ -1,13 +1,17 @@
-"""The Request tab: the request the log says the loop sent, message by message.
+"""The Request tab: the request the log says the loop sent, as a blame view.
 
-Each message is marked with its region (session prefix, history derived from
-the log, suffix) by a coloured bar, and says which event it came from: the
-surface event for derived history, the header event that last set the prefix
-or suffix otherwise.  ``e`` on a message jumps to that event.
+Every part of it (model, system, each tool, each message, each call setting)
+is one line tagged with the event that produced it (``invariants.analysis.blame``):
+the header snapshot or delta that last set a header part, the surface event
+of a derived message.  Messages carry their region (session prefix, history
+derived from the log, suffix) as a coloured bar.  On a step whose recorded
+request differs, the parts a difference falls in are marked ``≠``.  Enter or
+``e`` on a line jumps to its event.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -16,6 +20,7 @@ from inspector.screens.state import SessionState, describe_version
 from inspector.widgets.difftext import message_body
 from inspector.widgets.document import Block, DocumentView
 from inspector.widgets.jsontext import literal, safe, styled, value_text
+from invariants.analysis.blame import BlameLine, marked
 
 REGIONS = {
     "prefix": ("▌", "#bb9af7", "prefix"),
@@ -23,14 +28,16 @@ REGIONS = {
     "suffix": ("▌", "#e0af68", "suffix"),
     "beyond": ("▌", "red", "beyond the log"),
 }
+DIFFERS_BG = "on #3b1d24"  # a part that differs from the recorded request
 
 
 class RequestView(DocumentView):
-    """Blocks keyed ``("message", i)``; the screen asks :meth:`origin_of` for ``e``."""
+    """Blocks keyed ``("part", path)`` and ``("message", i)``; the screen asks :meth:`origin_of` for ``e``."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.origins: dict[int, int | None] = {}
+        self.origins: dict[tuple, int | None] = {}  # block key -> the event that produced that part
+        self.parts: dict[tuple, BlameLine] = {}  # block key -> its blame line
 
     def show(self, state: SessionState, index: int, cursor_key: Any = None) -> None:
         st = state.steps[index]
@@ -40,6 +47,7 @@ class RequestView(DocumentView):
         title.append(f" · turn {safe(st.turn)} step {safe(st.step)} · step/start at seq {st.seq}", "")
         blocks.append(Block(title, selectable=False))
         self.origins = {}
+        self.parts = {}
         if exp is None:
             blocks.append(
                 Block(
@@ -72,41 +80,96 @@ class RequestView(DocumentView):
             counts.append(bar, color)
             counts.append(f"{n} {label}  ", "dim")
         blocks.append(Block(counts, selectable=False))
-        fields = Text()
-        for key, value in exp.request.items():
-            if key == "messages":
-                continue
-            if fields:
-                fields.append("\n")
-            fields.append(f"{key}: ", "bold")
-            if key == "system" and isinstance(value, str):
-                first = value.split("\n", 1)[0]
-                fields.append(f"{len(value)} chars · ", "dim")
-                fields.append(safe(first[:80]) + ("…" if len(first) > 80 or "\n" in value else ""), "#9ece6a")
-            elif key == "tools" and isinstance(value, list):
-                names = [safe(t.get("name")) if isinstance(t, dict) else literal(t, 40) for t in value]
-                fields.append(", ".join(names) + f"  ({len(value)})")
+        diverging = state.divergence(index)
+        marks: set[str] = set()
+        if diverging is not None:
+            k, sd = diverging
+            marks = marked(state.blame(index), [d.path for d in sd.differences])
+            rec = sd.check.recorded
+            n = len(marks)
+            warn = styled(f"≠ {n} part{' differs' if n == 1 else 's differ'}", "bold #f7768e")
+            warn.append(
+                f" from recorded request {k + 1} of {len(state.diffs(index))} "
+                f"({safe(Path(rec.file).name)}:{rec.line}) · marked ≠ below",
+                "",
+            )
+            blocks.append(Block(warn, selectable=False))
+        blocks.append(
+            Block(
+                Text("each part names the event that produced it · Enter or e jumps there", style="dim"),
+                selectable=False,
+            )
+        )
+        msgs = exp.request.get("messages", [])
+        for bl in state.blame(index):
+            key = _key(bl.path)
+            self.origins[key] = bl.seq
+            self.parts[key] = bl
+            differs = bl.path in marks
+            if key[0] == "message":
+                i = key[1]
+                msg = msgs[i]
+                bar, color, label = REGIONS.get(bl.region, REGIONS["beyond"])
+                head = styled(f"[{i}] ", "bold")
+                head.append(label, color)
+                role = msg.get("role") if isinstance(msg, dict) else None
+                head.append(f" · {safe(role) if role is not None else '?'}", "bold")
+                head.append_text(_tag(bl))
+                if differs:
+                    head.append("  ≠ differs from the recorded request", "bold #f7768e")
+                text = Text.assemble(head, "\n", message_body(msg))
+                gutter = Text(("≠" if differs else bar) + " ", style="bold #f7768e" if differs else color)
             else:
-                fields.append_text(value_text(value, 200))
-        if fields:
-            blocks.append(Block(fields, key=("fields", None), selectable=False))
-        for i, msg in enumerate(msgs):
-            region = exp.region(i)
-            bar, color, label = REGIONS.get(region, REGIONS["beyond"])
-            origin = state.origin_of_message(exp, i)
-            self.origins[i] = origin
-            head = styled(f"[{i}] ", "bold")
-            head.append(label, color)
-            role = msg.get("role") if isinstance(msg, dict) else None
-            head.append(f" · {safe(role) if role is not None else '?'}", "bold")
-            if origin is not None:
-                head.append(f" · from event seq {origin}", "dim")
-            body = message_body(msg)
-            text = Text.assemble(head, "\n", body)
-            blocks.append(Block(text, key=("message", i), gutter=Text(bar + " ", style=color)))
+                text = _part_text(bl.path, exp.request.get(_top(bl.path)), differs)
+                text.append_text(_tag(bl))
+                gutter = Text("≠ " if differs else "  ", style="bold #f7768e")
+            blocks.append(Block(text, key=key, gutter=gutter, style=DIFFERS_BG if differs else ""))
         self.set_blocks(blocks, cursor_key)
 
+    def part_of(self, key: Any) -> BlameLine | None:
+        """The blame line under ``key`` (for ``w``)."""
+        return self.parts.get(key) if isinstance(key, tuple) else None
+
     def origin_of(self, key: Any) -> int | None:
-        if isinstance(key, tuple) and key and key[0] == "message":
-            return self.origins.get(key[1])
-        return None
+        """The event that produced the part under ``key`` (a message or a header part)."""
+        return self.origins.get(key) if isinstance(key, tuple) else None
+
+
+def _key(path: str) -> tuple:
+    """Block key of a request part: ``("message", i)`` for a message, ``("part", path)`` otherwise."""
+    if path.startswith("messages["):
+        return ("message", int(path[len("messages[") : -1]))
+    return ("part", path)
+
+
+def _top(path: str) -> str:
+    return path.split("[", 1)[0]
+
+
+def _tag(bl: BlameLine) -> Text:
+    """Where a part came from: ``← request/header-delta seq 4 · line 6``."""
+    if bl.seq is None:
+        return Text(f"  ← {safe(bl.event)}", style="italic #e0af68")
+    where = f" · line {bl.line}" if bl.line is not None else ""
+    return Text(f"  ← {safe(bl.event)} seq {bl.seq}{where}", style="#7dcfff")
+
+
+def _part_text(path: str, value: Any, differs: bool) -> Text:
+    """One header part of the request on one line: the key, then its value in short."""
+    out = styled(f"{safe(path)}: ", "bold #f7768e" if differs else "bold")
+    if path == "system" and isinstance(value, str):
+        first = value.split("\n", 1)[0]
+        out.append(f"{len(value)} chars · ", "dim")
+        out.append(safe(first[:80]) + ("…" if len(first) > 80 or "\n" in value else ""), "#9ece6a")
+    elif path.startswith("tools["):
+        tools = value if isinstance(value, list) else []
+        i = int(path[len("tools[") : -1])
+        tool = tools[i] if i < len(tools) else None
+        name = tool.get("name") if isinstance(tool, dict) else None
+        out.append(safe(name) if isinstance(name, str) else literal(tool, 40), "#7dcfff")
+        desc = tool.get("description") if isinstance(tool, dict) else None
+        if isinstance(desc, str):
+            out.append("  " + safe(desc.split("\n", 1)[0][:60]), "dim")
+    else:
+        out.append_text(value_text(value, 200))
+    return out

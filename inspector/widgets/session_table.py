@@ -8,6 +8,7 @@ cursor; Enter or a double click posts :class:`~inspector.messages.SessionChosen`
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from textual.strip import Strip
 
 from inspector.messages import SessionChosen
 from inspector.widgets.jsontext import safe, styled
+from inspector.widgets.palette import Recolored
 
 
 @dataclass
@@ -73,17 +75,46 @@ def created_text(ms: float | None, with_time: bool = True) -> str:
 
 
 WIDE = 130  # from this width on, the created column shows the time too
+GIVE_WAY = ("cwd", "forks", "resumes", "created", "events", "steps")  # dropped first when the table is narrow
+FLEX_MIN = 20  # narrowest a shared column (file, cwd) may be before another column gives way
 
 
-def column_widths(width: int) -> list[int]:
-    own = [(10 if key == "created" and width < WIDE else w) for key, _, w, _ in COLUMNS]
-    fixed = sum(w for w in own if w > 0) + len(COLUMNS)  # a space between columns
-    shares = -sum(w for w in own if w < 0)
-    rest = max(2 * shares, width - fixed - 2)
-    return [w if w > 0 else max(4, rest * -w // shares) for w in own]
+def layout(width: int) -> list[tuple[int, int]]:
+    """(column index, width) of the columns that fit ``width``; narrow columns give way, the findings stay."""
+    keys = [key for key, _, _, _ in COLUMNS]
+    shown = list(range(len(COLUMNS)))
+    for drop in (None, *GIVE_WAY):
+        if drop is not None:
+            shown.remove(keys.index(drop))
+        own = [10 if keys[i] == "created" and width < WIDE else COLUMNS[i][2] for i in shown]
+        fixed = sum(w for w in own if w > 0) + len(shown) + 2  # a space after each column, two before the first
+        shares = -sum(w for w in own if w < 0)
+        flex = sum(1 for w in own if w < 0)
+        if width - fixed >= FLEX_MIN * flex:
+            break
+    rest = max(FLEX_MIN * flex, width - fixed)
+    return [(i, w if w > 0 else max(4, rest * -w // shares)) for i, w in zip(shown, own)]
 
 
-def _cell(text: Text, width: int, align: str) -> Text:
+def shown_path(s: SessionRow, root: Path | None) -> str:
+    """The file as the list shows it (and sorts it): relative to the opened root, ``#id`` for a database session."""
+    return _relative(s.path, s.member, root)
+
+
+@functools.lru_cache(maxsize=65536)
+def _relative(path: Path, member: str | None, root: Path | None) -> str:
+    name = path.name
+    if root is not None and root.is_dir():
+        try:
+            name = path.resolve().relative_to(root.resolve()).as_posix()
+        except (ValueError, OSError):
+            name = str(path)
+    return name if member is None else f"{name}#{member}"
+
+
+def _cell(text: Text, width: int, align: str, keep_end: bool = False) -> Text:
+    if keep_end and text.cell_len > width > 1:  # a path: its end (folder/file) says more than its start
+        text = Text.assemble("…", text[len(text) - width + 1 :])
     text.truncate(width, overflow="ellipsis")
     pad = width - text.cell_len
     if pad > 0:
@@ -96,7 +127,8 @@ def _cell(text: Text, width: int, align: str) -> Text:
 
 def header_text(width: int, sort_key: str, reverse: bool) -> Text:
     out = Text("  ")
-    for (key, title, _, align), w in zip(COLUMNS, column_widths(width)):
+    for i, w in layout(width):
+        key, title, _, align = COLUMNS[i]
         title = "created" if key == "created" and width < WIDE else title
         label = title + ((" ▼" if reverse else " ▲") if key == sort_key else "")
         out.append_text(_cell(Text(label, style="bold"), w, align))
@@ -104,15 +136,12 @@ def header_text(width: int, sort_key: str, reverse: bool) -> Text:
     return out
 
 
-def row_text(s: SessionRow, depth: int, width: int) -> Text:
+def row_text(s: SessionRow, depth: int, width: int, root: Path | None = None) -> Text:
     out = Text("  ")
     cells: list[Text] = []
     ident = styled(("  " * (depth - 1) + "└ " if depth else "") + safe(s.id), "bold" if not depth else "")
     cells.append(ident)
-    name = s.path.name if s.member is None else f"{s.path.name}#{s.member}"
-    if s.path.name.startswith("session.") and s.member is None:
-        name = f"{s.path.parent.name}/{s.path.name}"
-    cells.append(Text(safe(name)))
+    cells.append(Text(safe(shown_path(s, root))))
     cells.append(Text(safe(s.cwd or ""), style="dim"))
     cells.append(Text(created_text(s.created, width >= WIDE)))
     if s.problem:
@@ -132,13 +161,14 @@ def row_text(s: SessionRow, depth: int, width: int) -> Text:
         f.append(f" ⚠{s.warnings}", "#e0af68" if s.warnings else "dim")
         f.append(f" ●{s.infos}", "#7dcfff" if s.infos else "dim")
     cells.append(f)
-    for cell, (_, _, _, align), w in zip(cells, COLUMNS, column_widths(width)):
-        out.append_text(_cell(cell, w, align))
+    for i, w in layout(width):
+        key, _, _, align = COLUMNS[i]
+        out.append_text(_cell(cells[i], w, align, keep_end=key == "file"))
         out.append(" ")
     return out
 
 
-class SessionTable(ScrollView, can_focus=True):
+class SessionTable(Recolored, ScrollView, can_focus=True):
     COMPONENT_CLASSES = {"session-table--cursor"}
     BINDINGS = [
         Binding("up,k", "cursor(-1)", "Up", show=False),
@@ -152,20 +182,31 @@ class SessionTable(ScrollView, can_focus=True):
     SessionTable > .session-table--cursor { background: $primary 55%; }
     """
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, root: Path | None = None) -> None:
         super().__init__(id=id)
+        self.root = root  # file paths are shown relative to it
         self.rows: list[tuple[SessionRow, int]] = []
         self.cursor = 0
         self.placeholder = "looking for session logs…"
 
-    def set_rows(self, rows: list[tuple[SessionRow, int]]) -> None:
+    def set_rows(self, rows: list[tuple[SessionRow, int]], *, top: bool = False) -> None:
+        """New rows; the cursor stays on its session (``top``: on the first row, after a sort) and in view."""
         current = self._key(self.rows[self.cursor][0]) if 0 <= self.cursor < len(self.rows) else None
         self.rows = rows
-        self.cursor = next(
-            (i for i, (s, _) in enumerate(rows) if self._key(s) == current), min(self.cursor, max(0, len(rows) - 1))
-        )
+        if top:
+            self.cursor = 0
+        else:
+            self.cursor = next((i for i, (s, _) in enumerate(rows) if self._key(s) == current), 0)
         self.virtual_size = Size(self.size.width, len(rows))
+        self._keep_in_view()
         self.refresh()
+
+    def _keep_in_view(self) -> None:
+        height = max(1, self.scrollable_content_region.height)
+        if self.cursor < self.scroll_offset.y:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+        elif self.cursor >= self.scroll_offset.y + height:
+            self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
 
     @staticmethod
     def _key(s: SessionRow) -> tuple:
@@ -190,7 +231,7 @@ class SessionTable(ScrollView, can_focus=True):
         if index >= len(self.rows):
             return Strip.blank(width, base)
         summary, depth = self.rows[index]
-        text = row_text(summary, depth, width)
+        text = row_text(summary, depth, width, self.root)
         if index == self.cursor:
             base = base + self.get_component_rich_style("session-table--cursor")
         return (
@@ -207,11 +248,7 @@ class SessionTable(ScrollView, can_focus=True):
         if not self.rows:
             return
         self.cursor = max(0, min(len(self.rows) - 1, self.cursor + delta))
-        height = max(1, self.scrollable_content_region.height)
-        if self.cursor < self.scroll_offset.y:
-            self.scroll_to(y=self.cursor, animate=False, immediate=True)
-        elif self.cursor >= self.scroll_offset.y + height:
-            self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
+        self._keep_in_view()
         self.refresh()
 
     def action_open(self) -> None:

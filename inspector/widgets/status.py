@@ -9,15 +9,25 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from inspector.widgets.palette import Recolored
 
-class SessionBar(Static):
-    """File, session id, era/profile and counts of the open session."""
+
+class Paragraph(Recolored, Static):
+    """Static text drawn with the views' palette (recoloured on a light theme)."""
+
+
+class SessionBar(Paragraph):
+    """One line at the top (the open session, or the list's root): never wraps, cut with an ellipsis."""
+
+    DEFAULT_CSS = """
+    SessionBar { text-wrap: nowrap; text-overflow: ellipsis; }
+    """
 
     def show(self, text: Text) -> None:
         self.update(text)
 
 
-class StatusLine(Static):
+class StatusLine(Paragraph):
     """What the last action found: a finding's path and message, a search hit, an export."""
 
     def show(self, text: Text | str) -> None:

@@ -23,6 +23,7 @@ from textual.strip import Strip
 from inspector.messages import StepSelected
 from inspector.screens.state import SessionState, TimelineRow
 from inspector.widgets.jsontext import safe, styled
+from inspector.widgets.palette import Recolored
 
 MARKS = {
     "ok": ("✓", "bold green"),
@@ -34,7 +35,7 @@ MARKS = {
 SEVERITY_STYLE = {"error": "bold red", "warning": "#e0af68", "info": "#7dcfff"}
 
 
-class Timeline(ScrollView, can_focus=True):
+class Timeline(Recolored, ScrollView, can_focus=True):
     COMPONENT_CLASSES = {"timeline--cursor", "timeline--separator", "timeline--turn"}
 
     DEFAULT_CSS = """
@@ -116,6 +117,11 @@ class Timeline(ScrollView, can_focus=True):
         if row is not None:
             self._cache.discard(row)
             self.refresh()
+
+    def theme_changed(self) -> None:
+        """The lines cached were drawn with the old theme's styles."""
+        self._cache.clear()
+        self.refresh()
 
     # -- drawing -----------------------------------------------------------------
     def on_resize(self, event: events.Resize) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from typing import Any
 
 import orjson
@@ -79,11 +80,42 @@ def location(f: Finding) -> str:
 
 
 def report_text(result: CheckResult, verbose: bool = False) -> str:
-    return "\n".join([*finding_lines(result, verbose), summary_line(result)])
+    """The text report: the listing with the next steps (how to open each error, how to read a rule), the summary."""
+    return "\n".join([*finding_lines(result, verbose, next_steps=True), *rule_hint(result), summary_line(result)])
 
 
-def finding_lines(result: CheckResult, verbose: bool = False) -> list[str]:
-    """The text report's listing: each file's findings under a line naming the file and its session."""
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+def open_command(f: Finding, model: Any) -> str | None:
+    """The command that opens the TUI on a finding: its step (``--at TURN.STEP``) or its event (``--at SEQ``)."""
+    source = getattr(model, "source", None)
+    if source is None:
+        return None
+    parts = ["inspector", shlex.quote(str(source.path))]
+    if source.member is not None:
+        parts += ["--session", shlex.quote(str(source.member))]
+    if isinstance(f.turn, int) and isinstance(f.step, int) and f.turn >= 0 and f.step >= 0:
+        parts += ["--at", f"{f.turn}.{f.step}"]
+    elif isinstance(f.seq, int) and f.seq >= 0:
+        parts += ["--at", str(f.seq)]
+    return inert(" ".join(parts))
+
+
+def rule_hint(result: CheckResult) -> list[str]:
+    """One line naming how to read a rule: the worst rule first, then every rule the report raised."""
+    if not result.findings:
+        return []
+    worst: dict[str, int] = {}
+    for f in result.findings:
+        worst[f.rule] = min(worst.get(f.rule, 3), _SEVERITY_ORDER.get(f.severity, 3))
+    rules = sorted(worst, key=lambda r: (worst[r], r))
+    return [f"read a rule: inspector rules {rules[0]}" + (f"  (here: {', '.join(rules)})" if len(rules) > 1 else "")]
+
+
+def finding_lines(result: CheckResult, verbose: bool = False, next_steps: bool = False) -> list[str]:
+    """The text report's listing: each file's findings under a line naming the file and its session;
+    ``next_steps``: under each error, the command that opens the TUI there."""
     lines: list[str] = []
     by_file: dict[str, list] = {}
     for f in result.findings:
@@ -104,6 +136,9 @@ def finding_lines(result: CheckResult, verbose: bool = False) -> list[str]:
             lines.append(f"  {f.severity:<7} {f.rule}  {loc + ':' if loc else ''}{path} {inert(f.message)}")
             if verbose and f.detail:
                 lines.append(f"          {inert(dumps_json(f.detail))}")
+            command = open_command(f, m) if next_steps and f.severity == "error" else None
+            if command is not None:
+                lines.append(f"          open it: {command}")
     return lines
 
 

@@ -317,10 +317,13 @@ class _Replay:
         t = self.tracer
         return {"turn": t.open_turn, "step": t.open_step}
 
-    def run(self) -> SessionModel:
-        """Fold every (remaining) event of the log, then close the model."""
+    def run(self, head_bytes: int | None = None) -> SessionModel:
+        """Fold every (remaining) event of the log, then close the model; with ``head_bytes``, only the
+        events whose lines start within the log's first ``head_bytes`` bytes."""
         seed_length = self.seed_length
         items = self.reader.iter_objects()
+        if head_bytes is not None:
+            items = _head(items, head_bytes, self.reader)
         if not self.judged:
             items = self._provisional(items)
         sniffing, seen = self.sniffing, self.seen
@@ -684,6 +687,18 @@ class _Replay:
         self.findings[:] = relax_fixture(self.findings, m.header.raw if m.header else None)
 
 
+def _head(items: Iterator[tuple[Any, int, int]], limit: int, reader: LogReader) -> Iterator[tuple[Any, int, int]]:
+    """The reader's items whose lines start before byte ``limit``; the first one past it is read but not
+    folded, so the reader's counts are taken back to where the head ends."""
+    for item in items:
+        obj, line, offset = item
+        if offset >= limit:
+            reader.events -= len(obj.objs) if type(obj) is ChunkRun else 1
+            reader.lines, reader.bytes = line - 1, offset
+            return
+        yield item
+
+
 def _annotate_losses(findings: list[Finding], losses: list) -> None:
     """Say in the finding about lost events (a damaged line, a gap) how many later events they put out of step."""
     if not any(c.affected for c in losses):
@@ -813,6 +828,7 @@ def replay(
     evidence: Iterable[str] = (),
     max_line: int | None = None,
     checkpoint: bool = False,
+    head_bytes: int | None = None,
 ) -> SessionModel:
     """Read and fold one log. ``profile`` None means: judge the era from the log's shapes.
 
@@ -820,6 +836,8 @@ def replay(
     evidence past the provisional window calls for another profile is read once
     more with it (rare: its first era-specific shape comes late).
     ``checkpoint`` asks for ``model.checkpoint``, the state :func:`resume` continues from.
+    ``head_bytes`` folds only the events starting in the first that many bytes (the TUI's first screen
+    of a huge log, shown while the whole log is checked): the model of a log cut there.
     """
     if isinstance(profile, str):
         profile = PROFILES[profile]
@@ -830,7 +848,7 @@ def replay(
         if seen is not None:  # judged again: keep gathering, so a resume still notices a change
             state.sniffing, state.seen = True, dict(seen)
         state.want_checkpoint = checkpoint
-        return state, state.run()
+        return state, state.run(head_bytes)
 
     state, model = run(profile)
     if not state.sniffing:

@@ -103,8 +103,8 @@ async def test_opening_a_log_shows_the_timeline_with_statuses_and_resume_boundar
         bar = str(screen.query_one("#session-bar").content)
         assert "story.jsonl" in bar and "story-session" in bar and "seed era" in bar and "✗1 ⚠1" in bar
         request = screen.query_one(RequestView).plain_text()
-        assert f"[0] prefix · user · from event seq {at.initial}" in request
-        assert f"[1] derived history · user · from event seq {at.question}" in request
+        assert f"[0] prefix · user  ← request/header (initial snapshot) seq {at.initial}" in request
+        assert f"[1] derived history · user  ← user/message seq {at.question}" in request
         assert "How many Python files are there under src/?" in request
 
 
@@ -206,7 +206,8 @@ async def test_e_lands_on_the_event_that_produced_the_selected_message(story):
         await pilot.press("1", "tab")  # Tab: from the timeline into the tab's content
         request = screen.query_one(RequestView)
         assert request.has_focus
-        await pilot.press("down")
+        assert request.selected_key == ("part", "model")  # the blame view opens on the first part
+        await pilot.press("down", "down", "down", "down", "down")  # system, two tools, the prefix, message 1
         await settle(pilot)
         assert request.selected_key == ("message", 1)
         await pilot.press("e")
@@ -223,7 +224,12 @@ async def test_w_jumps_to_the_event_that_last_changed_a_header_field_or_the_pref
         screen = screen_of(app)
         await pilot.press("G")  # last step, instance 2
         await settle(pilot)
-        await pilot.press("w")  # not on the Header tab: the prefix
+        await pilot.press("w")  # on the Request tab: the part under the cursor (the model)
+        await settle(pilot)
+        assert f"model last changed at seq {at.initial} by request/header (initial snapshot)" in status_text(app)
+        await pilot.press("G", "2")
+        await settle(pilot)
+        await pilot.press("w")  # neither a Request part nor a Header field: the prefix
         await settle(pilot)
         assert f"messagePrefix last changed at seq {at.resume} by resume snapshot" in status_text(app)
         assert screen.active_tab == "events" and screen.query_one(EventsView).selected_key == ("event", at.resume)
@@ -258,7 +264,7 @@ async def test_search_finds_message_text_and_steps_through_matches(story):
         assert screen.query_one(EventsView).selected_key != first
 
 
-async def test_follow_picks_up_appended_events_and_keeps_the_selection(tmp_path, monkeypatch):
+async def test_follow_picks_up_appended_events_and_keeps_a_selection_off_the_newest_step(tmp_path, monkeypatch):
     monkeypatch.setattr("inspector.screens.session.FOLLOW_POLL", 0.05)
     b = story_session("growing")
     b.user_turn("first question")
@@ -271,9 +277,10 @@ async def test_follow_picks_up_appended_events_and_keeps_the_selection(tmp_path,
         await settle(pilot, rounds=1)
         screen = screen_of(app)
         await wait_for(pilot, lambda: screen.state is not None)
-        await pilot.press("j")
+        assert screen.step_index == 1  # following opens on the newest step
+        await pilot.press("k")
         await pilot.pause()
-        assert screen.step_index == 1
+        assert screen.step_index == 0
         before = len(b.lines())
         b.user_turn("second question")
         b.streamed_step("second answer")
@@ -282,7 +289,7 @@ async def test_follow_picks_up_appended_events_and_keeps_the_selection(tmp_path,
             fh.write(b"\n".join(b.lines()[before:]) + b"\n")
         await wait_for(pilot, lambda: screen.state is not None and len(screen.state.steps) == 3)
         await pilot.pause()
-        assert screen.step_index == 1
+        assert screen.step_index == 0  # the user looks at an older step: it stays
         assert [r.kind for r in screen.query_one(Timeline).rows].count("step") == 3
         assert "following: +" in status_text(app)
         await pilot.press("G")
@@ -401,7 +408,7 @@ async def test_x_exports_the_rebuilt_request(story, tmp_path):
         await settle(pilot)
         assert isinstance(app.screen, ExportScreen)
         box = app.screen.query_one("#export-path")
-        assert box.value == "story.turn2-step1.request.json"
+        assert box.value == str(Path.cwd() / "story.turn2-step1.request.json")  # absolute: where it goes
         box.value = str(tmp_path / "out.json")
         await pilot.press("enter")
         await settle(pilot)

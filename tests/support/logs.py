@@ -506,6 +506,31 @@ def story_log(folder: Path, hostile: str | None = None) -> tuple[Path, Path]:
     return log, cap
 
 
+LONG_SYSTEM = " ".join(
+    f"Rule {i}: answer the user in plain words, cite the file you read, and never run a command nobody asked for."
+    for i in range(1, 41)
+)
+
+
+def long_system_log(folder: Path) -> tuple[Path, Path]:
+    """One step whose recorded system prompt (4,270 characters) differs from the log's in one word in the middle."""
+    b = story_session("long-system")
+    header = story_header()
+    header["system"] = LONG_SYSTEM
+    b.user_turn("What does rule 20 say?")
+    b.streamed_step("It says to answer in plain words.", header_reason="initial", header=header)
+    b.end_turn()
+    log = b.write(folder / "long-system.jsonl")
+
+    def edit(request: dict) -> None:
+        request["system"] = request["system"].replace(
+            "Rule 20: answer the user in plain", "Rule 20: answer the user in terse"
+        )
+
+    cap = write_capture(log, folder / "long-system.requests.jsonl", {0: edit})
+    return log, cap
+
+
 # -- recorded sessions in the harness layout (for the index tests) ---------------------
 
 PROJECTS = ("--home-dev-project--", "--srv-app--")

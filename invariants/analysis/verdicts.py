@@ -1,0 +1,77 @@
+"""Our verdict on a recorded request beside the harness's own, and where the recorded requests stand.
+
+The conformance corpus records what the harness's live cross-check said
+(``verdict``: ``ok``, its error message, or ``unchecked``) and, for every loop
+request, what the same check said when run silently (``shadowVerdict``).  A
+user matching our view to the harness's wants both side by side and the
+places they disagree: we say a request diverges and the harness said ``ok``,
+or the other way round.  One-shot requests (``loopBuilt: false``) are shown,
+never checked, so they have no verdict of ours.
+
+The functions take the pipeline's request checks (``gate.result.RequestCheck``:
+``status`` and the ``recorded`` line) as plain objects: this layer sits below
+the gate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+NOT_OURS = ("one-shot", "unexplained")  # recorded, but not compared with a rebuilt request
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """One recorded request's verdicts: ours (the check's status) and the capture's, when it carries them."""
+
+    ours: str  # ok | diverges | header | unexplained | one-shot
+    harness: str | None  # the capture's ``verdict`` (None: absent or not a string)
+    shadow: str | None  # its ``shadowVerdict``
+
+    @property
+    def disagree(self) -> bool:
+        """We and the harness (live or shadow) judge the request differently; ``unchecked`` never disagrees."""
+        if self.ours in NOT_OURS:
+            return False
+        ours_ok = self.ours == "ok"
+        return any(v is not None and v != "unchecked" and (v == "ok") != ours_ok for v in (self.harness, self.shadow))
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def verdicts(rc: Any) -> Verdicts:
+    """Ours and the capture's verdicts on one request check."""
+    extra = rc.recorded.extra if rc.recorded is not None else {}
+    return Verdicts(rc.status, _text(extra.get("verdict")), _text(extra.get("shadowVerdict")))
+
+
+def request_counts(requests: list[Any]) -> str:
+    """The recorded requests of a session in words: ``9 recorded: 7 compared, 2 one-shot``."""
+    one_shot = sum(1 for r in requests if r.status == "one-shot")
+    unexplained = sum(1 for r in requests if r.status == "unexplained")
+    compared = len(requests) - one_shot - unexplained
+    parts = [f"{compared} compared"]
+    if one_shot:
+        parts.append(f"{one_shot} one-shot")
+    if unexplained:
+        parts.append(f"{unexplained} unexplained")
+    return f"{len(requests)} recorded: {', '.join(parts)}"
+
+
+def one_shot_steps(requests: list[Any], steps: list[Any]) -> dict[int | None, list[Any]]:
+    """One-shot requests under the step they name (``turn``/``step``), else under the step whose events
+    were the last ones logged before it (``logLength``); ``None`` holds those no step takes."""
+    by_number = {(st.turn, st.step): st.index for st in steps}
+    out: dict[int | None, list[Any]] = {}
+    for rc in requests:
+        if rc.status != "one-shot" or rc.recorded is None:
+            continue
+        rec = rc.recorded
+        index = by_number.get((rec.turn, rec.step)) if rec.turn is not None and rec.step is not None else None
+        if index is None and isinstance(rec.log_length, int) and rec.log_length > 0:
+            index = next((st.index for st in reversed(steps) if st.seq < rec.log_length), None)
+        out.setdefault(index, []).append(rc)
+    return out

@@ -1,0 +1,62 @@
+"""Streaming first screen (issue 13, item 6): a huge log shows its first steps, replayed from its head,
+while the whole log is checked; the findings follow, and the step the user moved to stays selected."""
+
+from __future__ import annotations
+
+import threading
+
+from inspector.app import create_app as _create_app
+from inspector.screens.session import SessionScreen
+from inspector.widgets.status import StatusLine
+from inspector.widgets.timeline import Timeline
+from tests.support.logs import seq_of, story_log
+from tests.support.tui_helpers import wait_for
+
+
+def create_app(*args, **kwargs):
+    app = _create_app(*args, **kwargs)
+    app.animation_level = "none"
+    return app
+
+
+async def test_the_first_steps_show_before_the_whole_log_is_checked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    log, _ = story_log(tmp_path)
+    lines = (tmp_path / "story.jsonl").read_bytes().splitlines(keepends=True)
+    turn3 = seq_of(log, "turn/start", turn=3)
+    monkeypatch.setattr("inspector.screens.session.PREVIEW_FROM", 0)
+    monkeypatch.setattr("inspector.screens.session.PREVIEW_BYTES", sum(len(x) for x in lines[: turn3 + 1]))
+    gate = threading.Event()
+    check = SessionScreen._check
+
+    def held_check(self):
+        assert gate.wait(20), "the test never let the check run"
+        return check(self)
+
+    monkeypatch.setattr(SessionScreen, "_check", held_check)
+    app = create_app("story.jsonl")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.previewing)
+        screen = app.screen
+        assert screen.query_one(Timeline).visible_steps() == [0, 1, 2]  # turns 1 and 2 only
+        assert not screen.state.findings
+        assert "checking the whole log" in screen.query_one(StatusLine).plain
+        assert "checking the whole log" in str(screen.query_one("#session-bar").content)
+        await pilot.press("j")
+        await wait_for(pilot, lambda: screen.step_index == 1)
+        gate.set()
+        await wait_for(pilot, lambda: not screen.previewing and len(screen.state.steps) == 6)
+        assert len(screen.state.findings) == 2  # the findings arrive with the whole check
+        assert screen.step_index == 1  # where the user went during the preview
+        assert "checking the whole log" not in str(screen.query_one("#session-bar").content)
+
+
+async def test_a_small_log_is_checked_at_once_without_a_preview(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    story_log(tmp_path)
+    seen = []
+    monkeypatch.setattr(SessionScreen, "on_session_previewed", lambda self, message: seen.append(message))
+    app = create_app("story.jsonl")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.state is not None)
+        assert len(app.screen.state.steps) == 6 and not seen
