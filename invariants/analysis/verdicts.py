@@ -28,37 +28,37 @@ class Verdicts:
     ours: str  # ok | diverges | header | unexplained | one-shot
     harness: str | None  # the capture's ``verdict`` (None: absent or not a string)
     shadow: str | None  # its ``shadowVerdict``
-
-    @property
-    def disagree(self) -> bool:
-        """We and the harness (live or shadow) judge the request differently; ``unchecked`` never disagrees."""
-        if self.ours in NOT_OURS:
-            return False
-        ours_ok = self.ours == "ok"
-        return any(v is not None and v != "unchecked" and (v == "ok") != ours_ok for v in (self.harness, self.shadow))
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+    disagree: bool  # the request check's own judgement (``RequestCheck.agrees is False``)
 
 
 def verdicts(rc: Any) -> Verdicts:
     """Ours and the capture's verdicts on one request check."""
-    extra = rc.recorded.extra if rc.recorded is not None else {}
-    return Verdicts(rc.status, _text(extra.get("verdict")), _text(extra.get("shadowVerdict")))
+    return Verdicts(rc.status, rc.verdict, rc.shadow_verdict, rc.agrees is False)
+
+
+def count_requests(requests: list[Any]) -> dict[str, int]:
+    """Recorded requests: all of them, those compared, one-shots (shown, not checked), those no log
+    explains, and those where our verdict and the capture's own disagree."""
+    one_shot = sum(1 for r in requests if r.status == "one-shot")
+    unexplained = sum(1 for r in requests if r.status == "unexplained")
+    return {
+        "recorded": len(requests),
+        "compared": len(requests) - one_shot - unexplained,
+        "one_shot": one_shot,
+        "unexplained": unexplained,
+        "disagreements": sum(1 for r in requests if r.agrees is False),
+    }
 
 
 def request_counts(requests: list[Any]) -> str:
     """The recorded requests of a session in words: ``9 recorded: 7 compared, 2 one-shot``."""
-    one_shot = sum(1 for r in requests if r.status == "one-shot")
-    unexplained = sum(1 for r in requests if r.status == "unexplained")
-    compared = len(requests) - one_shot - unexplained
-    parts = [f"{compared} compared"]
-    if one_shot:
-        parts.append(f"{one_shot} one-shot")
-    if unexplained:
-        parts.append(f"{unexplained} unexplained")
-    return f"{len(requests)} recorded: {', '.join(parts)}"
+    c = count_requests(requests)
+    parts = [f"{c['compared']} compared"]
+    if c["one_shot"]:
+        parts.append(f"{c['one_shot']} one-shot")
+    if c["unexplained"]:
+        parts.append(f"{c['unexplained']} unexplained")
+    return f"{c['recorded']} recorded: {', '.join(parts)}"
 
 
 def one_shot_steps(requests: list[Any], steps: list[Any]) -> dict[int | None, list[Any]]:

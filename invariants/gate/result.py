@@ -196,17 +196,10 @@ class CheckResult:
         return sum(1 for r in self.requests if r.status not in ("one-shot", "unexplained"))
 
     def request_counts(self) -> dict[str, int]:
-        """Recorded requests: all of them, those compared, one-shots (shown, not checked), those no log
-        explains, and those where our verdict and the capture's own disagree."""
-        one_shot = sum(1 for r in self.requests if r.status == "one-shot")
-        unexplained = sum(1 for r in self.requests if r.status == "unexplained")
-        return {
-            "recorded": len(self.requests),
-            "compared": len(self.requests) - one_shot - unexplained,
-            "one_shot": one_shot,
-            "unexplained": unexplained,
-            "disagreements": sum(1 for r in self.requests if r.agrees is False),
-        }
+        """Recorded requests: all, compared, one-shots, unexplained, and verdict disagreements."""
+        from invariants.analysis.verdicts import count_requests
+
+        return count_requests(self.requests)
 
     def counts(self) -> dict[str, int]:
         """Findings per severity."""

@@ -18,7 +18,7 @@ def _check(status: str, **extra) -> RequestCheck:
 
 def test_ours_beside_the_harness_and_where_they_disagree():
     agree = verdicts(_check("ok", verdict="ok", shadowVerdict="ok"))
-    assert agree == Verdicts("ok", "ok", "ok") and not agree.disagree
+    assert agree == Verdicts("ok", "ok", "ok", False)
     violated = "invariant violated: llm request diverges"
     assert not verdicts(_check("diverges", verdict=violated)).disagree
     assert verdicts(_check("diverges", verdict="ok")).disagree  # we say it diverges, the harness said ok
@@ -26,7 +26,7 @@ def test_ours_beside_the_harness_and_where_they_disagree():
     assert verdicts(_check("header", verdict="unchecked", shadowVerdict="ok")).disagree  # the shadow check said ok
     assert not verdicts(_check("ok", verdict="unchecked")).disagree
     assert not verdicts(_check("one-shot", verdict="ok")).disagree  # never ours to judge
-    assert verdicts(_check("ok", verdict=3)) == Verdicts("ok", None, None)
+    assert verdicts(_check("ok", verdict=3)) == Verdicts("ok", None, None, False)
 
 
 def test_counts_say_how_many_were_compared_and_how_many_are_one_shots():
