@@ -116,13 +116,18 @@ def _redacted(subject: Subject, keep: list[int], keep_lines: list[int]) -> tuple
     r = Redactor()
     log = subject.log
     header = r.value(log.header)
-    events = [r.value(e) if i in set(keep) else e for i, e in enumerate(log.events)]
+    kept = set(keep)
+    events = [r.value(e) if i in kept else e for i, e in enumerate(log.events)]
+    parent = None
+    if log.parent is not None:
+        p = log.parent
+        parent = LogData(p.name, r.value(p.header), [r.value(e) if i in kept else e for i, e in enumerate(p.events)])
     lines = []
     for cl in subject.lines:
         line = {k: v for k, v in cl.line.items() if k != "sessionFile"}
         patch = None if cl.patch is None else {**r.value(cl.patch), "order": cl.patch["order"]}
         lines.append(CaptureLine(r.value(line), cl.step_index, patch))
-    return Subject(LogData(log.name, header, events, [c.line for c in lines]), lines), r.kept
+    return Subject(LogData(log.name, header, events, [c.line for c in lines], parent), lines), r.kept
 
 
 def _written_lines(subject: Subject, keep: list[int], keep_lines: list[int]) -> list[str]:

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from invariants.analysis.forks import find_parent_log
 from invariants.read.chunk_rows import ChunkRowError, decode_record
-from invariants.read.source import strip_log_suffix
+from invariants.read.source import LogSource, strip_log_suffix
 from invariants.read.zstdio import FrameError, is_zstd_path, iter_frames, write_frames
 
 
@@ -24,10 +25,16 @@ class LogData:
     header: dict
     events: list[dict]
     captures: list[dict] = field(default_factory=list)  # capture lines routed to this session
+    parent: LogData | None = None  # a fork child's parent, read beside it as check finds it
 
     @property
     def zstd(self) -> bool:
         return is_zstd_path(self.name)
+
+    @property
+    def seed_length(self) -> int:
+        n = self.header.get("seedLength")
+        return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
 
 
 def _text_lines(path: Path) -> list[bytes]:
@@ -38,8 +45,7 @@ def _text_lines(path: Path) -> list[bytes]:
     return [ln for ln in data.split(b"\n") if ln.strip()]
 
 
-def read_log(path: Path, captures: Path | None) -> LogData:
-    """Read ``path`` (and its capture file: ``captures``, or the one beside it as check finds it)."""
+def _read_records(path: Path) -> tuple[dict, list[dict]]:
     try:
         lines = _text_lines(path)
     except (OSError, FrameError) as e:
@@ -58,6 +64,13 @@ def read_log(path: Path, captures: Path | None) -> LogData:
         raise ReduceInputError(f"{path}:1: the first line is not a session header")
     if not all(isinstance(e, dict) and isinstance(e.get("seq"), int) for e in events):
         raise ReduceInputError(f"{path}: an event without an integer seq")
+    return header, events
+
+
+def read_log(path: Path, captures: Path | None) -> LogData:
+    """Read ``path`` (and its capture file: ``captures``, or the one beside it as check finds it; and a fork
+    child's parent log, found as check finds it)."""
+    header, events = _read_records(path)
     found = captures or capture_beside(path)
     lines_out: list[dict] = []
     if found is not None:
@@ -72,7 +85,14 @@ def read_log(path: Path, captures: Path | None) -> LogData:
                 raise ReduceInputError(f"{found}:{number}: not JSON: {e}") from None
             if isinstance(line, dict) and line.get("sessionId") in (None, header.get("id")):
                 lines_out.append(line)
-    return LogData(path.name, header, events, lines_out)
+    log = LogData(path.name, header, events, lines_out)
+    parent_id = header.get("parentSession")
+    if isinstance(parent_id, str) and log.seed_length:
+        source = find_parent_log(LogSource(path, path.parent), parent_id, header.get("createdAt"))
+        if source is not None:
+            parent_header, parent_events = _read_records(source.path)
+            log.parent = LogData(source.path.name, parent_header, parent_events)
+    return log
 
 
 def capture_beside(path: Path) -> Path | None:
@@ -90,43 +110,80 @@ def renumber(log: LogData, keep: list[int]) -> list[dict] | None:
     new_seq = {log.events[i]["seq"]: n for n, i in enumerate(keep)}
     turns: dict[Any, int] = {}
     steps: dict[tuple, int] = {}
-    current = None
     for i in keep:
         ev = log.events[i]
         raw = ev.get("data")
         data: dict = raw if isinstance(raw, dict) else {}
+        key = (data.get("turn"), data.get("step"))
+        if not _hashable(key):
+            continue  # a malformed number stays as it is (the contract rules report it)
         if ev.get("type") == "turn/start":
-            current = data.get("turn")
-            turns[current] = len(turns) + 1
+            turns[key[0]] = len(turns) + 1
         elif ev.get("type") == "step/start":
-            key = (data.get("turn"), data.get("step"))
             steps[key] = 1 + sum(1 for k in steps if k[0] == key[0])
     out = []
     for i in keep:
         ev = dict(log.events[i])
         ev["seq"] = new_seq[ev["seq"]]
         if isinstance(ev.get("sourceEventSeqs"), list):
-            seqs = [new_seq[s] for s in ev["sourceEventSeqs"] if s in new_seq]
+            seqs = _kept_seqs(ev["sourceEventSeqs"], new_seq)
             if seqs or ev.get("type") != "assistant/message":
                 ev["sourceEventSeqs"] = seqs
             else:
                 del ev["sourceEventSeqs"]  # the harness leaves it out when no chunks were streamed
         op = ev.get("surfaceOp")
         if isinstance(op, dict):
-            if op.get("start") not in new_seq or op.get("end") not in new_seq:
+            span = _range(op, new_seq)
+            if span is None:
                 return None
-            ev["surfaceOp"] = {**op, "start": new_seq[op["start"]], "end": new_seq[op["end"]]}
+            ev["surfaceOp"] = {**op, **span}
         payload = ev.get("data")
+        if isinstance(payload, dict) and _SEQ_FIELDS.keys() & payload.keys():
+            payload = _renumber_seq_fields(payload, new_seq)
+            if payload is None:
+                return None
+            ev["data"] = payload
         if isinstance(payload, dict) and "turn" in payload:
             turn = payload["turn"]
             payload = dict(payload)
-            if "step" in payload and (turn, payload["step"]) in steps:
+            if "step" in payload and _hashable((turn, payload["step"])) and (turn, payload["step"]) in steps:
                 payload["step"] = steps[(turn, payload["step"])]
             if _hashable(turn) and turn in turns:
                 payload["turn"] = turns[turn]
             ev["data"] = payload
         out.append(ev)
     return out
+
+
+# Fields of event data that name seqs: compaction shadow ranges and shadowed seqs, title message seqs.
+_SEQ_FIELDS = {"shadowedRange": "range", "shadowedSeqs": "list", "messageSeqs": "list"}
+
+
+def _renumber_seq_fields(data: dict, new_seq: dict[int, int]) -> dict | None:
+    """``data`` with its seq-naming fields renumbered, or None when a range end is gone."""
+    out = dict(data)
+    for key, shape in _SEQ_FIELDS.items():
+        value = data.get(key)
+        if shape == "range" and isinstance(value, dict):
+            span = _range(value, new_seq)
+            if span is None:
+                return None
+            out[key] = {**value, **span}
+        elif shape == "list" and isinstance(value, list):
+            out[key] = _kept_seqs(value, new_seq)
+    return out
+
+
+def _kept_seqs(seqs: list, new_seq: dict[int, int]) -> list:
+    return [new_seq[s] for s in seqs if isinstance(s, int) and s in new_seq]
+
+
+def _range(span: dict, new_seq: dict[int, int]) -> dict | None:
+    """``span``'s start and end renumbered, or None when either is gone."""
+    start, end = span.get("start"), span.get("end")
+    if not (isinstance(start, int) and start in new_seq and isinstance(end, int) and end in new_seq):
+        return None
+    return {"start": new_seq[start], "end": new_seq[end]}
 
 
 def _hashable(value: Any) -> bool:

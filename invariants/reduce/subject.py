@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from invariants.analysis.forks import encode_id
 from invariants.gate.pipeline import check
 from invariants.model.findings import Finding
-from invariants.read.source import LogSource
+from invariants.read.source import LogSource, strip_log_suffix
 from invariants.reduce.logfile import LogData, new_log_length, renumber, write_captures, write_log
 from invariants.reduce.patch import apply_patch, request_patch
 from invariants.replay.session import SessionModel, replay
@@ -79,6 +80,8 @@ def materialise(subject: Subject, keep: list[int], keep_lines: list[int], folder
     if isinstance(header.get("seedLength"), int) and header["seedLength"]:
         header["seedLength"] = new_log_length(log, keep, header["seedLength"])
     write_log(path, header, events)
+    if log.parent is not None and not _write_parent(log, keep, folder):
+        return None
     cap = folder / CAPTURE_NAME
     if not keep_lines:
         cap.unlink(missing_ok=True)
@@ -108,6 +111,26 @@ def materialise(subject: Subject, keep: list[int], keep_lines: list[int], folder
         out.append(line)
     write_captures(cap, out)
     return path
+
+
+def parent_name(parent: LogData) -> str:
+    """The parent's file name where ``check`` looks for it beside the child: its (maybe redacted) id, encoded."""
+    pid = parent.header.get("id")
+    suffix = parent.name[len(strip_log_suffix(parent.name)) :]
+    return f"{encode_id(pid)}{suffix}" if isinstance(pid, str) and pid else parent.name
+
+
+def _write_parent(log: LogData, keep: list[int], folder: Path) -> bool:
+    """Write the fork parent beside the child: the events the child's kept seed events copy (the same indices),
+    so the seed still lines up; the parent's own tail is not needed."""
+    assert log.parent is not None
+    parent = log.parent
+    bound = min(log.seed_length, len(parent.events))
+    events = renumber(parent, [i for i in keep if i < bound])
+    if events is None:
+        return False
+    write_log(folder / parent_name(parent), parent.header, events)
+    return True
 
 
 class Oracle:
