@@ -82,6 +82,7 @@ def reduce_log(
         search = Search(oracle, deadline, set(keep), set(keep_lines), progress=progress)
         search.run()
         keep, keep_lines = sorted(search.events), sorted(search.lines)
+        subject = oracle.subject  # with its long strings cut
         redacted, kept = False, {}
         if redact:
             shown = _redacted(subject, keep, keep_lines)
@@ -98,6 +99,7 @@ def reduce_log(
         "events": {"before": len(log.events), "after": events_after},
         "captures": {"before": len(log.captures), "after": lines_after},
         "candidates": oracle.candidates,
+        "strings_shortened": search.shortened,
         "seconds": round(time.monotonic() - started, 3),
         "timed_out": search.timed_out,
         "redacted": redacted,

@@ -1,4 +1,5 @@
-"""ddmin over the units of a log, coarse to fine, then single-unit removals until none succeeds (1-minimal)."""
+"""ddmin over the units of a log, coarse to fine, then single-unit removals until none succeeds (1-minimal),
+then string cuts (:mod:`invariants.reduce.shorten`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from invariants.reduce.shorten import apply_cut, cuts, long_strings
 from invariants.reduce.subject import Oracle
 from invariants.reduce.units import Unit, levels
 
@@ -18,6 +20,7 @@ class Search:
     lines: set[int] = field(default_factory=set)
     timed_out: bool = False
     progress: bool = False
+    shortened: int = 0  # strings cut
     _started: float = field(default_factory=time.monotonic)
 
     def _expired(self) -> bool:
@@ -78,10 +81,26 @@ class Search:
                 if self._present(u) and self._try_without([u]):
                     changed = True
 
+    def shorten(self) -> None:
+        """Try each string cut once on the reduced log; keep those that keep the finding."""
+        subject = self.oracle.subject
+        for cut in cuts(long_strings(subject, sorted(self.events), sorted(self.lines))):
+            if self._expired():
+                return
+            present = set(long_strings(subject, sorted(self.events), sorted(self.lines)))
+            if not present.intersection(cut):
+                continue  # cut already, as the partner of an earlier string
+            candidate = apply_cut(subject, cut)
+            self._tick()
+            if self.oracle.holds(sorted(self.events), sorted(self.lines), candidate):
+                subject = self.oracle.subject = candidate
+                self.shortened += len(cut)
+
     def run(self) -> None:
         tiers = levels(self.oracle.subject)
         for tier in tiers:
             self.ddmin(tier)
         self.one_minimal([u for tier in tiers for u in tier])
+        self.shorten()
         if self.progress and time.monotonic() - self._started > 1:
             print(file=sys.stderr)

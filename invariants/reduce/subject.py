@@ -146,19 +146,21 @@ class Oracle:
     def close(self) -> None:
         self._tmp.cleanup()
 
-    def findings(self, keep: list[int], keep_lines: list[int]) -> list[Finding] | None:
+    def findings(self, keep: list[int], keep_lines: list[int], subject: Subject | None = None) -> list[Finding] | None:
+        """The findings of the candidate (``subject``, default the oracle's, cut to ``keep`` and ``keep_lines``);
+        None when it cannot be written as a well-formed log."""
         self.candidates += 1
         folder = Path(self._tmp.name) / "c"
         folder.mkdir(exist_ok=True)
         for old in folder.iterdir():
             old.unlink()
-        path = materialise(self.subject, keep, keep_lines, folder)
+        path = materialise(subject or self.subject, keep, keep_lines, folder)
         if path is None:
             return None
         return check(path).findings
 
-    def holds(self, keep: list[int], keep_lines: list[int]) -> bool:
-        found = self.findings(keep, keep_lines)
+    def holds(self, keep: list[int], keep_lines: list[int], subject: Subject | None = None) -> bool:
+        found = self.findings(keep, keep_lines, subject)
         if found is None:
             return False
         if any(f.rule not in self.allowed for f in found):

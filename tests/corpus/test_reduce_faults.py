@@ -11,7 +11,8 @@ import pytest
 
 from invariants import check
 from invariants.reduce import reduce_log, write_repro
-from tests.support.faults import FAULTS, assert_one_minimal, leaked
+from invariants.reduce.shorten import WINDOW
+from tests.support.faults import FAULTS, SEED_PREFIX, assert_one_minimal, changed_system, leaked
 
 STRUCTURAL = ("log-integrity", "event-contract")
 
@@ -43,3 +44,15 @@ def test_fault_reduces_to_a_minimal_redacted_repro(tmp_path, fault):
     assert fault.rule in {f.rule for f in check(red / log.name).findings}
     files = [p for p in written if p.name != "repro.json"]
     assert not leaked(sorted(log.parent.iterdir()), files, {k["string"] for k in manifest["kept"]})
+
+
+def test_a_changed_system_prompt_is_cut_to_a_window_around_the_change(tmp_path):
+    log = changed_system(SEED_PREFIX, tmp_path)
+    out = tmp_path / "out"
+    write_repro(reduce_log(log, "DIV010"), out)
+    header = next(json.loads(x) for x in log.read_text().splitlines() if '"request/header"' in x)
+    system = header["data"]["header"]["system"]
+    cut = next(json.loads(x) for x in (out / log.name).read_text().splitlines() if '"request/header"' in x)
+    recorded = json.loads((out / "requests.jsonl").read_text().splitlines()[0])["request"]["system"]
+    assert cut["data"]["header"]["system"] == system[-WINDOW:]
+    assert recorded == system[-WINDOW:] + "\nA line of the system prompt that no header delta ever wrote."
