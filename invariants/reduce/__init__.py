@@ -21,7 +21,15 @@ from invariants.model.findings import Finding
 from invariants.reduce.logfile import LogData, ReduceInputError, read_log
 from invariants.reduce.redact import Redactor
 from invariants.reduce.search import Search
-from invariants.reduce.subject import CaptureLine, Oracle, Subject, materialise, signature, tie_captures
+from invariants.reduce.subject import (
+    CaptureLine,
+    Oracle,
+    Subject,
+    materialise,
+    parent_name,
+    signature,
+    tie_captures,
+)
 
 __all__ = ["FindingNotFound", "ReduceInputError", "Reduction", "reduce_log", "write_repro"]
 
@@ -80,7 +88,8 @@ def reduce_log(
             raise FindingNotFound(f"{rule.upper()} does not survive rewriting {path} (not reducible)", original)
         deadline = None if max_seconds is None else started + max_seconds
         search = Search(oracle, deadline, set(keep), set(keep_lines), progress=progress)
-        search.run()
+        where = (target.detail or {}).get("step_seq", target.seq)  # a request finding: the step that sent it
+        search.run(next((i for i, ev in enumerate(log.events) if ev["seq"] == where), None))
         keep, keep_lines = sorted(search.events), sorted(search.lines)
         subject = oracle.subject  # with its long strings cut
         redacted, kept = False, {}
@@ -105,6 +114,12 @@ def reduce_log(
         "redacted": redacted,
         "kept": [{"string": s, "reason": why} for s, why in sorted(kept.items())],
     }
+    if log.parent is not None:
+        bound = min(log.seed_length, len(log.parent.events))
+        manifest["parent"] = {
+            "name": parent_name(subject.log.parent or log.parent),
+            "events": {"before": len(log.parent.events), "after": sum(1 for i in keep if i < bound)},
+        }
     return Reduction(subject, keep, keep_lines, target, manifest)
 
 

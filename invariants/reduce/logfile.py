@@ -4,10 +4,13 @@ step numbers, the captures' ``logLength``)."""
 
 from __future__ import annotations
 
+import bisect
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from invariants.analysis.forks import find_parent_log
 from invariants.read.chunk_rows import ChunkRowError, decode_record
@@ -194,13 +197,22 @@ def _hashable(value: Any) -> bool:
     return True
 
 
-def new_log_length(log: LogData, keep: list[int], length: int) -> int:
-    """How many kept events existed when ``length`` events of the original did."""
-    return sum(1 for i in keep if log.events[i]["seq"] < length)
+def kept_seqs(log: LogData, keep: list[int]) -> list[int]:
+    """The original seqs of the kept events, in order (increasing in a well-formed log)."""
+    return [log.events[i]["seq"] for i in keep]
+
+
+def new_log_length(seqs: list[int], length: int) -> int:
+    """How many kept events (``seqs``: :func:`kept_seqs`) existed when ``length`` events of the original did."""
+    return bisect.bisect_left(seqs, length)
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """One compact JSON line in key order (orjson when it can encode the value, as fast as reading it)."""
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):  # e.g. an integer beyond 64 bits
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def write_log(path: Path, header: dict, events: list[dict]) -> None:

@@ -96,7 +96,26 @@ class Search:
                 subject = self.oracle.subject = candidate
                 self.shortened += len(cut)
 
-    def run(self) -> None:
+    def cut_tail(self, at: int | None) -> None:
+        """First, one candidate without everything after the turn that holds the finding (event index ``at``)
+        and without every capture line but the one sent for the finding's step; failing that, one without the
+        tail only.  Most findings depend on neither, and on a long log each of these saves a whole search tier
+        of large candidates."""
+        subject = self.oracle.subject
+        events = subject.log.events
+        if at is None or not 0 <= at < len(events):
+            return
+        end = next((i for i in range(at, len(events)) if events[i].get("type") == "turn/end"), len(events) - 1)
+        tail = frozenset(range(end + 1, len(events)))
+        sent = [c.step_index for c in subject.lines if c.step_index is not None and c.step_index <= at]
+        own = max(sent, default=None)
+        others = frozenset(k for k, c in enumerate(subject.lines) if c.step_index is None or c.step_index != own)
+        later = frozenset(k for k, c in enumerate(subject.lines) if c.step_index is not None and c.step_index > end)
+        if not (others and self._try_without([Unit("tail", tail, others)])):
+            self._try_without([Unit("tail", tail, later)])
+
+    def run(self, at: int | None = None) -> None:
+        self.cut_tail(at)
         tiers = levels(self.oracle.subject)
         for tier in tiers:
             self.ddmin(tier)

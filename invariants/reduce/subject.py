@@ -12,7 +12,7 @@ from invariants.analysis.forks import encode_id
 from invariants.gate.pipeline import check
 from invariants.model.findings import Finding
 from invariants.read.source import LogSource, strip_log_suffix
-from invariants.reduce.logfile import LogData, new_log_length, renumber, write_captures, write_log
+from invariants.reduce.logfile import LogData, kept_seqs, new_log_length, renumber, write_captures, write_log
 from invariants.reduce.patch import apply_patch, request_patch
 from invariants.replay.session import SessionModel, replay
 
@@ -76,9 +76,10 @@ def materialise(subject: Subject, keep: list[int], keep_lines: list[int], folder
     if events is None:
         return None
     path = folder / log.name
+    seqs = sorted(kept_seqs(log, keep))
     header = dict(log.header)
     if isinstance(header.get("seedLength"), int) and header["seedLength"]:
-        header["seedLength"] = new_log_length(log, keep, header["seedLength"])
+        header["seedLength"] = new_log_length(seqs, header["seedLength"])
     write_log(path, header, events)
     if log.parent is not None and not _write_parent(log, keep, folder):
         return None
@@ -99,7 +100,7 @@ def materialise(subject: Subject, keep: list[int], keep_lines: list[int], folder
         if cl.step_index not in kept:
             continue  # its step is gone: the request goes with it
         if isinstance(line.get("logLength"), int):
-            line["logLength"] = new_log_length(log, keep, line["logLength"])
+            line["logLength"] = new_log_length(seqs, line["logLength"])
         start = events[position[cl.step_index]]["data"]
         line["turn"], line["step"] = start.get("turn"), start.get("step")
         model = model or _model(path)
