@@ -108,9 +108,12 @@ def capture_beside(path: Path) -> Path | None:
 
 
 def renumber(log: LogData, keep: list[int]) -> list[dict] | None:
-    """The events at indices ``keep`` (sorted) renumbered into a contiguous log, or None when a kept replace
-    names a surface node that is gone (no renumbering can express it)."""
+    """The events at indices ``keep`` (sorted) renumbered into a contiguous log, or None when a kept replace's
+    range has no node left on the surface.  The surface is followed as the kept events build it: a range whose
+    start is gone starts at the surface's first node, so a compaction whose predecessor was dropped replaces from
+    the new beginning (see :func:`_range`)."""
     new_seq = {log.events[i]["seq"]: n for n, i in enumerate(keep)}
+    surface: list[int] = []  # the original seqs of the surface's nodes, in surface order
     turns: dict[Any, int] = {}
     steps: dict[tuple, int] = {}
     for i in keep:
@@ -136,13 +139,23 @@ def renumber(log: LogData, keep: list[int]) -> list[dict] | None:
                 del ev["sourceEventSeqs"]  # the harness leaves it out when no chunks were streamed
         op = ev.get("surfaceOp")
         if isinstance(op, dict):
-            span = _range(op, new_seq)
+            span = _range(op, new_seq, surface, log.events[i]["seq"])
             if span is None:
                 return None
-            ev["surfaceOp"] = {**op, **span}
+            ev["surfaceOp"] = {**op, "start": span["start"], "end": span["end"]}
+            if span["old_start"] in surface and span["old_end"] in surface:
+                first, last = surface.index(span["old_start"]), surface.index(span["old_end"])
+                shadowed = [new_seq[n] for n in surface[first : max(first, last) + 1]]
+                listed = ev.get("sourceEventSeqs")
+                if isinstance(listed, list):  # a moved start shadows more nodes: provenance names them all
+                    named = set(listed)
+                    ev["sourceEventSeqs"] = listed + [n for n in shadowed if n not in named]
+                surface[first : max(first, last) + 1] = [log.events[i]["seq"]]
+        elif "surfaceOp" in ev:
+            surface.append(log.events[i]["seq"])
         payload = ev.get("data")
         if isinstance(payload, dict) and _SEQ_FIELDS.keys() & payload.keys():
-            payload = _renumber_seq_fields(payload, new_seq)
+            payload = _renumber_seq_fields(payload, new_seq, surface, log.events[i]["seq"])
             if payload is None:
                 return None
             ev["data"] = payload
@@ -162,16 +175,16 @@ def renumber(log: LogData, keep: list[int]) -> list[dict] | None:
 _SEQ_FIELDS = {"shadowedRange": "range", "shadowedSeqs": "list", "messageSeqs": "list"}
 
 
-def _renumber_seq_fields(data: dict, new_seq: dict[int, int]) -> dict | None:
+def _renumber_seq_fields(data: dict, new_seq: dict[int, int], surface: list[int], own: int) -> dict | None:
     """``data`` with its seq-naming fields renumbered, or None when a range end is gone."""
     out = dict(data)
     for key, shape in _SEQ_FIELDS.items():
         value = data.get(key)
         if shape == "range" and isinstance(value, dict):
-            span = _range(value, new_seq)
+            span = _range(value, new_seq, surface, own)
             if span is None:
                 return None
-            out[key] = {**value, **span}
+            out[key] = {**value, "start": span["start"], "end": span["end"]}
         elif shape == "list" and isinstance(value, list):
             out[key] = _kept_seqs(value, new_seq)
     return out
@@ -181,12 +194,27 @@ def _kept_seqs(seqs: list, new_seq: dict[int, int]) -> list:
     return [new_seq[s] for s in seqs if isinstance(s, int) and s in new_seq]
 
 
-def _range(span: dict, new_seq: dict[int, int]) -> dict | None:
-    """``span``'s start and end renumbered, or None when either is gone."""
+def _range(span: dict, new_seq: dict[int, int], surface: list[int], own: int) -> dict | None:
+    """``span``'s start and end renumbered (with the original seqs they now stand for, ``old_start`` and
+    ``old_end``), on ``surface`` (the original seqs of its nodes in surface order when the event ``own`` is
+    written).  A start that is gone becomes the surface's first node, an end that is gone the last surface node
+    before it in seq order; None when that leaves no range.  The checker and the capture patch judge
+    whether the surface this gives is the one the finding needs."""
     start, end = span.get("start"), span.get("end")
-    if not (isinstance(start, int) and start in new_seq and isinstance(end, int) and end in new_seq):
+    if not (isinstance(start, int) and isinstance(end, int)):
         return None
-    return {"start": new_seq[start], "end": new_seq[end]}
+    if start not in new_seq:  # its node was dropped (with the compaction it summarised): from the first node on
+        if not surface:
+            return None
+        start = surface[0]
+    if end not in new_seq:
+        earlier = [s for s in surface if s <= end]
+        if not earlier:
+            return None
+        end = earlier[-1]
+    if start in surface and end in surface and surface.index(start) > surface.index(end) or end >= own:
+        return None
+    return {"start": new_seq[start], "end": new_seq[end], "old_start": start, "old_end": end}
 
 
 def _hashable(value: Any) -> bool:

@@ -34,7 +34,7 @@ class Search:
     def _try_without(self, units: list[Unit]) -> bool:
         events = self.events.difference(*[u.events for u in units])
         lines = self.lines.difference(*[u.lines for u in units])
-        if (events, lines) == (self.events, self.lines):
+        if (events, lines) == (self.events, self.lines) or self._expired():
             return False
         self._tick()
         if self.oracle.holds(sorted(events), sorted(lines)):
