@@ -143,8 +143,12 @@ def _redacted(subject: Subject, keep: list[int], keep_lines: list[int]) -> tuple
         p = log.parent
         parent = LogData(p.name, r.value(p.header), [r.value(e) if i in kept else e for i, e in enumerate(p.events)])
     lines = []
-    for cl in subject.lines:
-        line = {k: v for k, v in cl.line.items() if k != "sessionFile"}
+    written = set(keep_lines)
+    for k, cl in enumerate(subject.lines):
+        if k not in written:
+            lines.append(cl)  # not in the repro: left as it is
+            continue
+        line = {key: v for key, v in cl.line.items() if key != "sessionFile"}
         patch = None if cl.patch is None else {**r.value(cl.patch), "order": cl.patch["order"]}
         lines.append(CaptureLine(r.value(line), cl.step_index, patch))
     return Subject(LogData(log.name, header, events, [c.line for c in lines], parent), lines), r.kept
