@@ -112,6 +112,7 @@ def reduce_log(
         "captures": {"before": len(log.captures), "after": lines_after},
         "candidates": oracle.candidates,
         "strings_shortened": search.shortened,
+        "chunk_runs_collapsed": search.collapsed,
         "seconds": round(time.monotonic() - started, 3),
         "timed_out": search.timed_out,
         "redacted": redacted,

@@ -7,6 +7,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from invariants.reduce.collapse import collapse, runs
 from invariants.reduce.shorten import apply_cut, cuts, long_strings
 from invariants.reduce.subject import Oracle
 from invariants.reduce.units import Unit, levels
@@ -21,6 +22,7 @@ class Search:
     timed_out: bool = False
     progress: bool = False
     shortened: int = 0  # strings cut
+    collapsed: int = 0  # chunk runs collapsed
     _started: float = field(default_factory=time.monotonic)
 
     def _expired(self) -> bool:
@@ -81,6 +83,25 @@ class Search:
                 if self._present(u) and self._try_without([u]):
                     changed = True
 
+    def collapse_runs(self) -> None:
+        """Collapse the chunk runs left: all at once, else each on its own."""
+        found = runs(self.oracle.subject, sorted(self.events))
+        if not found:
+            return
+        for batch in [found] + ([[r] for r in found] if len(found) > 1 else []):
+            if self._expired():
+                return
+            candidate, dropped = collapse(self.oracle.subject, batch)
+            if not dropped:
+                continue
+            self._tick()
+            if self.oracle.holds(sorted(self.events - dropped), sorted(self.lines), candidate):
+                self.oracle.subject = candidate
+                self.events -= dropped
+                self.collapsed += len(batch)
+                if batch is found:
+                    return
+
     def shorten(self) -> None:
         """Try each string cut once on the reduced log; keep those that keep the finding."""
         subject = self.oracle.subject
@@ -120,6 +141,7 @@ class Search:
         for tier in tiers:
             self.ddmin(tier)
         self.one_minimal([u for tier in tiers for u in tier])
+        self.collapse_runs()
         self.shorten()
         if self.progress and time.monotonic() - self._started > 1:
             print(file=sys.stderr)

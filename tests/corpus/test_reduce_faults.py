@@ -12,7 +12,14 @@ import pytest
 from invariants import check
 from invariants.reduce import reduce_log, write_repro
 from invariants.reduce.shorten import WINDOW
-from tests.support.faults import FAULTS, SEED_PREFIX, assert_one_minimal, changed_system, leaked
+from tests.support.faults import (
+    FAULTS,
+    SEED_PREFIX,
+    assert_one_minimal,
+    changed_system,
+    header_after_first_chunk,
+    leaked,
+)
 
 STRUCTURAL = ("log-integrity", "event-contract")
 
@@ -58,3 +65,13 @@ def test_a_changed_system_prompt_is_cut_to_a_window_around_the_change(tmp_path):
     recorded = json.loads((out / "requests.jsonl").read_text().splitlines()[0])["request"]["system"]
     assert cut["data"]["header"]["system"] == system[-WINDOW:]
     assert recorded == system[-WINDOW:] + "\nA line of the system prompt that no header delta ever wrote."
+
+
+def test_a_chunk_run_the_finding_needs_collapses_into_one_chunk(tmp_path):
+    log = header_after_first_chunk(SEED_PREFIX, tmp_path)
+    reduction = reduce_log(log, "HDR010")
+    write_repro(reduction, tmp_path / "out")
+    assert reduction.manifest["chunk_runs_collapsed"] == 1
+    events = [json.loads(x) for x in (tmp_path / "out" / log.name).read_text().splitlines()[1:]]
+    deltas = [e["data"]["chunk"] for e in events if e["data"].get("chunk", {}).get("type") == "tool-call-delta"]
+    assert [d["argumentsDelta"] for d in deltas] == ['{"text":"y"}']  # two deltas joined into one

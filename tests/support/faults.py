@@ -105,6 +105,29 @@ def result_without_call(rel: str, tmp: Path) -> Path:
     return log
 
 
+def header_after_first_chunk(rel: str, tmp: Path) -> Path:
+    """The first header event moved to just after its step's first chunk (every seq and reference renumbered)."""
+    log = _copy(rel, tmp)
+    records = _read(log)
+    events = records[1:]
+    at = next(i for i, e in enumerate(events) if e["type"] == "request/header")
+    header = events.pop(at)
+    events.insert(next(i for i in range(at, len(events)) if events[i]["type"] == "assistant/chunk") + 1, header)
+    new = {e["seq"]: n for n, e in enumerate(events)}
+    for n, e in enumerate(events):
+        e["seq"] = n
+        if isinstance(e.get("sourceEventSeqs"), list):
+            e["sourceEventSeqs"] = [new[x] for x in e["sourceEventSeqs"]]
+        if isinstance(e.get("surfaceOp"), dict):
+            e["surfaceOp"] = {
+                **e["surfaceOp"],
+                "start": new[e["surfaceOp"]["start"]],
+                "end": new[e["surfaceOp"]["end"]],
+            }
+    _write(log, records[:1] + events)
+    return log
+
+
 def child_differs_from_parent(rel: str, tmp: Path) -> Path:
     """A fork child (its parent beside it) whose last seed user message was edited after the fork."""
     log = _copy(rel, tmp)
@@ -143,6 +166,7 @@ FAULTS = [
     Fault("delta-removes-absent-tool-seed", "HDR002", SEED_DELTAS, delta_removes_absent_tool),
     Fault("result-without-call-seed", "EVT009", SEED_PREFIX, result_without_call),
     Fault("result-without-call-late", "EVT009", LATE_TOOLS, result_without_call),
+    Fault("header-after-first-chunk-seed", "HDR010", SEED_PREFIX, header_after_first_chunk),
     Fault("child-differs-from-parent-seed", "FRK001", SEED_FORK, child_differs_from_parent),
     Fault("child-differs-from-parent-late", "FRK001", LATE_FORK, child_differs_from_parent),
 ]
