@@ -134,6 +134,7 @@ class SessionScreen(Screen):
         Binding("e", "goto_origin", "Event"),
         Binding("w", "when_changed", "When?"),
         Binding("x", "export", "Export"),
+        Binding("R", "repro", "Repro"),
         Binding("t", "tokens", "Tokens", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("escape", "back", "Back", show=False),
@@ -1140,6 +1141,37 @@ class SessionScreen(Screen):
                 self.export_request(path)
 
         self.app.push_screen(ExportScreen(str(Path.cwd() / name)), chosen)
+
+    def action_repro(self) -> None:
+        """Reduce the log to a redacted repro of the selected finding, in a new folder; show its path."""
+        state = self.state
+        if state is None or not 0 <= self.finding_pos < len(state.findings):
+            self.say(Text("select a finding first (n/N), then R writes its repro", style="#e0af68"))
+            return
+        self.say(Text("reducing the log to a repro of this finding…", style="#7dcfff"))
+        self.write_repro(state.findings[self.finding_pos])
+
+    @work(thread=True, exclusive=True, group="repro")
+    def write_repro(self, finding: Any) -> None:
+        import tempfile
+
+        from invariants.reduce import FindingNotFound, ReduceInputError, reduce_log
+        from invariants.reduce import write_repro as write
+
+        captures = self.options.captures[0] if self.options.captures else None
+        try:
+            at = None if finding.seq is None else str(finding.seq)
+            reduction = reduce_log(self.source.path, finding.rule, at=at, captures=captures, redact=True)
+        except (FindingNotFound, ReduceInputError) as e:
+            self.app.call_from_thread(self.say, Text(f"no repro: {e}", style="bold red"))
+            return
+        folder = Path(tempfile.mkdtemp(prefix=f"inspector-repro-{finding.rule}-")).resolve()
+        write(reduction, folder)
+        m = reduction.manifest
+        note = "" if m["redacted"] else " (NOT redacted: redaction lost the finding)"
+        sizes = f"{m['events']['before']} -> {m['events']['after']} events"
+        done = f"repro of {finding.rule} ({sizes}){note} written to {folder}"
+        self.app.call_from_thread(self.say, Text(done, style="green"))
 
     def export_request(self, path: Path) -> None:
         state = self.state

@@ -21,7 +21,15 @@ from invariants.model.findings import Finding
 from invariants.reduce.logfile import LogData, ReduceInputError, read_log
 from invariants.reduce.redact import Redactor
 from invariants.reduce.search import Search
-from invariants.reduce.subject import CaptureLine, Oracle, Subject, materialise, signature, tie_captures
+from invariants.reduce.subject import (
+    CaptureLine,
+    Oracle,
+    Subject,
+    materialise,
+    parent_name,
+    signature,
+    tie_captures,
+)
 
 __all__ = ["FindingNotFound", "ReduceInputError", "Reduction", "reduce_log", "write_repro"]
 
@@ -76,12 +84,17 @@ def reduce_log(
     oracle = Oracle(subject, signature(target), allowed)
     keep, keep_lines = list(range(len(log.events))), list(range(len(subject.lines)))
     try:
-        if not oracle.holds(keep, keep_lines):
-            raise FindingNotFound(f"{rule.upper()} does not survive rewriting {path} (not reducible)", original)
         deadline = None if max_seconds is None else started + max_seconds
         search = Search(oracle, deadline, set(keep), set(keep_lines), progress=progress)
-        search.run()
+        where = (target.detail or {}).get("step_seq", target.seq)  # a request finding: the step that sent it
+        search.run(next((i for i, ev in enumerate(log.events) if ev["seq"] == where), None))
+        # A candidate that was taken shows the finding; only when none was must the whole log, rewritten, be
+        # checked (on a long log that is the largest candidate of all, so it is not checked up front).
+        untouched = (search.events, search.lines) == (set(keep), set(keep_lines)) and not search.shortened
+        if untouched and not oracle.holds(keep, keep_lines):
+            raise FindingNotFound(f"{rule.upper()} does not survive rewriting {path} (not reducible)", original)
         keep, keep_lines = sorted(search.events), sorted(search.lines)
+        subject = oracle.subject  # with its long strings cut
         redacted, kept = False, {}
         if redact:
             shown = _redacted(subject, keep, keep_lines)
@@ -98,11 +111,19 @@ def reduce_log(
         "events": {"before": len(log.events), "after": events_after},
         "captures": {"before": len(log.captures), "after": lines_after},
         "candidates": oracle.candidates,
+        "strings_shortened": search.shortened,
+        "chunk_runs_collapsed": search.collapsed,
         "seconds": round(time.monotonic() - started, 3),
         "timed_out": search.timed_out,
         "redacted": redacted,
         "kept": [{"string": s, "reason": why} for s, why in sorted(kept.items())],
     }
+    if log.parent is not None:
+        bound = min(log.seed_length, len(log.parent.events))
+        manifest["parent"] = {
+            "name": parent_name(subject.log.parent or log.parent),
+            "events": {"before": len(log.parent.events), "after": sum(1 for i in keep if i < bound)},
+        }
     return Reduction(subject, keep, keep_lines, target, manifest)
 
 
@@ -116,13 +137,22 @@ def _redacted(subject: Subject, keep: list[int], keep_lines: list[int]) -> tuple
     r = Redactor()
     log = subject.log
     header = r.value(log.header)
-    events = [r.value(e) if i in set(keep) else e for i, e in enumerate(log.events)]
+    kept = set(keep)
+    events = [r.value(e) if i in kept else e for i, e in enumerate(log.events)]
+    parent = None
+    if log.parent is not None:
+        p = log.parent
+        parent = LogData(p.name, r.value(p.header), [r.value(e) if i in kept else e for i, e in enumerate(p.events)])
     lines = []
-    for cl in subject.lines:
-        line = {k: v for k, v in cl.line.items() if k != "sessionFile"}
+    written = set(keep_lines)
+    for k, cl in enumerate(subject.lines):
+        if k not in written:
+            lines.append(cl)  # not in the repro: left as it is
+            continue
+        line = {key: v for key, v in cl.line.items() if key != "sessionFile"}
         patch = None if cl.patch is None else {**r.value(cl.patch), "order": cl.patch["order"]}
         lines.append(CaptureLine(r.value(line), cl.step_index, patch))
-    return Subject(LogData(log.name, header, events, [c.line for c in lines]), lines), r.kept
+    return Subject(LogData(log.name, header, events, [c.line for c in lines], parent), lines), r.kept
 
 
 def _written_lines(subject: Subject, keep: list[int], keep_lines: list[int]) -> list[str]:

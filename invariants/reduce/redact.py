@@ -9,6 +9,8 @@ import json
 import re
 from typing import Any
 
+from invariants.rules import values as vocabulary
+
 # Values under these keys are read by the rules or the replay, so they stay verbatim.
 KEEP_KEYS = {
     "type": "event and content types drive the replay",
@@ -24,7 +26,13 @@ KEEP_KEYS = {
     "reasoningEffort": "a call setting that is compared",
     "plugin": "the compaction user message is recognised by its plugin",
     "code": "error codes exempt results from pairing",
+    "origin": "the header origin is checked (HEAD accepts only subagent)",
 }
+# Values of the enumerations the contract rules check (chunk types, finish and turn-end kinds, inbox targets...):
+# kept under any key, so a redacted log raises no value finding the original did not have.
+ENUMERATED = frozenset().union(
+    *(v for v in vars(vocabulary).values() if isinstance(v, frozenset) and all(isinstance(x, str) for x in v))
+)
 _WORD = re.compile(r"\w+", re.UNICODE)
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 
@@ -61,6 +69,9 @@ class Redactor:
         if key in KEEP_KEYS:
             if s:
                 self.kept.setdefault(s, f"{key}: {KEEP_KEYS[key]}")
+            return s
+        if s in ENUMERATED:
+            self.kept.setdefault(s, "an enumerated value the contract rules check")
             return s
         stripped = s.strip()
         if stripped[:1] in ("{", "[") and len(stripped) > 1:

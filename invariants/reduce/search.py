@@ -1,4 +1,5 @@
-"""ddmin over the units of a log, coarse to fine, then single-unit removals until none succeeds (1-minimal)."""
+"""ddmin over the units of a log, coarse to fine, then single-unit removals until none succeeds (1-minimal),
+then string cuts (:mod:`invariants.reduce.shorten`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from invariants.reduce.collapse import collapse, runs
+from invariants.reduce.shorten import apply_cut, cuts, long_strings
 from invariants.reduce.subject import Oracle
 from invariants.reduce.units import Unit, levels
 
@@ -18,6 +21,8 @@ class Search:
     lines: set[int] = field(default_factory=set)
     timed_out: bool = False
     progress: bool = False
+    shortened: int = 0  # strings cut
+    collapsed: int = 0  # chunk runs collapsed
     _started: float = field(default_factory=time.monotonic)
 
     def _expired(self) -> bool:
@@ -31,7 +36,7 @@ class Search:
     def _try_without(self, units: list[Unit]) -> bool:
         events = self.events.difference(*[u.events for u in units])
         lines = self.lines.difference(*[u.lines for u in units])
-        if (events, lines) == (self.events, self.lines):
+        if (events, lines) == (self.events, self.lines) or self._expired():
             return False
         self._tick()
         if self.oracle.holds(sorted(events), sorted(lines)):
@@ -78,10 +83,65 @@ class Search:
                 if self._present(u) and self._try_without([u]):
                     changed = True
 
-    def run(self) -> None:
+    def collapse_runs(self) -> None:
+        """Collapse the chunk runs left: all at once, else each on its own."""
+        found = runs(self.oracle.subject, sorted(self.events))
+        if not found:
+            return
+        for batch in [found] + ([[r] for r in found] if len(found) > 1 else []):
+            if self._expired():
+                return
+            candidate, dropped = collapse(self.oracle.subject, batch)
+            if not dropped:
+                continue
+            self._tick()
+            if self.oracle.holds(sorted(self.events - dropped), sorted(self.lines), candidate):
+                self.oracle.subject = candidate
+                self.events -= dropped
+                self.collapsed += len(batch)
+                if batch is found:
+                    return
+
+    def shorten(self) -> None:
+        """Try each string cut once on the reduced log; keep those that keep the finding."""
+        subject = self.oracle.subject
+        for cut in cuts(long_strings(subject, sorted(self.events), sorted(self.lines))):
+            if self._expired():
+                return
+            present = set(long_strings(subject, sorted(self.events), sorted(self.lines)))
+            if not present.intersection(cut):
+                continue  # cut already, as the partner of an earlier string
+            candidate = apply_cut(subject, cut)
+            self._tick()
+            if self.oracle.holds(sorted(self.events), sorted(self.lines), candidate):
+                subject = self.oracle.subject = candidate
+                self.shortened += len(cut)
+
+    def cut_tail(self, at: int | None) -> None:
+        """First, one candidate without everything after the turn that holds the finding (event index ``at``)
+        and without every capture line but the one sent for the finding's step; failing that, one without the
+        tail only.  Most findings depend on neither, and on a long log each of these saves a whole search tier
+        of large candidates."""
+        subject = self.oracle.subject
+        events = subject.log.events
+        if at is None or not 0 <= at < len(events):
+            return
+        end = next((i for i in range(at, len(events)) if events[i].get("type") == "turn/end"), len(events) - 1)
+        tail = frozenset(range(end + 1, len(events)))
+        sent = [c.step_index for c in subject.lines if c.step_index is not None and c.step_index <= at]
+        own = max(sent, default=None)
+        others = frozenset(k for k, c in enumerate(subject.lines) if c.step_index is None or c.step_index != own)
+        later = frozenset(k for k, c in enumerate(subject.lines) if c.step_index is not None and c.step_index > end)
+        if not (others and self._try_without([Unit("tail", tail, others)])):
+            self._try_without([Unit("tail", tail, later)])
+
+    def run(self, at: int | None = None) -> None:
+        self.cut_tail(at)
         tiers = levels(self.oracle.subject)
         for tier in tiers:
             self.ddmin(tier)
         self.one_minimal([u for tier in tiers for u in tier])
+        self.collapse_runs()
+        self.shorten()
         if self.progress and time.monotonic() - self._started > 1:
             print(file=sys.stderr)

@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from invariants.analysis.forks import encode_id
 from invariants.gate.pipeline import check
 from invariants.model.findings import Finding
-from invariants.read.source import LogSource
-from invariants.reduce.logfile import LogData, new_log_length, renumber, write_captures, write_log
+from invariants.read.source import LogSource, strip_log_suffix
+from invariants.reduce.logfile import LogData, kept_seqs, new_log_length, renumber, write_captures, write_log
 from invariants.reduce.patch import apply_patch, request_patch
 from invariants.replay.session import SessionModel, replay
 
@@ -75,10 +76,13 @@ def materialise(subject: Subject, keep: list[int], keep_lines: list[int], folder
     if events is None:
         return None
     path = folder / log.name
+    seqs = sorted(kept_seqs(log, keep))
     header = dict(log.header)
     if isinstance(header.get("seedLength"), int) and header["seedLength"]:
-        header["seedLength"] = new_log_length(log, keep, header["seedLength"])
+        header["seedLength"] = new_log_length(seqs, header["seedLength"])
     write_log(path, header, events)
+    if log.parent is not None and not _write_parent(log, keep, folder):
+        return None
     cap = folder / CAPTURE_NAME
     if not keep_lines:
         cap.unlink(missing_ok=True)
@@ -96,7 +100,7 @@ def materialise(subject: Subject, keep: list[int], keep_lines: list[int], folder
         if cl.step_index not in kept:
             continue  # its step is gone: the request goes with it
         if isinstance(line.get("logLength"), int):
-            line["logLength"] = new_log_length(log, keep, line["logLength"])
+            line["logLength"] = new_log_length(seqs, line["logLength"])
         start = events[position[cl.step_index]]["data"]
         line["turn"], line["step"] = start.get("turn"), start.get("step")
         model = model or _model(path)
@@ -108,6 +112,26 @@ def materialise(subject: Subject, keep: list[int], keep_lines: list[int], folder
         out.append(line)
     write_captures(cap, out)
     return path
+
+
+def parent_name(parent: LogData) -> str:
+    """The parent's file name where ``check`` looks for it beside the child: its (maybe redacted) id, encoded."""
+    pid = parent.header.get("id")
+    suffix = parent.name[len(strip_log_suffix(parent.name)) :]
+    return f"{encode_id(pid)}{suffix}" if isinstance(pid, str) and pid else parent.name
+
+
+def _write_parent(log: LogData, keep: list[int], folder: Path) -> bool:
+    """Write the fork parent beside the child: the events the child's kept seed events copy (the same indices),
+    so the seed still lines up; the parent's own tail is not needed."""
+    assert log.parent is not None
+    parent = log.parent
+    bound = min(log.seed_length, len(parent.events))
+    events = renumber(parent, [i for i in keep if i < bound])
+    if events is None:
+        return False
+    write_log(folder / parent_name(parent), parent.header, events)
+    return True
 
 
 class Oracle:
@@ -123,19 +147,21 @@ class Oracle:
     def close(self) -> None:
         self._tmp.cleanup()
 
-    def findings(self, keep: list[int], keep_lines: list[int]) -> list[Finding] | None:
+    def findings(self, keep: list[int], keep_lines: list[int], subject: Subject | None = None) -> list[Finding] | None:
+        """The findings of the candidate (``subject``, default the oracle's, cut to ``keep`` and ``keep_lines``);
+        None when it cannot be written as a well-formed log."""
         self.candidates += 1
         folder = Path(self._tmp.name) / "c"
         folder.mkdir(exist_ok=True)
         for old in folder.iterdir():
             old.unlink()
-        path = materialise(self.subject, keep, keep_lines, folder)
+        path = materialise(subject or self.subject, keep, keep_lines, folder)
         if path is None:
             return None
         return check(path).findings
 
-    def holds(self, keep: list[int], keep_lines: list[int]) -> bool:
-        found = self.findings(keep, keep_lines)
+    def holds(self, keep: list[int], keep_lines: list[int], subject: Subject | None = None) -> bool:
+        found = self.findings(keep, keep_lines, subject)
         if found is None:
             return False
         if any(f.rule not in self.allowed for f in found):

@@ -1,6 +1,6 @@
-"""The units a log is reduced by, each a set of event indices and capture line indices: whole turns, steps and
-compactions first, then header deltas, tool call/result pairs, a step's chunk run, single surface events and
-capture lines.  Removing a unit removes all of its members."""
+"""The units a log is reduced by, each a set of event indices and capture line indices: whole loop instances
+(a resume to the next), then whole turns, steps and compactions, then header deltas, tool call/result pairs, a
+step's chunk run, single surface events and capture lines.  Removing a unit removes all of its members."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ class Unit:
 def levels(subject: Subject) -> list[list[Unit]]:
     """The units, coarse level first."""
     events = subject.log.events
+    resumes: list[int] = []  # where each resumed loop instance begins: the turn/start of its first header
     coarse: list[Unit] = []
     middle: list[Unit] = []
     fine: list[Unit] = []
@@ -39,19 +40,23 @@ def levels(subject: Subject) -> list[list[Unit]]:
             if kind == end and start in open_at:
                 span = frozenset(range(open_at.pop(start), i + 1))
                 (coarse if start == "turn/start" else middle).append(Unit(start.split("/")[0], span))
+        if kind == "request/header" and data.get("reason") == "resume" and "turn/start" in open_at:
+            resumes.append(open_at["turn/start"])
         if kind in _SINGLE:
             fine.append(Unit(kind, frozenset([i])))
         elif kind == "tool/call":
-            calls[(data.get("turn"), data.get("step"), str(data.get("callId")))] = i
+            calls[(_key(data.get("turn")), _key(data.get("step")), str(data.get("callId")))] = i
         elif kind == "tool/result":
-            call = calls.get((data.get("turn"), data.get("step"), str(data.get("callId"))))
+            call = calls.get((_key(data.get("turn")), _key(data.get("step")), str(data.get("callId"))))
             fine.append(Unit("tool-pair", frozenset([i] if call is None else [call, i])))
         elif kind == "assistant/chunk":
             chunks.setdefault((_key(data.get("turn")), _key(data.get("step"))), []).append(i)
     for members in chunks.values():
         fine.append(Unit("chunk-run", frozenset(members)))
     fine.extend(Unit("capture-line", frozenset(), frozenset([k])) for k in range(len(subject.lines)))
-    return [coarse, middle, fine]
+    bounds = [0, *resumes, len(events)] if resumes else []
+    instances = [Unit("instance", frozenset(range(a, b))) for a, b in zip(bounds, bounds[1:]) if b > a]
+    return [instances, coarse, middle, fine]
 
 
 def _key(value: object) -> object:

@@ -177,3 +177,25 @@ def test_readme_worked_example_runs(tmp_path):
         "repro.json",
         "test_repro.py",
     }
+
+
+def test_reduction_is_deterministic(tmp_path):
+    log = _generated(tmp_path)
+    outs = [tmp_path / "a", tmp_path / "b"]
+    for out in outs:
+        assert _reduce(str(log), "--rule", "DIV001", "--output", str(out), "--redact").returncode == 0
+    a, b = ({p.name: p.read_bytes() for p in out.iterdir() if p.name != "repro.json"} for out in outs)
+    assert a == b and len(a) == 2
+    ma, mb = (json.loads((out / "repro.json").read_text()) for out in outs)
+    assert {**ma, "seconds": 0} == {**mb, "seconds": 0}
+
+
+def test_max_seconds_returns_the_best_so_far_and_says_so(tmp_path):
+    log = _generated(tmp_path)
+    out = tmp_path / "out"
+    done = _reduce(str(log), "--rule", "DIV001", "--output", str(out), "--max-seconds", "0")
+    assert done.returncode == 0, done.stderr
+    assert "time limit reached: best so far" in done.stdout
+    manifest = json.loads((out / "repro.json").read_text())
+    assert manifest["timed_out"] is True and manifest["events"]["after"] == manifest["events"]["before"]
+    assert "DIV001" in {f.rule for f in check(out / log.name).findings}
