@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Any, Iterable, Iterator
 
 from invariants.model.findings import Finding
@@ -192,6 +191,14 @@ class SessionModel:
         return RebuiltRequest(request, len(prefix), len(derived), len(suffix), origins, version, step.seq)
 
 
+def _drained(ahead: list, items: Iterator) -> Iterator:
+    """The items read ahead, each let go once given (a chain would hold them all to the end), then the rest."""
+    ahead.reverse()
+    while ahead:
+        yield ahead.pop()
+    yield from items
+
+
 def _all_deltas(kinds: list) -> bool:
     """Whether every chunk type is a plain delta's (a type that is not a string never is)."""
     try:
@@ -251,13 +258,15 @@ class _Replay:
         ahead = []
         for item in items:
             ahead.append(item)
-            if type(item[0]) is not ChunkRun:
+            if type(item[0]) is ChunkRun:
+                item[0].compact()  # held until the verdict: its events are parsed again when folded
+            else:
                 classify_object(item[0], seen)
             if item[1] >= SNIFF_LINES or is_decisive(seen):
                 break
         self._header_evidence()
         self._judge_by(PROFILES[profile_for(seen).profile])
-        return chain(ahead, items)
+        return _drained(ahead, items)
 
     def _header_evidence(self) -> None:
         hdr = self.reader.header
