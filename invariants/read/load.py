@@ -172,6 +172,13 @@ class ChunkRun:
             return self.typed.first_seq + i % len(self)
         return self.objs[i]["seq"]
 
+    def events(self, indices: list[int]) -> list[dict]:
+        """Events ``indices`` of the run, parsed in one pass when the run was not."""
+        if self._objs is not None or self.row is not None:
+            return [self.objs[i] for i in indices]
+        lines = self.lines or []
+        return _parse_run([lines[i] for i in indices])
+
     def event(self, i: int) -> dict:
         """Event ``i`` of the run, parsed alone when the run was not."""
         if self._objs is not None or self.row is not None:

@@ -417,11 +417,13 @@ class _Replay:
             if typed.turn != tracer.open_turn or typed.step != tracer.open_step:
                 return taken
             kinds = typed.kinds
+            odd: dict[int, dict] = {}  # the chunks that are not plain deltas, parsed together
             if not DELTA_CHUNK_TYPES.issuperset(kinds[taken:]):
-                odd = [i for i in range(taken, len(kinds)) if kinds[i] not in DELTA_CHUNK_TYPES]
-                self._chunk_values(run, line, odd, [run.event(i)["data"] for i in odd])
+                at = [i for i in range(taken, len(kinds)) if kinds[i] not in DELTA_CHUNK_TYPES]
+                odd = dict(zip(at, run.events(at)))
+                self._chunk_values(run, line, at, [odd[i]["data"] for i in at])
             if typed.usage is not None and typed.usage >= taken:
-                chunk = run.event(typed.usage)["data"]["chunk"]
+                chunk = (odd.get(typed.usage) or run.event(typed.usage))["data"]["chunk"]
                 if isinstance(chunk.get("usage"), dict):
                     cur.usage = chunk["usage"]
             cur.last_seq = typed.last_seq
