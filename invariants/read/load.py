@@ -120,9 +120,13 @@ class ChunkRun:
     the replay's, which may fall back to event-by-event handling.  A run the
     typed decoder took (``typed``, see :mod:`invariants.read.chunk_typed`)
     keeps its raw ``lines`` and parses an event only when one is asked for.
+    A run held before it is folded (the era sniff reads ahead) is
+    :meth:`compact`: its events are parsed again from its ``lines`` or its
+    packed ``row`` when asked for, so what is held does not grow with the
+    number of chunks a row packs.
     """
 
-    __slots__ = ("_objs", "_datas", "maybe_usage", "line_step", "lines", "typed")
+    __slots__ = ("_objs", "_datas", "maybe_usage", "line_step", "lines", "typed", "row", "_n")
 
     def __init__(
         self,
@@ -132,20 +136,28 @@ class ChunkRun:
         line_step: int = 1,
         lines: list[bytes] | None = None,
         typed: TypedRun | None = None,
+        row: bytes | None = None,
     ) -> None:
         self._objs, self._datas = objs, datas
         self.maybe_usage = maybe_usage  # False only when no usage chunk can be in the run
         self.line_step = line_step  # 1: one event per physical line; 0: the members of one packed row
         self.lines = lines
         self.typed = typed
+        self.row = row  # the packed row's line, its events expanded from it
+        self._n = len(objs) if objs is not None else len(lines or ())
 
     def __len__(self) -> int:
-        return len(self._objs) if self._objs is not None else len(self.lines or ())
+        return self._n
+
+    def compact(self) -> None:
+        """Drop the parsed events if they can be had again (from the raw lines or the packed row)."""
+        if self.lines is not None or self.row is not None:
+            self._objs = self._datas = None
 
     @property
     def objs(self) -> list[dict]:
         if self._objs is None:
-            self._objs = _parse_run(self.lines or [])
+            self._objs = _row_events(self.row) if self.row is not None else _parse_run(self.lines or [])
         return self._objs
 
     @property
@@ -160,10 +172,17 @@ class ChunkRun:
             return self.typed.first_seq + i % len(self)
         return self.objs[i]["seq"]
 
+    def events(self, indices: list[int]) -> list[dict]:
+        """Events ``indices`` of the run, parsed in one pass when the run was not."""
+        if self._objs is not None or self.row is not None:
+            return [self.objs[i] for i in indices]
+        lines = self.lines or []
+        return _parse_run([lines[i] for i in indices])
+
     def event(self, i: int) -> dict:
         """Event ``i`` of the run, parsed alone when the run was not."""
-        if self._objs is not None:
-            return self._objs[i]
+        if self._objs is not None or self.row is not None:
+            return self.objs[i]
         return _parse_run([self.lines[i]])[0]  # type: ignore[index]
 
 
@@ -173,6 +192,14 @@ def _parse_run(lines: list[bytes]) -> list[dict]:
         return orjson.loads(b"[" + b",".join(lines) + b"]")
     except orjson.JSONDecodeError:  # a number orjson refuses (the general path then asks json)
         return [parse_json(line)[0] for line in lines]
+
+
+def _row_events(line: bytes) -> list[dict]:
+    """The events of a packed row's line that was read before (so it parses and expands)."""
+    from invariants.read.chunk_rows import expand_row
+
+    row = parse_json(line)[0]
+    return expand_row_fast(row) or expand_row(row)
 
 
 TYPED_AFTER = 8192
@@ -377,7 +404,7 @@ class LogReader:
             or seqs[-1] > _MAX_SAFE
         ):
             return None
-        return ChunkRun(objs, datas, b'"type":"usage"' in joined)
+        return ChunkRun(objs, datas, b'"type":"usage"' in joined, 1, raw.lines)
 
     def _line(self, raw: RawLine, st: "_ReadState") -> Iterator[tuple[dict | ChunkRun, int, int]]:
         """Validate one physical line; yields its event(s) or records a defect."""
@@ -450,7 +477,7 @@ class LogReader:
             st.bad_since_good = 0
             st.expected_seq += len(objs)
             self.events += len(objs)
-            yield ChunkRun(objs, [o["data"] for o in objs], False, 0), number, raw.offset
+            yield ChunkRun(objs, [o["data"] for o in objs], False, 0, row=raw.data), number, raw.offset
             return
         for ev in objs:
             seq = ev["seq"]

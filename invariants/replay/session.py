@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass, field
-from itertools import chain
 from typing import Any, Iterable, Iterator
 
 from invariants.model.findings import Finding
@@ -202,6 +201,14 @@ class SessionModel:
         )
 
 
+def _drained(ahead: list, items: Iterator) -> Iterator:
+    """The items read ahead, each let go once given (a chain would hold them all to the end), then the rest."""
+    ahead.reverse()
+    while ahead:
+        yield ahead.pop()
+    yield from items
+
+
 def _all_deltas(kinds: list) -> bool:
     """Whether every chunk type is a plain delta's (a type that is not a string never is)."""
     try:
@@ -261,13 +268,15 @@ class _Replay:
         ahead = []
         for item in items:
             ahead.append(item)
-            if type(item[0]) is not ChunkRun:
+            if type(item[0]) is ChunkRun:
+                item[0].compact()  # held until the verdict: its events are parsed again when folded
+            else:
                 classify_object(item[0], seen)
             if item[1] >= SNIFF_LINES or is_decisive(seen):
                 break
         self._header_evidence()
         self._judge_by(PROFILES[profile_for(seen).profile])
-        return chain(ahead, items)
+        return _drained(ahead, items)
 
     def _header_evidence(self) -> None:
         hdr = self.reader.header
@@ -421,11 +430,13 @@ class _Replay:
             if typed.turn != tracer.open_turn or typed.step != tracer.open_step:
                 return taken
             kinds = typed.kinds
+            odd: dict[int, dict] = {}  # the chunks that are not plain deltas, parsed together
             if not DELTA_CHUNK_TYPES.issuperset(kinds[taken:]):
-                odd = [i for i in range(taken, len(kinds)) if kinds[i] not in DELTA_CHUNK_TYPES]
-                self._chunk_values(run, line, odd, [run.event(i)["data"] for i in odd])
+                at = [i for i in range(taken, len(kinds)) if kinds[i] not in DELTA_CHUNK_TYPES]
+                odd = dict(zip(at, run.events(at)))
+                self._chunk_values(run, line, at, [odd[i]["data"] for i in at])
             if typed.usage is not None and typed.usage >= taken:
-                chunk = run.event(typed.usage)["data"]["chunk"]
+                chunk = (odd.get(typed.usage) or run.event(typed.usage))["data"]["chunk"]
                 if isinstance(chunk.get("usage"), dict):
                     cur.usage = chunk["usage"]
             cur.last_seq = typed.last_seq
