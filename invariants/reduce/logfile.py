@@ -14,7 +14,7 @@ import orjson
 
 from invariants.analysis.forks import find_parent_log
 from invariants.read.chunk_rows import ChunkRowError, decode_record
-from invariants.read.source import LogSource, strip_log_suffix
+from invariants.read.source import LogSource, local_file, strip_log_suffix
 from invariants.read.zstdio import FrameError, is_zstd_path, iter_frames, write_frames
 
 
@@ -93,7 +93,7 @@ def read_log(path: Path, captures: Path | None) -> LogData:
     if isinstance(parent_id, str) and log.seed_length:
         source = find_parent_log(LogSource(path, path.parent), parent_id, header.get("createdAt"))
         if source is not None:
-            parent_header, parent_events = _read_records(source.path)
+            parent_header, parent_events = _read_records(local_file(source.path))
             log.parent = LogData(source.path.name, parent_header, parent_events)
     return log
 
