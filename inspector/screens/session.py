@@ -134,7 +134,7 @@ class SessionScreen(Screen):
         Binding("e", "goto_origin", "Event"),
         Binding("w", "when_changed", "When?"),
         Binding("x", "export", "Export"),
-        Binding("R", "repro", "Repro"),
+        Binding("R", "repro", "Repro", show=False),
         Binding("t", "tokens", "Tokens", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("escape", "back", "Back", show=False),

@@ -1,5 +1,6 @@
-"""ddmin over the units of a log, coarse to fine, then single-unit removals until none succeeds (1-minimal),
-then string cuts (:mod:`invariants.reduce.shorten`)."""
+"""First the tail cut, then ddmin over the units of a log, coarse to fine, then single-unit removals until none
+succeeds (1-minimal), then chunk-run collapses (:mod:`invariants.reduce.collapse`) and string cuts
+(:mod:`invariants.reduce.shorten`)."""
 
 from __future__ import annotations
 
