@@ -15,7 +15,7 @@ import os
 import zlib
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, NamedTuple
 
 LOG_SUFFIXES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
@@ -113,6 +113,13 @@ class UrlPath:
 
     def as_posix(self) -> str:
         return self.url
+
+    def relative_to(self, other: Path | UrlPath) -> PurePosixPath:
+        """The part of this URL below ``other`` (a ValueError when it is not below it, as pathlib raises)."""
+        base = other.url.rstrip("/") + "/" if isinstance(other, UrlPath) else None
+        if base is None or not self.url.startswith(base):
+            raise ValueError(f"{self.url} is not below {other}")
+        return PurePosixPath(self.url[len(base) :])
 
     def info(self) -> dict[str, Any]:
         """The backend's description of the object; :class:`UrlError` when it cannot be had."""
