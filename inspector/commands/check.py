@@ -270,6 +270,12 @@ def run(args: argparse.Namespace) -> int:
             )
         except (BaselineError, LedgerError) as exc:
             return fail(str(exc))
+        except RuntimeError as exc:  # a broken tokenizer file, found when the first request is counted
+            from invariants.analysis.tokenizer import TokenizerUnavailable
+
+            if not isinstance(exc, TokenizerUnavailable):
+                raise
+            return fail(f"--tokens: {exc}")
     for problem in result.problems:
         fail(problem)
 
@@ -333,10 +339,11 @@ def token_settings(args: argparse.Namespace, cfg) -> tuple[object | None, str | 
     if args.context_window is not None and args.context_window <= 0:
         return None, "--context-window must be a positive number of tokens"
     from invariants.analysis.token_rules import TokenSettings
-    from invariants.analysis.tokenizer import TokenizerUnavailable, tokenizer
+    from invariants.analysis.tokenizer import TokenizerUnavailable, preload, require_installed
 
     try:
-        tokenizer()
+        require_installed()
     except TokenizerUnavailable as exc:
         return None, f"--tokens: {exc}"
+    preload()  # loads while the logs are replayed
     return TokenSettings(context_window=args.context_window, windows=dict(cfg.context_windows)), None

