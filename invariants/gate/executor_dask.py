@@ -77,9 +77,11 @@ class DaskExecutor:
         started = last = time.monotonic()
         for done, fut in enumerate(as_completed(futures), 1):
             b = order[fut.key]
-            if fut.status == "finished":
+            try:
+                # Also when the status is no longer "finished": a result lost with its worker after the task
+                # completed is recomputed by the scheduler, and result() waits for that.
                 got = fut.result()
-            else:
+            except Exception:
                 reason = _reason(fut)
                 got = [self.lost(fn, item, reason) for item in batches[b]]
             results[b * size : b * size + len(got)] = got

@@ -659,7 +659,12 @@ async def test_session_list_comes_from_the_index_and_rechecks_a_stale_log(tmp_pa
         assert checked == [["idx-two.jsonl"]]  # the fresh row was never replayed
         bar = _list_bar(app)
         assert f"from the index {db}" in bar and "2 row(s), 1 stale, re-checked live" in bar
-        # an indexed row opens like any other
+        # an indexed row opens like any other (the live re-check may have moved the highlight: go to it)
+        for key in ["up"] * len(table.rows) + ["down"] * len(table.rows):
+            if key == "down" and table.selected is not None and table.selected.id == "idx-one":
+                break
+            await pilot.press(key)
+        assert table.selected is not None and table.selected.id == "idx-one"
         await pilot.press("enter")
         await settle(pilot)
         assert screen_of(app).state.model.id == "idx-one"
