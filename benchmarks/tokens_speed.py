@@ -4,13 +4,11 @@ Generates a seed-era session of >= 52,000 events and 600 steps
 (``invariants.simulate.seed_era.generate_large``), replays it once, then
 times, in a fresh process each: the tokenizer load, and the token counts of
 every step's request plus the token rules (``token_findings``) on the
-replayed model.  Then the user's figure: ``inspector check LOG --no-cache`` with and without
-``--tokens``, whole process, wall time; the CLI loads the tokenizer in a
-background thread while the log is replayed (its Rust loader releases the
-GIL), so on two cores the load overlaps the replay.  Target: under 1 s on
-top of ``check``.  Wall time and CPU
-time (``process_time``) are both printed: on a shared machine the wall time
-grows with the load, the CPU time much less.
+replayed model.  Then the user's figure: ``inspector check LOG --no-cache``
+with and without ``--tokens``, whole process, wall time.  Target: under 1 s
+on top of ``check``.  Wall time and CPU time (``process_time``) are both
+printed: on a shared machine the wall time grows with the load, the CPU
+time much less.
 
     python benchmarks/tokens_speed.py [--repeat 3]
 """

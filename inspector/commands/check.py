@@ -270,12 +270,6 @@ def run(args: argparse.Namespace) -> int:
             )
         except (BaselineError, LedgerError) as exc:
             return fail(str(exc))
-        except RuntimeError as exc:  # a broken tokenizer file, found when the first request is counted
-            from invariants.analysis.tokenizer import TokenizerUnavailable
-
-            if not isinstance(exc, TokenizerUnavailable):
-                raise
-            return fail(f"--tokens: {exc}")
     for problem in result.problems:
         fail(problem)
 
@@ -339,11 +333,10 @@ def token_settings(args: argparse.Namespace, cfg) -> tuple[object | None, str | 
     if args.context_window is not None and args.context_window <= 0:
         return None, "--context-window must be a positive number of tokens"
     from invariants.analysis.token_rules import TokenSettings
-    from invariants.analysis.tokenizer import TokenizerUnavailable, preload, require_installed
+    from invariants.analysis.tokenizer import TokenizerUnavailable, tokenizer
 
     try:
-        require_installed()
+        tokenizer()  # loaded before the check, so a missing or broken install is said up front
     except TokenizerUnavailable as exc:
         return None, f"--tokens: {exc}"
-    preload()  # loads while the logs are replayed
     return TokenSettings(context_window=args.context_window, windows=dict(cfg.context_windows)), None

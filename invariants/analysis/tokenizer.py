@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 from functools import cache
 from typing import Any, Callable, Iterable
 
@@ -37,26 +36,10 @@ class TokenizerUnavailable(RuntimeError):
     """The optional packages are missing or the tokenizer file cannot be read."""
 
 
-_lock = threading.Lock()
-_loaded: list[Any] = []  # the tokenizer, once loaded
-
-
+@cache
 def tokenizer() -> Any:
-    """The ``tokenizers.Tokenizer`` of DeepSeek V4 (loaded once per process; waits for :func:`preload`)."""
-    with _lock:
-        if not _loaded:
-            _loaded.append(_load())
-        return _loaded[0]
-
-
-def require_installed() -> None:
-    """Raise :class:`TokenizerUnavailable` when the packages or the tokenizer file are missing, without
-    loading it (a broken file is found by :func:`tokenizer`)."""
-    try:
-        import tokenizers  # noqa: F401
-    except ImportError as exc:
-        raise TokenizerUnavailable(_MISSING.format(exc=exc)) from None
-    _resource_path()
+    """The ``tokenizers.Tokenizer`` of DeepSeek V4 (loaded once per process)."""
+    return _load()
 
 
 def _resource_path() -> str:
@@ -75,20 +58,6 @@ def _resource_path() -> str:
         if os.path.isfile(path):
             return path
     raise TokenizerUnavailable(f"the {PACKAGE} package ships no {RESOURCE}")
-
-
-def preload() -> None:
-    """Start loading the tokenizer in a background thread.  The Rust loader (0.7-0.9 s, a fixed cost)
-    releases the GIL, so a check's replay runs meanwhile and the first count only waits for the rest.
-    A failure is left to the :func:`tokenizer` call that needs it."""
-
-    def run() -> None:
-        try:
-            tokenizer()
-        except TokenizerUnavailable:
-            pass
-
-    threading.Thread(target=run, name="tokenizer-load", daemon=True).start()
 
 
 _MISSING = (
