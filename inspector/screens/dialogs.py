@@ -101,6 +101,7 @@ SESSION_KEYS = [
     ("e", "jump from the selected part of the request (or difference, field) to the event that produced it"),
     ("w", "when did this change? jump to the event that last set the selected part or header field (else the prefix)"),
     ("x", "export the rebuilt request of the step as JSON (asks before overwriting)"),
+    ("R", "write a redacted, reduced repro of the selected finding to a new folder (shows its path)"),
     ("t", "show or hide the token bar of the step (needs the tokens extra)"),
     ("T", "switch between the dark and the light theme (remembered)"),
     ("Escape", "back to the timeline; from the timeline, back to the session list"),

@@ -41,7 +41,7 @@ CASES = [
     ("session-prefix-narrow", NARROW, ["right_square_bracket", "4"]),
     ("session-events-wide", WIDE, ["n", "e"]),
     ("session-findings-narrow", NARROW, ["6"]),
-    ("help-narrow", NARROW, ["question_mark"]),
+    ("help-narrow", (100, 50), ["question_mark"]),  # the whole help, no scrollbar (see above); 80x24 scrolls
     ("session-diff-80x24", (80, 24), ["n"]),
     ("help-80x24", (80, 24), ["question_mark"]),
     ("session-diff-light", NARROW, ["T", "n"]),
