@@ -19,10 +19,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from inspector.app import create_app as _create_app
 from tests.support.fuzz_strategies import random_case, sample_seeds, structured_case, write_case
 from tests.support.logs import SEED_HEADER, Log
-from tests.support.tui_helpers import settle
+from tests.support.tui_helpers import create_app, settle
 
 HOSTILE = (
     "clip \x1b]52;c;ZXZpbA==\x07 clear \x1b[2J\x1b[H [bold]loud[/bold] [link=https://evil.example]click[/link] "
@@ -34,12 +33,6 @@ SIZE = (160, 48)
 # What the renderer itself may write: SGR (colours, styles) and cursor positioning.
 _OWN_ESCAPES = re.compile(r"\x1b\[[0-9;]*[mH]")
 _FORBIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")  # controls, C1, bidi overrides
-
-
-def create_app(*args, **kwargs):
-    app = _create_app(*args, **kwargs)
-    app.animation_level = "none"
-    return app
 
 
 def screen_text(app) -> tuple[str, str]:

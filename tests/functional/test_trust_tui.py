@@ -4,18 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inspector.app import create_app as _create_app
 from inspector.widgets.status import StatusLine
 from tests.support.logs import story_header, story_log, story_session
-from tests.support.tui_helpers import settle, wait_for
+from tests.support.tui_helpers import create_app, settle, wait_for
 
 SIZE = (140, 36)
-
-
-def create_app(*args, **kwargs):
-    app = _create_app(*args, **kwargs)
-    app.animation_level = "none"
-    return app
 
 
 async def test_a_missing_capture_file_is_said_on_the_session_screen(tmp_path, monkeypatch):

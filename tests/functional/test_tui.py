@@ -14,7 +14,6 @@ from pathlib import Path
 import orjson
 import pytest
 
-from inspector.app import create_app as _create_app
 from inspector.screens.dialogs import ExportScreen, FilterScreen, HelpScreen
 from inspector.screens.session import SessionScreen
 from inspector.widgets.diff_view import DiffView
@@ -26,16 +25,9 @@ from inspector.widgets.request_view import RequestView
 from inspector.widgets.status import StatusLine
 from inspector.widgets.timeline import Timeline
 from tests.support.logs import Log, seq_of, story_header, story_log, story_session, write_capture
-from tests.support.tui_helpers import settle, wait_for
+from tests.support.tui_helpers import create_app, settle, wait_for
 
 SIZE = (120, 36)
-
-
-def create_app(*args, **kwargs):
-    """The app users run, without animations (Pilot waits for them; the end state is the same)."""
-    app = _create_app(*args, **kwargs)
-    app.animation_level = "none"
-    return app
 
 
 @pytest.fixture

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from inspector.app import create_app as _create_app
-from inspector.screens.session import SessionScreen
 from inspector.widgets.diff_view import DiffView
 from inspector.widgets.events_view import EventsView
 from inspector.widgets.header_view import HeaderView
@@ -17,22 +15,10 @@ from inspector.widgets.request_view import RequestView
 from inspector.widgets.status import StatusLine
 from tests.functional.test_tui_snapshots import check_snapshot
 from tests.support.logs import seq_of, skills_prefix, story_header, story_log, story_session, write_capture
-from tests.support.tui_helpers import settle, wait_for
+from tests.support.tui_helpers import create_app, open_session, settle
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 T52 = CORPUS / "upstream-seed-era" / "support__invariants__invariants" / "t52" / "req-check.jsonl"
-
-
-def create_app(*args, **kwargs):
-    app = _create_app(*args, **kwargs)
-    app.animation_level = "none"
-    return app
-
-
-async def _open(app, pilot) -> SessionScreen:
-    await settle(pilot)
-    await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.state is not None)
-    return app.screen
 
 
 def _block(view, key):
@@ -72,7 +58,7 @@ async def test_every_part_of_the_request_names_its_event_and_enter_jumps_there(t
     log, _ = story_log(tmp_path)
     app = create_app("story.jsonl")
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = await _open(app, pilot)
+        screen = await open_session(app, pilot)
         view = screen.query_one(RequestView)
         initial = seq_of(log, "request/header", reason="initial")
         delta = seq_of(log, "request/header-delta")
@@ -98,7 +84,7 @@ async def test_w_on_the_request_tab_answers_for_the_part_under_the_cursor(tmp_pa
     log, _ = story_log(tmp_path)
     app = create_app("story.jsonl")
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = await _open(app, pilot)
+        screen = await open_session(app, pilot)
         await pilot.press("j")
         await settle(pilot)
         view = screen.query_one(RequestView)
@@ -117,7 +103,7 @@ async def test_a_diverging_step_marks_the_differing_parts_only(tmp_path, monkeyp
     story_log(tmp_path)
     app = create_app("story.jsonl")
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = await _open(app, pilot)
+        screen = await open_session(app, pilot)
         view = screen.query_one(RequestView)
         assert not any("≠" in b.text.plain for b in view.blocks)  # step 1.1 matches its recorded request
         await pilot.press("j", "j")  # step 2.1: messages[2] was edited in its capture
@@ -143,7 +129,7 @@ async def test_the_header_tab_shows_the_recorded_value_of_a_field_that_differs(t
     write_capture(log, tmp_path / "temps.requests.jsonl", {0: warmer})
     app = create_app("temps.jsonl")
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = await _open(app, pilot)
+        screen = await open_session(app, pilot)
         await pilot.press("3")
         await settle(pilot)
         view = screen.query_one(HeaderView)
@@ -164,7 +150,7 @@ async def test_a_prefix_difference_is_blamed_on_the_delta_that_set_the_prefix(tm
     log = prefix_log(tmp_path, edit)
     app = create_app("prefix.jsonl")
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = await _open(app, pilot)
+        screen = await open_session(app, pilot)
         view = screen.query_one(RequestView)
         assert view.origins[("message", 0)] == seq_of(log, "request/header-delta")
         assert _block(view, ("message", 0)).gutter.plain.startswith("≠")
@@ -175,7 +161,7 @@ async def test_real_t52_n_visits_both_findings_and_the_prefix_is_blamed_on_seq_4
     monkeypatch.chdir(T52.parents[4])
     app = create_app(T52.relative_to(T52.parents[4]))
     async with app.run_test(size=(120, 40)) as pilot:
-        screen = await _open(app, pilot)
+        screen = await open_session(app, pilot)
         divs = [i for i, f in enumerate(screen.state.findings) if f.rule == "DIV001"]
         assert len(divs) == 2
         seen = []
@@ -199,7 +185,7 @@ async def test_snapshot_of_the_blame_view(tmp_path, monkeypatch):
     story_log(tmp_path)
     app = create_app("story.jsonl")
     async with app.run_test(size=(120, 40)) as pilot:
-        await _open(app, pilot)
+        await open_session(app, pilot)
         await pilot.press("j", "j")
         await settle(pilot)
         svg = app.export_screenshot(title="inspector")
@@ -212,7 +198,7 @@ async def test_snapshot_of_a_prefix_difference(tmp_path, monkeypatch, edit):
     prefix_log(tmp_path, edit)
     app = create_app("prefix.jsonl")
     async with app.run_test(size=(120, 40)) as pilot:
-        await _open(app, pilot)
+        await open_session(app, pilot)
         await pilot.press("n")
         await settle(pilot)
         svg = app.export_screenshot(title="inspector")

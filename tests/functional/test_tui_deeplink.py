@@ -9,7 +9,6 @@ from pathlib import Path
 import orjson
 import pytest
 
-from inspector.app import create_app as _create_app
 from inspector.cli import main
 from inspector.deeplink import At, parse_at
 from inspector.screens.session import SessionScreen
@@ -21,15 +20,9 @@ from invariants.gate.report import open_command
 from invariants.read.source import LogSource
 from tests.conftest import SAMPLES
 from tests.support.logs import story_log
-from tests.support.tui_helpers import settle, wait_for
+from tests.support.tui_helpers import create_app, settle, wait_for
 
 SAMPLE = SAMPLES / "capture-divergence.jsonl"
-
-
-def create_app(*args, **kwargs):
-    app = _create_app(*args, **kwargs)
-    app.animation_level = "none"
-    return app
 
 
 def status(app) -> str:

@@ -5,18 +5,11 @@ from __future__ import annotations
 
 import threading
 
-from inspector.app import create_app as _create_app
 from inspector.screens.session import SessionScreen
 from inspector.widgets.status import StatusLine
 from inspector.widgets.timeline import Timeline
 from tests.support.logs import seq_of, story_log
-from tests.support.tui_helpers import wait_for
-
-
-def create_app(*args, **kwargs):
-    app = _create_app(*args, **kwargs)
-    app.animation_level = "none"
-    return app
+from tests.support.tui_helpers import create_app, wait_for
 
 
 async def test_the_first_steps_show_before_the_whole_log_is_checked(tmp_path, monkeypatch):

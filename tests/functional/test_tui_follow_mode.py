@@ -5,18 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inspector.app import create_app as _create_app
 from inspector.screens.session import SessionScreen
 from inspector.widgets.status import StatusLine
 from inspector.widgets.timeline import Timeline
 from tests.support.logs import story_header, story_session, write_capture
-from tests.support.tui_helpers import settle, wait_for
-
-
-def create_app(*args, **kwargs):
-    app = _create_app(*args, **kwargs)
-    app.animation_level = "none"
-    return app
+from tests.support.tui_helpers import create_app, settle, wait_for
 
 
 class Growing:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from inspector.app import create_app as _create_app
 from inspector.screens.dialogs import HelpScreen
 from inspector.screens.session import SessionScreen
 from inspector.widgets.diff_view import DiffView
@@ -19,22 +18,10 @@ from inspector.widgets.status import StatusLine
 from inspector.widgets.timeline import Timeline
 from tests.functional.test_tui_snapshots import screen_lines
 from tests.support.logs import story_header, story_log, story_session, write_capture
-from tests.support.tui_helpers import settle, wait_for
+from tests.support.tui_helpers import create_app, open_session, settle, wait_for
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 T52 = CORPUS / "upstream-seed-era" / "support__invariants__invariants" / "t52" / "req-check.jsonl"
-
-
-def create_app(*args, **kwargs):
-    app = _create_app(*args, **kwargs)
-    app.animation_level = "none"
-    return app
-
-
-async def _open(app, pilot) -> SessionScreen:
-    await settle(pilot)
-    await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.state is not None)
-    return app.screen
 
 
 def status(app) -> str:
@@ -73,7 +60,7 @@ async def test_findings_are_listed_and_visited_in_step_order_not_seq_order(tmp_p
     out_of_order_log(tmp_path)
     app = create_app("order.jsonl")
     async with app.run_test(size=(120, 36)) as pilot:
-        screen = await _open(app, pilot)
+        screen = await open_session(app, pilot)
         by_rule = {f.rule: f for f in screen.state.result.findings}
         assert by_rule["DIV001"].seq < by_rule["DIV010"].seq  # the library's order would put 2.1 first
         steps = [
@@ -103,7 +90,7 @@ async def test_n_lands_on_the_recorded_request_each_finding_is_about(monkeypatch
     monkeypatch.chdir(T52.parents[4])
     app = create_app(T52.relative_to(T52.parents[4]))
     async with app.run_test(size=(80, 24)) as pilot:
-        screen = await _open(app, pilot)
+        screen = await open_session(app, pilot)
         divs = [f for f in screen.state.findings if f.rule == "DIV001"]
         captures = [f.detail["capture"].rsplit("/", 1)[-1] for f in divs]
         assert captures == ["requests.jsonl:2", "requests.jsonl:3"]
@@ -125,7 +112,7 @@ async def test_tab_moves_a_visible_focus_ring(tmp_path, monkeypatch):
     story_log(tmp_path)
     app = create_app("story.jsonl")
     async with app.run_test(size=(120, 36)) as pilot:
-        screen = await _open(app, pilot)
+        screen = await open_session(app, pilot)
         timeline = screen.query_one(Timeline)
         view = screen.query_one("#request-view", DocumentView)
 
@@ -185,7 +172,7 @@ async def test_footer_and_tab_bar_fit(size, tmp_path, monkeypatch):
     story_log(tmp_path)
     app = create_app("story.jsonl")
     async with app.run_test(size=size) as pilot:
-        screen = await _open(app, pilot)
+        screen = await open_session(app, pilot)
         lines = screen_lines(app.export_screenshot())
         footer = lines[-1]
         assert "Help" in footer and "Quit" in footer and footer.rstrip().endswith("Quit")
@@ -204,7 +191,7 @@ async def test_the_status_line_follows_the_selection(tmp_path, monkeypatch):
     story_log(tmp_path)
     app = create_app("story.jsonl")
     async with app.run_test(size=(120, 36)) as pilot:
-        screen = await _open(app, pilot)
+        screen = await open_session(app, pilot)
         await pilot.press("n", "e")
         await settle(pilot)
         assert "produced the difference" in status(app)

@@ -5,19 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inspector.app import create_app as _create_app
 from inspector.screens.session import SessionScreen
 from inspector.screens.session_list import SessionListScreen
 from inspector.widgets.session_table import SessionTable, layout
 from tests.functional.test_tui_snapshots import screen_lines
 from tests.support.logs import story_header, story_session, write_capture
-from tests.support.tui_helpers import settle, wait_for
-
-
-def create_app(*args, **kwargs):
-    app = _create_app(*args, **kwargs)
-    app.animation_level = "none"
-    return app
+from tests.support.tui_helpers import create_app, settle, wait_for
 
 
 def same_named_root(root: Path, folders: int = 12) -> dict[str, int]:

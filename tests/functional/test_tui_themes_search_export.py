@@ -11,7 +11,6 @@ from rich.color import Color
 
 from inspector import settings
 from inspector.app import DARK_THEME, LIGHT_THEME
-from inspector.app import create_app as _create_app
 from inspector.screens.dialogs import ConfirmScreen, ExportScreen
 from inspector.screens.session import SessionScreen
 from inspector.widgets.events_view import MATCH_STYLE, EventsView
@@ -19,13 +18,7 @@ from inspector.widgets.palette import LIGHT_FG
 from inspector.widgets.request_view import RequestView
 from inspector.widgets.status import StatusLine
 from tests.support.logs import story_log
-from tests.support.tui_helpers import settle, wait_for
-
-
-def create_app(*args, **kwargs):
-    app = _create_app(*args, **kwargs)
-    app.animation_level = "none"
-    return app
+from tests.support.tui_helpers import create_app, settle, wait_for
 
 
 def status(app) -> str:

@@ -7,33 +7,19 @@ from pathlib import Path
 import orjson
 import pytest
 
-from inspector.app import create_app as _create_app
 from inspector.screens.dialogs import FilterScreen
-from inspector.screens.session import SessionScreen
 from inspector.screens.state import DISAGREE
 from inspector.widgets.diff_view import DiffView
 from inspector.widgets.request_view import RequestView
 from inspector.widgets.status import StatusLine
 from inspector.widgets.timeline import Timeline
 from tests.support.logs import story_log
-from tests.support.tui_helpers import settle, wait_for
+from tests.support.tui_helpers import create_app, open_session, settle
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 ONE_SHOT_ONLY = CORPUS / "upstream-seed-era" / "compact__compact-basic__compact-basic" / "t33" / "summary.jsonl"
 VIOLATED = "invariant violated: llm request diverges from the boundary derivation"
-
-
-def create_app(*args, **kwargs):
-    app = _create_app(*args, **kwargs)
-    app.animation_level = "none"
-    return app
-
-
-async def _open(app, pilot) -> SessionScreen:
-    await settle(pilot)
-    await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.state is not None)
-    return app.screen
 
 
 def _text(view) -> str:
@@ -57,7 +43,7 @@ async def test_our_verdict_beside_the_harnesss_and_a_filter_for_disagreements(tm
     story_with_verdicts(tmp_path)
     app = create_app("story.jsonl")
     async with app.run_test(size=(140, 40)) as pilot:
-        screen = await _open(app, pilot)
+        screen = await open_session(app, pilot)
         assert "≠ 1 verdict(s) differ from the harness's" in screen.query_one(StatusLine).plain
         await pilot.press("2")
         await settle(pilot)
@@ -82,7 +68,7 @@ async def test_one_shots_are_listed_under_their_step_and_counted(monkeypatch):
     monkeypatch.chdir(SAMPLES)
     app = create_app("compaction.jsonl")
     async with app.run_test(size=(140, 40)) as pilot:
-        screen = await _open(app, pilot)
+        screen = await open_session(app, pilot)
         bar = str(screen.query_one("#session-bar").content)
         assert "9 recorded: 7 compared, 2 one-shot" in bar
         step = next(st.index for st in screen.state.steps if (st.turn, st.step) == (1, 4))
@@ -101,7 +87,7 @@ async def test_a_session_whose_only_capture_is_a_one_shot_shows_it(monkeypatch):
     monkeypatch.chdir(ONE_SHOT_ONLY.parent)
     app = create_app(ONE_SHOT_ONLY.name)
     async with app.run_test(size=(140, 40)) as pilot:
-        screen = await _open(app, pilot)
+        screen = await open_session(app, pilot)
         assert not screen.state.steps
         for tab, view in (("1", RequestView), ("2", DiffView)):
             await pilot.press(tab)

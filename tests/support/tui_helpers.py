@@ -26,3 +26,21 @@ async def wait_for(pilot: Any, condition: Callable[[], bool], timeout: float = 1
         if loop.time() > end:
             raise AssertionError("condition not met in time")
         await pilot.pause(0.05)
+
+
+def create_app(*args: Any, **kwargs: Any) -> Any:
+    """The app users run, without animations (Pilot waits for them; the end state is the same)."""
+    from inspector.app import create_app as make
+
+    app = make(*args, **kwargs)
+    app.animation_level = "none"
+    return app
+
+
+async def open_session(app: Any, pilot: Any) -> Any:
+    """The session screen once its log is checked (the app was opened on one log)."""
+    from inspector.screens.session import SessionScreen
+
+    await settle(pilot)
+    await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.state is not None)
+    return app.screen
