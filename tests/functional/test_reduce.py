@@ -14,9 +14,7 @@ from pathlib import Path
 import pytest
 
 from invariants import check
-from invariants.reduce.logfile import read_log
-from invariants.reduce.subject import Oracle, Subject, signature, tie_captures
-from invariants.reduce.units import levels
+from tests.support.faults import assert_one_minimal, leaked
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -65,34 +63,6 @@ def _first_rule(log: Path) -> str:
     return found[0]
 
 
-def _content_strings(value, out: set[str]) -> set[str]:
-    if isinstance(value, str):
-        out.add(value)
-    elif isinstance(value, list):
-        for v in value:
-            _content_strings(v, out)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _content_strings(v, out)
-    return out
-
-
-def _assert_one_minimal(out: Path, name: str, rule: str) -> None:
-    log = read_log(out / name, None)
-    subject = Subject(log, tie_captures(log, out / name))
-    target = next(signature(f) for f in check(out / name).findings if f.rule == rule)
-    oracle = Oracle(subject, target, {f.rule for f in check(out / name).findings})
-    try:
-        keep, lines = list(range(len(log.events))), list(range(len(subject.lines)))
-        assert oracle.holds(keep, lines)
-        for unit in (u for tier in levels(subject) for u in tier):
-            k = [i for i in keep if i not in unit.events]
-            c = [i for i in lines if i not in unit.lines]
-            assert not oracle.holds(k, c), f"removing {unit.kind} {sorted(unit.events)} keeps {rule}"
-    finally:
-        oracle.close()
-
-
 @pytest.mark.parametrize("make", [_generated, _dropped_message], ids=["generated", "corpus-dropped-message"])
 def test_reduced_log_reproduces_is_minimal_and_small(tmp_path, make):
     log = make(tmp_path)
@@ -108,7 +78,7 @@ def test_reduced_log_reproduces_is_minimal_and_small(tmp_path, make):
     assert manifest["rule"] == rule and manifest["redacted"] is False
     assert manifest["events"]["after"] * 2 <= manifest["events"]["before"]
     assert manifest["source"]["name"] == log.name and len(manifest["source"]["sha256"]) == 64
-    _assert_one_minimal(out, log.name, rule)
+    assert_one_minimal(out / log.name, rule)
 
 
 @pytest.mark.parametrize("make", [_generated, _dropped_message], ids=["generated", "corpus-dropped-message"])
@@ -121,14 +91,9 @@ def test_redacted_repro_keeps_no_long_content_string(tmp_path, make):
     manifest = json.loads((out / "repro.json").read_text())
     assert manifest["redacted"] is True
     assert rule in {f.rule for f in check(out / log.name).findings}
-    original: set[str] = set()
-    for p in log.parent.iterdir():
-        for line in p.read_text().splitlines():
-            _content_strings(json.loads(line), original)
-    long = {s for s in original if len(s) >= 12} - {k["string"] for k in manifest["kept"]}
-    written = (out / log.name).read_text() + (out / "requests.jsonl").read_text()
-    leaked = [s for s in long if json.dumps(s)[1:-1] in written]
-    assert not leaked, leaked[:3]
+    kept = {k["string"] for k in manifest["kept"]}
+    found = leaked(sorted(log.parent.iterdir()), [out / log.name, out / "requests.jsonl"], kept)
+    assert not found, found[:3]
 
 
 def test_as_test_repro_passes_under_pytest_and_fails_without_the_fault(tmp_path):
