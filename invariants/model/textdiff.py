@@ -48,7 +48,8 @@ class TextDiff:
     offset: int
 
 
-def _common_prefix(a: str, b: str) -> int:
+def common_prefix(a: str, b: str) -> int:
+    """Length of the common prefix of two strings, by bisection over slice comparisons (no loop per character)."""
     n = min(len(a), len(b))
     if a[:n] == b[:n]:
         return n
@@ -65,7 +66,7 @@ def _common_prefix(a: str, b: str) -> int:
 def _common_suffix(a: str, b: str, floor: int) -> int:
     """Length of the common suffix, leaving the first ``floor`` characters of both alone."""
     n = min(len(a), len(b)) - floor
-    return _common_prefix(a[::-1][:n], b[::-1][:n]) if n > 0 else 0
+    return common_prefix(a[::-1][:n], b[::-1][:n]) if n > 0 else 0
 
 
 def _align(a: str, b: str) -> tuple[list[Piece], list[Piece]]:
@@ -161,7 +162,7 @@ def diff_text(a: str, b: str, *, context: int = CONTEXT, width: int = WIDTH) -> 
     """``a`` (expected) and ``b`` (recorded) as pieces, each side windowed on the first difference."""
     if a == b:
         return TextDiff(tuple(_clip([Piece(SAME, a)], width)), tuple(_clip([Piece(SAME, b)], width)), -1)
-    prefix = _common_prefix(a, b)
+    prefix = common_prefix(a, b)
     suffix = _common_suffix(a, b, prefix)
     left, right = _align(a[prefix : len(a) - suffix], b[prefix : len(b) - suffix])
     if len(a) <= width and len(b) <= width:  # both fit: nothing to window

@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from invariants.model.jsonvalue import dumps, shorten
+from invariants.model.textdiff import common_prefix
 
 
 @dataclass(frozen=True)
@@ -119,22 +120,10 @@ def window_pair(expected: Any, recorded: Any, limit: int) -> tuple[str, str]:
         return shorten(expected, limit), shorten(recorded, limit)
     if len(dumps(expected)) <= limit and len(dumps(recorded)) <= limit:
         return dumps(expected), dumps(recorded)
-    k = _common_prefix(expected, recorded)
+    k = common_prefix(expected, recorded)
     span = max(8, limit - 24)  # room for the quotes, the ellipses and the "(chars a-b of n)" note
     lead = span // 4
     return _window(expected, k, lead, span), _window(recorded, k, lead, span)
-
-
-def _common_prefix(a: str, b: str) -> int:
-    """Length of the common prefix, by bisection over slice comparisons (no loop per character)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def _window(text: str, at: int, lead: int, span: int) -> str:
