@@ -342,10 +342,10 @@ class _Replay:
         due = self.due_seq
         for obj, line, offset in items:
             if type(obj) is ChunkRun:
-                first = obj.objs[0]["seq"]
+                first = obj.seq(0)  # not obj.objs: that would parse a typed run whole
                 if first != due:
                     self._lost(due, first - due)
-                due = obj.objs[-1]["seq"] + 1
+                due = obj.seq(len(obj) - 1) + 1
                 done = self._chunk_run(obj, line)
                 chunks += done
                 k = obj.line_step  # 0 when the run is one packed row
@@ -704,7 +704,7 @@ def _head(items: Iterator[tuple[Any, int, int]], limit: int, reader: LogReader) 
     for item in items:
         obj, line, offset = item
         if offset >= limit:
-            reader.events -= len(obj.objs) if type(obj) is ChunkRun else 1
+            reader.events -= len(obj) if type(obj) is ChunkRun else 1
             reader.lines, reader.bytes = line - 1, offset
             return
         yield item
