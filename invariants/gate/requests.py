@@ -191,7 +191,7 @@ def _check_one(model: SessionModel, rec: Recorded, attempt: int | None) -> Recor
             "its model, system and tools are unexplained",
         )
     diffs = compare(expected, rec)
-    named = f"{PurePath(rec.file).name}:{rec.line}"  # the capture line, in every message about it
+    named = f"{PurePath(rec.file).name}:{rec.line}" if diffs else ""  # the capture line, in every message about it
     if attempt is not None:
         named += f", attempt {attempt}"
     for d in diffs:

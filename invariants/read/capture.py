@@ -10,7 +10,7 @@ and never resolves outside that folder.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from invariants.model.findings import Finding
 from invariants.model.jsonvalue import is_safe_int, shorten
@@ -19,6 +19,9 @@ from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem
 from invariants.read.lines import iter_lines
 from invariants.read.load import parse_json
 from invariants.read.source import LogPath, UrlPath, log_path, strip_log_suffix
+
+if TYPE_CHECKING:  # msgspec is imported only once a capture is long enough to read typed
+    from invariants.read.capture_typed import Cleared
 
 CAPTURE_SUFFIXES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
 
@@ -107,6 +110,7 @@ def read_capture(path: LogPath, max_line: int | None = None) -> tuple[list[Recor
     findings: list[Finding] = []
     file = str(path)
     seen = 0
+    cleared: Cleared | None = None  # depth verdicts carried from line to line once lines are read typed
     for raw in _lines(path, findings, max_line or DEFAULT_MAX_LINE):
         if raw.oversized:
             findings.append(
@@ -122,9 +126,10 @@ def read_capture(path: LogPath, max_line: int | None = None) -> tuple[list[Recor
             continue
         seen += len(raw.data)
         if seen > TYPED_AFTER:
-            from invariants.read.capture_typed import decode_capture
+            from invariants.read.capture_typed import Cleared, decode_capture
 
-            typed = decode_capture(raw.data)
+            cleared = cleared or Cleared()
+            typed = decode_capture(raw.data, cleared)
             if typed is not None and _log_length_problem(typed[0]) is None:
                 values, fields = typed
                 records.append(_recorded(file, raw.number, values, raw_fields=fields, text=raw.data))

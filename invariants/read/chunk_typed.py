@@ -18,9 +18,10 @@ UTF-8 of text it skips, and invalid UTF-8 is a damaged line (``LOG001``).
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 _MAX_SAFE = 2**53 - 1
 
@@ -30,14 +31,33 @@ _SafeTime = Annotated[int, msgspec.Meta(ge=-_MAX_SAFE, le=_MAX_SAFE)]
 
 
 # gc=False: decoded JSON holds no reference cycles, and untracked Structs decode twice as fast.
-class _Chunk(msgspec.Struct, gc=False):
-    type: str | None = None  # every other key of the chunk is skipped, its syntax checked
+class Typed(msgspec.Struct, gc=False):
+    """An object of which only ``type`` is read (a ``block-end`` chunk's block)."""
+
+    type: Any = UNSET
+
+
+class Kind(msgspec.Struct, gc=False):
+    """An object of which only ``kind`` is read (a ``finish`` chunk's reason)."""
+
+    kind: Any = UNSET
+
+
+class TypedChunk(msgspec.Struct, gc=False):
+    """The fields the value checks read of a chunk that is not a plain delta; every other key
+    (a delta's text, a block's content) is skipped, its syntax checked.  A ``block`` or
+    ``reason`` that is not an object fails the run over to the general path, which reports it."""
+
+    type: str | None = None
+    blockType: Any = UNSET
+    block: Typed | UnsetType = UNSET
+    reason: Kind | UnsetType = UNSET
 
 
 class _Data(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     turn: int
     step: int
-    chunk: _Chunk
+    chunk: TypedChunk
 
 
 class _Line(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -49,21 +69,29 @@ class _Line(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 _decode = msgspec.json.Decoder(list[_Line]).decode
 _seq = attrgetter("seq")
-_turn, _step, _kind = attrgetter("data.turn"), attrgetter("data.step"), attrgetter("data.chunk.type")
+_turn, _step, _chunk = attrgetter("data.turn"), attrgetter("data.step"), attrgetter("data.chunk")
+_kind = attrgetter("type")
 
 
 class TypedRun:
     """What the fold needs of a run of chunk lines that all belong to one (turn, step):
-    that pair, the first and last seq, every chunk's type (the replay checks the values
-    of those that are not plain deltas) and the index of the last ``usage`` chunk (or None)."""
+    that pair, the first and last seq, every chunk's type and typed fields (the replay checks
+    the values of those that are not plain deltas) and the index of the last ``usage`` chunk (or None)."""
 
-    __slots__ = ("turn", "step", "first_seq", "last_seq", "kinds", "usage")
+    __slots__ = ("turn", "step", "first_seq", "last_seq", "kinds", "chunks", "usage")
 
     def __init__(
-        self, turn: int, step: int, first_seq: int, last_seq: int, kinds: list[str | None], usage: int | None
+        self,
+        turn: int,
+        step: int,
+        first_seq: int,
+        last_seq: int,
+        kinds: list[str | None],
+        chunks: list[TypedChunk],
+        usage: int | None,
     ) -> None:
         self.turn, self.step, self.first_seq, self.last_seq = turn, step, first_seq, last_seq
-        self.kinds, self.usage = kinds, usage
+        self.kinds, self.chunks, self.usage = kinds, chunks, usage
 
 
 def decode_run(joined: bytes, expected_seq: int) -> TypedRun | None:
@@ -91,6 +119,7 @@ def decode_run(joined: bytes, expected_seq: int) -> TypedRun | None:
     turn, step = first.data.turn, first.data.step
     if set(map(_turn, parsed)) != {turn} or set(map(_step, parsed)) != {step}:
         return None
-    kinds = list(map(_kind, parsed))
+    chunks = list(map(_chunk, parsed))
+    kinds = list(map(_kind, chunks))
     usage = n - 1 - kinds[::-1].index("usage") if "usage" in kinds else None
-    return TypedRun(turn, step, expected_seq, last.seq, kinds, usage)
+    return TypedRun(turn, step, expected_seq, last.seq, kinds, chunks, usage)

@@ -430,11 +430,13 @@ class _Replay:
             if typed.turn != tracer.open_turn or typed.step != tracer.open_step:
                 return taken
             kinds = typed.kinds
-            odd: dict[int, dict] = {}  # the chunks that are not plain deltas, parsed together
+            odd: dict[int, dict] = {}  # the chunks the typed fields do not clear, parsed together
             if not DELTA_CHUNK_TYPES.issuperset(kinds[taken:]):
-                at = [i for i in range(taken, len(kinds)) if kinds[i] not in DELTA_CHUNK_TYPES]
-                odd = dict(zip(at, run.events(at)))
-                self._chunk_values(run, line, at, [odd[i]["data"] for i in at])
+                plain, chunks = self.values.plain_chunk, typed.chunks
+                at = [i for i in range(taken, len(kinds)) if kinds[i] not in DELTA_CHUNK_TYPES and not plain(chunks[i])]
+                if at:
+                    odd = dict(zip(at, run.events(at)))
+                    self._chunk_values(run, line, at, [odd[i]["data"] for i in at])
             if typed.usage is not None and typed.usage >= taken:
                 chunk = (odd.get(typed.usage) or run.event(typed.usage))["data"]["chunk"]
                 if isinstance(chunk.get("usage"), dict):

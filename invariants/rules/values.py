@@ -18,11 +18,14 @@ union of both eras' values, so no value is flagged on a guess about the era.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from invariants.model.jsonvalue import is_safe_int, shorten
 from invariants.model.records import Event
 from invariants.read.profiles import Profile
+
+if TYPE_CHECKING:  # msgspec is imported only once a log is long enough to decode typed
+    from invariants.read.chunk_typed import TypedChunk
 
 Emit = Callable[..., Any]
 
@@ -192,6 +195,22 @@ class ValueChecker:
                 self._bad(at, "chunk.block", f"must be a content block object; got {shorten(block, 60)}")
         elif kind == "finish":
             self._kind(at, "chunk.reason", chunk.get("reason"), FINISH_KINDS)
+
+    def plain_chunk(self, chunk: TypedChunk) -> bool:
+        """Whether :meth:`chunk` would find nothing wrong with a chunk the typed decoder read
+        (the same tests, on its typed fields): only the others are parsed and checked."""
+        kind = chunk.type
+        if kind not in CHUNK_TYPES:
+            return False
+        if kind == "block-start":
+            return type(chunk.blockType) is str and chunk.blockType in self.block_types
+        if kind == "block-end":
+            block_type = getattr(chunk.block, "type", None)  # no block: UNSET, which has no type
+            return type(block_type) is str and block_type in self.block_types
+        if kind == "finish":
+            reason_kind = getattr(chunk.reason, "kind", None)
+            return type(reason_kind) is str and reason_kind in FINISH_KINDS
+        return True
 
     def _message(self, at: dict) -> None:
         d = at["data"]

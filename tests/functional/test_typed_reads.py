@@ -87,14 +87,48 @@ def test_typed_capture_records_match_the_general_reader(monkeypatch, tmp_path):
 
 
 def test_message_bytes_are_reused_only_for_the_same_objects():
-    from invariants.replay.compare import _message_bytes
+    from msgspec import Raw
+
+    from invariants.replay.compare import _message_raws
 
     m1, m2, m3 = (
         {"role": "user", "content": "a"},
         {"role": "assistant", "content": "b"},
         {"role": "user", "content": "b"},
     )
-    assert _message_bytes([m1, m2]) == [orjson.dumps(m1), orjson.dumps(m2)]
-    assert _message_bytes([m1, m3, m2]) == [orjson.dumps(m) for m in (m1, m3, m2)]
-    assert _message_bytes([dict(m1), m3]) == [orjson.dumps(m1), orjson.dumps(m3)]
-    assert _message_bytes([{"n": 2**70}]) is None  # orjson cannot encode it: the structural comparison decides
+
+    def raws(*messages: dict) -> list:
+        return [Raw(orjson.dumps(m)) for m in messages]
+
+    assert _message_raws([m1, m2], Raw) == raws(m1, m2)
+    assert _message_raws([m1, m3, m2], Raw) == raws(m1, m3, m2)
+    assert _message_raws([dict(m1), m3], Raw) == raws(m1, m3)
+    assert _message_raws([{"n": 2**70}], Raw) is None  # orjson cannot encode it: the structural comparison decides
+
+
+def test_a_long_message_repeated_at_its_place_is_scanned_for_depth_once(monkeypatch, tmp_path):
+    from invariants.read import capture_typed
+
+    shallow = b'{"role":"user","content":[' + b",".join([b'{"type":"text","text":"x"}'] * 60) + b"]}"
+    other = shallow.replace(b'"x"', b'"y"')
+    deep = b'{"role":"user","content":' + b"[" * 520 + b"]" * 520 + b"}"
+    body = [
+        b'{"request":{"messages":[' + shallow + b"]}}",
+        b'{"request":{"messages":[' + shallow + b"," + other + b"]}}",
+        b'{"request":{"messages":[' + shallow + b"," + deep + b"]}}",
+        b'{"request":{"messages":[' + deep + b"," + other + b"]}}",
+    ]
+    path = tmp_path / "requests.jsonl"
+    path.write_bytes(b"\n".join(body) + b"\n")
+    scanned: list[int] = []
+    real = capture_typed.too_deep
+    monkeypatch.setattr(capture_typed, "too_deep", lambda data, limit: scanned.append(len(data)) or real(data, limit))
+    monkeypatch.setattr(capture, "TYPED_AFTER", 0)
+    typed = capture.read_capture(path)
+    monkeypatch.setattr(capture, "TYPED_AFTER", 10**12)
+    general = capture.read_capture(path)
+    assert [r.line for r in typed[0]] == [r.line for r in general[0]] == [1, 2]
+    assert [f.to_json() for f in typed[1]] == [f.to_json() for f in general[1]]
+    assert [f.line for f in typed[1]] == [3, 4]  # both deep lines reported, the repeated message no shield
+    # line 1 scans its message; line 2 only the new one; lines 3 and 4 the deep one (and nothing repeated)
+    assert scanned == [len(shallow), len(other), len(deep), len(deep)]

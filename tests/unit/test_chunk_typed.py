@@ -24,6 +24,7 @@ def _log() -> Log:
         seqs = [log.chunk(1, step, f" w{i}") for i in range(30)]
         log.add("assistant/chunk", {"turn": 1, "step": step, "chunk": {"type": "usage", "usage": USAGE}})
         seqs += [log.chunk(1, step, f" v{i}") for i in range(5)]
+        log.chunk(1, step, chunk={"type": "block-start", "index": 1, "blockType": "text"})
         log.chunk(1, step, chunk={"type": "block-end", "block": {"type": "text", "text": "w"}})
         log.chunk(1, step, chunk={"type": "finish", "reason": {"kind": "stop"}})
         log.assistant(1, step, [{"type": "text", "text": "w"}], seqs)
@@ -76,6 +77,16 @@ MUTATIONS = {
     "bad block type": _sub(b'"block":{"type":"text"', b'"block":{"type":"txt"'),
     "block not an object": _sub(b'"block":{"type":"text","text":"w"}', b'"block":7'),
     "bad finish reason": _sub(b'"kind":"stop"', b'"kind":"halt"'),
+    "empty finish reason": _sub(b'"kind":"stop"', b'"kind":""'),
+    "finish reason kind a number": _sub(b'"kind":"stop"', b'"kind":7'),
+    "finish reason not an object": _sub(b'"reason":{"kind":"stop"}', b'"reason":"stop"'),
+    "finish without a reason": _sub(b',"reason":{"kind":"stop"}', b""),
+    "bad block-start type": _sub(b'"blockType":"text"', b'"blockType":"txt"'),
+    "block-start type a number": _sub(b'"blockType":"text"', b'"blockType":1'),
+    "block-start without a type": _sub(b',"blockType":"text"', b""),
+    "block without a type": _sub(b'"block":{"type":"text",', b'"block":{'),
+    "block type an array": _sub(b'"block":{"type":"text"', b'"block":{"type":["text"]'),
+    "block-end without a block": _sub(b',"block":{"type":"text","text":"w"}', b""),
     "usage refused by orjson": _sub(b'"inputTokens":10', b'"inputTokens":1e999'),
 }
 
@@ -93,8 +104,8 @@ def _fold(tmp_path, lines: list[bytes], typed_after: int, monkeypatch) -> tuple:
     return findings, steps, model.events, model.chunks
 
 
-# first chunk of a step, second, inside, its usage chunk, after it, the block end, the finish (last)
-POSITIONS = [0, 1, 15, 30, 31, -2, -1]
+# first chunk of a step, second, inside, its usage chunk, after it, the block start, the block end, the finish (last)
+POSITIONS = [0, 1, 15, 30, 31, -3, -2, -1]
 
 
 def _target(lines: list[bytes], position: int) -> int:
@@ -128,7 +139,7 @@ def test_plain_runs_are_decoded_typed(tmp_path, monkeypatch):
     findings, steps, events, chunks = _fold(tmp_path, _log().lines(), 0, monkeypatch)
     assert calls and all(c is not None for c in calls)
     assert [s[2] for s in steps] == [USAGE, USAGE]  # each step's usage chunk, found without parsing the run
-    assert chunks == 76 and findings == []
+    assert chunks == 78 and findings == []
 
 
 def test_damaged_runs_are_left_to_the_general_path():
@@ -147,3 +158,16 @@ def test_typed_runs_check_the_values_of_chunks_that_are_not_deltas(tmp_path, mon
     lines[finish] = MUTATIONS["bad finish reason"](lines[finish])
     findings = _fold(tmp_path, lines, 0, monkeypatch)[0]
     assert [(f["rule"], f["seq"]) for f in findings] == [("EVT013", orjson.loads(lines[finish])["seq"])]
+
+
+def test_chunks_that_are_not_deltas_are_parsed_only_when_their_typed_fields_fail(tmp_path, monkeypatch):
+    parsed: list[int] = []
+    real = load.ChunkRun.events
+    monkeypatch.setattr(load.ChunkRun, "events", lambda run, at: parsed.extend(at) or real(run, at))
+    assert _fold(tmp_path, _log().lines(), 0, monkeypatch)[0] == []
+    assert parsed == []  # block start, block end, finish and usage cleared by their typed fields
+    lines = _log().lines()
+    start = [i for i in _chunk_lines(lines) if b'"block-start"' in lines[i]][0]
+    lines[start] = MUTATIONS["bad block-start type"](lines[start])
+    findings = _fold(tmp_path, lines, 0, monkeypatch)[0]
+    assert [f["rule"] for f in findings] == ["EVT013"] and len(parsed) == 1
