@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from itertools import compress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -374,7 +375,7 @@ class LogReader:
         if (
             max(map(len, raw.lines)) > MAX_DEPTH
             and joined.count(b"[") + joined.count(b"{") > MAX_DEPTH
-            and any(map(too_deep, raw.lines))
+            and any(map(too_deep, compress(raw.lines, map(MAX_DEPTH.__lt__, map(len, raw.lines)))))
         ):
             return None  # line by line: the deep line becomes a defect
         if self._run_lines >= TYPED_AFTER:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass, field
+from itertools import compress, count, islice
+from operator import not_
 from typing import Any, Iterable, Iterator
 
 from invariants.model.findings import Finding
@@ -350,7 +352,7 @@ class _Replay:
                 chunks += done
                 k = obj.line_step  # 0 when the run is one packed row
                 if done == len(obj):
-                    last = (obj.event(-1), line + (done - 1) * k, -1)
+                    last = (obj, line + (done - 1) * k, -1)  # its last event parsed only if it stays the last
                     continue
                 # Fall back event by event for the rest of the run.
                 for i in range(done, len(obj.objs)):
@@ -396,6 +398,8 @@ class _Replay:
                 classify_object(obj, seen)
             self._event(event_from(obj, line, offset))
             last = (obj, line, offset)
+        if last is not None and type(last[0]) is ChunkRun:
+            last = (last[0].event(-1), last[1], -1)
         self.last = last
         self.due_seq = due
         self.chunks_total = self.model.chunks = chunks
@@ -433,7 +437,9 @@ class _Replay:
             odd: dict[int, dict] = {}  # the chunks the typed fields do not clear, parsed together
             if not DELTA_CHUNK_TYPES.issuperset(kinds[taken:]):
                 plain, chunks = self.values.plain_chunk, typed.chunks
-                at = [i for i in range(taken, len(kinds)) if kinds[i] not in DELTA_CHUNK_TYPES and not plain(chunks[i])]
+                delta = map(DELTA_CHUNK_TYPES.__contains__, islice(kinds, taken, None))
+                others = compress(count(taken), map(not_, delta))
+                at = [i for i in others if not plain(chunks[i])]
                 if at:
                     odd = dict(zip(at, run.events(at)))
                     self._chunk_values(run, line, at, [odd[i]["data"] for i in at])
@@ -458,8 +464,10 @@ class _Replay:
                 or set(map(type, map(dict.get, datas, ["chunk"] * len(datas)))) != {dict}
             ):
                 return taken
-            if not _all_deltas([d["chunk"].get("type") for d in datas]):
-                self._chunk_values(run, line, range(taken, len(run)), datas)
+            kinds = [d["chunk"].get("type") for d in datas]
+            if not _all_deltas(kinds):
+                at = [i for i, k in enumerate(kinds) if not (type(k) is str and k in DELTA_CHUNK_TYPES)]
+                self._chunk_values(run, line, [taken + i for i in at], [datas[i] for i in at])
             if run.maybe_usage:
                 for d in reversed(datas):
                     if d["chunk"].get("type") == "usage":

@@ -362,6 +362,8 @@ class ContractTracer:
 
     def _metadata(self, ev: Event, surface_type: bool) -> None:
         if not surface_type:
+            if not (ev.has_surface_op or ev.has_source_seqs):
+                return
             present = [
                 k for k, has in (("surfaceOp", ev.has_surface_op), ("sourceEventSeqs", ev.has_source_seqs)) if has
             ]
