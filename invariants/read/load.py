@@ -372,10 +372,9 @@ class LogReader:
     def _batch(self, raw: LineRun, expected_seq: int) -> ChunkRun | None:
         """Parse and validate a run of chunk lines at once, or None to go line by line."""
         joined = b",".join(raw.lines)
-        if (
-            max(map(len, raw.lines)) > MAX_DEPTH
-            and joined.count(b"[") + joined.count(b"{") > MAX_DEPTH
-            and any(map(too_deep, compress(raw.lines, map(MAX_DEPTH.__lt__, map(len, raw.lines)))))
+        lines = raw.lines
+        if max(map(len, lines)) > MAX_DEPTH and any(  # only a line that long can be that deep
+            map(too_deep, compress(lines, map(MAX_DEPTH.__lt__, map(len, lines))))
         ):
             return None  # line by line: the deep line becomes a defect
         if self._run_lines >= TYPED_AFTER:
