@@ -206,6 +206,9 @@ def _row_events(line: bytes) -> list[dict]:
 TYPED_AFTER = 8192
 """Chunk lines a reader sees in runs before it decodes runs typed: importing msgspec
 costs about what typed decoding saves on that many lines."""
+TYPED_LINE_BYTES = 512
+"""A local file of at least ``TYPED_AFTER`` lines this long is sure to get there: it is
+decoded typed from its first run, not after parsing ``TYPED_AFTER`` chunk lines the slow way."""
 
 
 class _ReadState:
@@ -301,6 +304,8 @@ class LogReader:
         not validate as a whole, goes line by line.
         """
         st = _ReadState(*self._start)
+        if self._run_lines < TYPED_AFTER and self._large():
+            self._run_lines = TYPED_AFTER
         start_offset = st.start_offset
         first = start_offset == 0
         self.resume_point = None
@@ -368,6 +373,16 @@ class LogReader:
         if not st.defects and last_complete and self.header is not None and self.source.resumable:
             self.resume_point = (max(self.bytes, start_offset), self.lines, st.expected_seq)
         self._flush_defects(st.defects, torn=True)
+
+    def _large(self) -> bool:
+        """Whether the log is a local file of at least ``TYPED_AFTER * TYPED_LINE_BYTES`` bytes."""
+        path = self.source.path
+        if self.source.member is not None or not isinstance(path, Path):
+            return False
+        try:
+            return path.stat().st_size >= TYPED_AFTER * TYPED_LINE_BYTES
+        except OSError:
+            return False
 
     def _batch(self, raw: LineRun, expected_seq: int) -> ChunkRun | None:
         """Parse and validate a run of chunk lines at once, or None to go line by line."""

@@ -171,3 +171,16 @@ def test_chunks_that_are_not_deltas_are_parsed_only_when_their_typed_fields_fail
     lines[start] = MUTATIONS["bad block-start type"](lines[start])
     findings = _fold(tmp_path, lines, 0, monkeypatch)[0]
     assert [f["rule"] for f in findings] == ["EVT013"] and len(parsed) == 1
+
+
+@pytest.mark.parametrize("line_bytes, typed", [(0, True), (10**9, False)])
+def test_a_log_large_enough_is_decoded_typed_from_its_first_run(tmp_path, monkeypatch, line_bytes, typed):
+    monkeypatch.setattr(load, "TYPED_LINE_BYTES", line_bytes)  # the size that counts as large: 8192 lines this long
+    calls = []
+    real = chunk_typed.decode_run
+    monkeypatch.setattr(chunk_typed, "decode_run", lambda *a: calls.append(real(*a)) or calls[-1])
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"\n".join(_log().lines()) + b"\n")
+    model = replay(LogSource(path, tmp_path))
+    assert model.findings == [] and model.chunks == 78
+    assert bool(calls) is typed
