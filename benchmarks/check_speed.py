@@ -12,7 +12,8 @@ their ratio (target <= 1.5) and each one's peak RSS (VmHWM).  Time is the
 process's CPU time (user + system, from wait4) beside its wall time: on a
 shared machine the wall time also counts waiting for a core.  Each figure is
 the best of ``--repeat`` runs, the least noisy estimate.  Children run with the bytecode cache on (in the
-output folder), as an installed tool does.
+output folder), as an installed tool does, and from the output folder, as in a project with no
+``[tool.inspector]`` (this repository's own pyproject.toml would have to be parsed).
 
     python benchmarks/check_speed.py [--repeat 5] [--keep DIR] [--sizes 1,2,4]
 """
@@ -64,7 +65,11 @@ def run_child(code: str, args: list[str], env: dict[str, str]) -> tuple[float, f
     """
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT, env=env
+        [sys.executable, "-c", code, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        cwd=Path(env["PYTHONPYCACHEPREFIX"]).parent,  # the output folder: a project with no configuration
+        env=env,
     )
     err = proc.stderr.read() if proc.stderr else b""
     _, status, usage = os.wait4(proc.pid, 0)
