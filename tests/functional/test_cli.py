@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from inspector.cli import main
+from inspector.cli import COMMANDS, build_parser, main
 from tests.conftest import SAMPLES
 
 REPORT_KEYS = [
@@ -156,3 +156,25 @@ def test_readme_setup_commands_match_ci():
     ci = (root / ".ci" / "run").read_text()
     assert "python3 -m pytest -q" in readme and "python3 -m pytest -q" in ci
     assert "inspector check sample_logs/capture-divergence.jsonl" in readme
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_a_subcommand_built_alone_parses_and_helps_as_in_the_whole_parser(name):
+    whole = build_parser()._subparsers._group_actions[0].choices[name]
+    alone_parser = build_parser(name)
+    alone = alone_parser._subparsers._group_actions[0].choices
+    assert list(alone) == [name]
+    assert alone[name].format_help() == whole.format_help()
+
+
+def test_a_check_builds_and_imports_no_other_subcommand():
+    code = (
+        "import sys\nfrom inspector.cli import main\n"
+        f"main(['check', {str(SAMPLES / 'clean-multi-turn.jsonl')!r}, '--no-cache', '-q'])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('inspector.commands.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out.strip().splitlines()[-1].replace("'", '"')) == [
+        "inspector.commands.check",
+        "inspector.commands.common",
+    ]
