@@ -494,6 +494,17 @@ class LogReader:
             self.events += len(objs)
             yield ChunkRun(objs, [o["data"] for o in objs], False, 0, row=raw.data), number, raw.offset
             return
+        if len(objs) == 1 and st.held is None and objs[0]["seq"] == st.expected_seq:
+            # The common case, as _accept takes it, without a generator of its own per line.
+            ev = objs[0]
+            st.bad_since_good = 0
+            st.skipped = None
+            st.expected_seq += 1
+            if st.defects and ev["type"] == "turn/end":
+                self._flush_defects(st.defects, torn=False)
+            self.events += 1
+            yield ev, number, raw.offset
+            return
         for ev in objs:
             seq = ev["seq"]
             if st.held is not None:
