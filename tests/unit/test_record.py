@@ -63,3 +63,17 @@ def test_a_frozen_record_takes_exactly_its_fields():
 
 def test_a_profile_still_pickles_as_the_table_entry():
     assert pickle.loads(pickle.dumps(PROFILES["seed"])) is PROFILES["seed"]
+
+
+def test_url_paths_order_by_their_text_and_log_sources_key_dicts():
+    from pathlib import Path
+
+    from invariants.read.source import LogSource, UrlPath
+
+    a, b = UrlPath("s3://b/x"), UrlPath("s3://a/y")
+    assert sorted([a, b]) == [b, a] and b < a <= a and a > b >= b
+    with pytest.raises(TypeError):
+        _ = a < Path("x")
+    src = LogSource(Path("/l/s.jsonl"), Path("/l"))
+    assert {src: 1}[LogSource(Path("/l/s.jsonl"), Path("/l"), None)] == 1
+    assert pickle.loads(pickle.dumps(LogSource(a, a.parent, "m"))) == LogSource(a, a.parent, "m")
