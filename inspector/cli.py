@@ -16,7 +16,9 @@ COMMANDS = ("check", "replay", "rules", "tui", "index", "sessions", "query", "ca
 DEFAULT_COMMAND = "tui"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand, or of ``command`` alone: then only its module is imported, so
+    ``inspector check`` loads none of the other commands."""
     parser = argparse.ArgumentParser(
         prog="inspector",
         description="Invariant checker and replay debugger for dsh session logs. "
@@ -26,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"inspector {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in COMMANDS if command is None else (command,):
         module = importlib.import_module(f"inspector.commands.{name.replace('-', '_')}")
         module.register(sub)
     return parser
@@ -36,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         argv.insert(0, DEFAULT_COMMAND)
-    parser = build_parser()
+    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from inspector.cli import main
+from inspector.cli import COMMANDS, main
 from tests.conftest import SAMPLES
 
 REPORT_KEYS = [
@@ -153,6 +153,7 @@ DEFERRED = {
     "hashlib": None,
     "tomllib": None,
     "concurrent.futures": None,
+    **{f"inspector.commands.{c.replace('-', '_')}": None for c in COMMANDS if c != "check"},
 }
 
 
