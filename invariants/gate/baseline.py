@@ -38,20 +38,20 @@ import json
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Iterable
 
 from invariants.model.findings import Finding
+from invariants.model.record import Record
 from invariants.read.source import UrlPath, is_url
 
 BASELINE_VERSION = 2
 
-# Positional numbers in messages: they move when unrelated content moves.
-_POSITIONAL = re.compile(
+# Positional numbers in messages: they move when unrelated content moves.  Compiled on first use
+# (``re`` keeps it): a run without a baseline fingerprints nothing.
+_POSITIONAL = (
     r"\b(line|lines|seq|seqs|seq0|logLength|byte|bytes|frame|offset|position)(\s+)(\d+)\b"
-    r"|(\.jsonl(?:\.zstd|\.zst)?):(\d+)\b",
-    re.IGNORECASE,
+    r"|(\.jsonl(?:\.zstd|\.zst)?):(\d+)\b"
 )
 
 
@@ -61,7 +61,7 @@ def normalize_message(message: str) -> str:
             return f"{m.group(1)}{m.group(2)}#"
         return f"{m.group(4)}:#"
 
-    return _POSITIONAL.sub(sub, message)
+    return re.sub(_POSITIONAL, sub, message, flags=re.IGNORECASE)
 
 
 def _absolute(file: str | os.PathLike | UrlPath) -> str:
@@ -180,15 +180,24 @@ def read_baseline(path: str | os.PathLike) -> list[dict[str, Any]]:
     return entries
 
 
-@dataclass
-class BaselineOutcome:
+class BaselineOutcome(Record):
     """What applying a baseline did."""
 
-    file: str
-    new: list[Finding]  # findings not in the baseline: these are reported
-    suppressed: int  # findings the baseline absorbed
-    stale: list[dict[str, Any]] = field(default_factory=list)  # entries of checked files that no longer occur
-    unchecked: int = 0  # entries whose file was not checked in this run
+    __slots__ = ("file", "new", "suppressed", "stale", "unchecked")
+
+    def __init__(
+        self,
+        file: str,
+        new: list[Finding],
+        suppressed: int,
+        stale: list[dict[str, Any]] | None = None,
+        unchecked: int = 0,
+    ) -> None:
+        self.file = file
+        self.new = new  # findings not in the baseline: these are reported
+        self.suppressed = suppressed  # findings the baseline absorbed
+        self.stale = [] if stale is None else stale  # entries of checked files that no longer occur
+        self.unchecked = unchecked  # entries whose file was not checked in this run
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -24,7 +24,6 @@ from typing import Iterable, Iterator
 from invariants.gate.baseline import checked_owners
 from invariants.gate.config import Config
 from invariants.gate.executor import Executor, executor_for
-from invariants.gate.fork_checks import fork_findings
 from invariants.gate.ledger import apply_ledger
 from invariants.gate.policy import FindingPolicy, report_order
 from invariants.gate.result import CheckOptions, CheckResult, RequestCheck, SessionSummary
@@ -290,9 +289,12 @@ def _assemble(
     for _, cap, live in captures:
         found.extend(Finding(**f) for f in cap["check"])
         requests.extend(live if live is not None else (RequestCheck.from_json(r) for r in cap["requests"]))
-    forks, hits = fork_findings(summaries, cache, None if keep else executor)
-    stats.fork_hits += hits
-    found.extend(forks)
+    if any(m.has_header and m.parent_session for m in summaries):
+        from invariants.gate.fork_checks import fork_findings  # deferred: only a run with a forked session needs it
+
+        forks, hits = fork_findings(summaries, cache, None if keep else executor)
+        stats.fork_hits += hits
+        found.extend(forks)
     if ledger is not None:
         found.extend(apply_ledger(ledger, summaries))
     found.sort(key=report_order(m.file for m in summaries))

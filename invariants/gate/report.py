@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from typing import Any
 
 import orjson
@@ -92,6 +91,8 @@ def open_command(f: Finding, model: Any) -> str | None:
     source = getattr(model, "source", None)
     if source is None:
         return None
+    import shlex  # deferred: a clean check opens nothing
+
     parts = ["inspector", shlex.quote(str(source.path))]
     if source.member is not None:
         parts += ["--session", shlex.quote(str(source.member))]

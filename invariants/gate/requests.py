@@ -8,12 +8,12 @@ verdict, the session it went to and its findings.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
 from invariants.gate.result import RequestCheck
 from invariants.model.findings import Finding
+from invariants.model.record import Record
 from invariants.model.registry import RULES, make_finding
 from invariants.read.capture import Recorded
 from invariants.read.source import LogPath
@@ -23,13 +23,15 @@ from invariants.replay.session import SessionModel, StepState
 _RANK = {"unchecked": 0, "ok": 1, "header": 2, "diverges": 3, "unexplained": 3}
 
 
-@dataclass
-class RecordOutcome:
+class RecordOutcome(Record):
     """What one capture line came to: its verdict, the session it was routed to (None: none), its findings."""
 
-    check: RequestCheck
-    model: SessionModel | None
-    findings: list[Finding] = field(default_factory=list)
+    __slots__ = ("check", "model", "findings")
+
+    def __init__(self, check: RequestCheck, model: SessionModel | None, findings: list[Finding] | None = None) -> None:
+        self.check = check
+        self.model = model
+        self.findings = [] if findings is None else findings
 
 
 class RequestRouter:

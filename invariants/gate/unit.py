@@ -18,13 +18,13 @@ needs a re-read.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from invariants.gate.requests import RequestRouter
 from invariants.gate.result import CheckOptions, RequestCheck, SessionSummary
 from invariants.gate.result_cache import revision
 from invariants.model.findings import Finding
+from invariants.model.record import Record
 from invariants.read.capture import Recorded, capture_problem, find_capture, read_capture
 from invariants.read.source import LogPath, LogSource, absolute_name, log_path
 from invariants.replay.session import SessionModel, replay
@@ -32,22 +32,31 @@ from invariants.replay.session import SessionModel, replay
 CaptureReader = Callable[[LogPath], tuple[list[Recorded], list[Finding]]]
 
 
-@dataclass
-class Unit:
+class Unit(Record):
     """A folder (or, with explicit captures, the whole run)."""
 
-    sources: list[LogSource]
-    indexes: list[int]  # global discovery index of each source
-    captures: list[str] | None = None  # explicit capture files; None = beside each log
+    __slots__ = ("sources", "indexes", "captures")
+
+    def __init__(self, sources: list[LogSource], indexes: list[int], captures: list[str] | None = None) -> None:
+        self.sources = sources
+        self.indexes = indexes  # global discovery index of each source
+        self.captures = captures  # explicit capture files; None = beside each log
 
 
-@dataclass
-class UnitOutcome:
+class UnitOutcome(Record):
     """A unit's JSON-able result, and what only an in-process run can keep: the models and live verdicts."""
 
-    data: dict[str, Any]
-    models: list[SessionModel] = field(default_factory=list)
-    requests: list[list[RequestCheck]] = field(default_factory=list)  # per entry of data["captures"]
+    __slots__ = ("data", "models", "requests")
+
+    def __init__(
+        self,
+        data: dict[str, Any],
+        models: list[SessionModel] | None = None,
+        requests: list[list[RequestCheck]] | None = None,
+    ) -> None:
+        self.data = data
+        self.models = [] if models is None else models
+        self.requests = [] if requests is None else requests  # per entry of data["captures"]
 
 
 def plan_units(sources: list[LogSource], captures: list[LogPath] | None) -> list[Unit]:

@@ -9,22 +9,28 @@ severity without touching the checks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from invariants.model.record import FrozenRecord
 
 if TYPE_CHECKING:
     from invariants.model.findings import Finding
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(FrozenRecord):
     code: str
     name: str
     category: str
     severity: str
     summary: str
     rationale: str
-    example: str = ""
+    example: str
+    __slots__ = ("code", "name", "category", "severity", "summary", "rationale", "example")
+
+    def __init__(
+        self, code: str, name: str, category: str, severity: str, summary: str, rationale: str, example: str = ""
+    ) -> None:
+        self._init(code, name, category, severity, summary, rationale, example)
 
 
 _TABLE: list[Rule] = [

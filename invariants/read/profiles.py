@@ -9,8 +9,9 @@ the event-contract variant.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
+
+from invariants.model.record import FrozenRecord
 
 SEED_SURFACE = frozenset({"user/message", "assistant/message", "tool/result", "context/message", "steering/message"})
 HEAD_SURFACE = frozenset({"user/message", "assistant/message", "tool/result"})
@@ -18,8 +19,7 @@ HEAD_SURFACE = frozenset({"user/message", "assistant/message", "tool/result"})
 HEAD_READ_SURFACE = HEAD_SURFACE | {"steering/message"}
 
 
-@dataclass(frozen=True)
-class Profile:
+class Profile(FrozenRecord):
     name: str
     era: str  # "seed" | "late" | "undetermined" (no era-specific shape: the seed rules)
     description: str
@@ -31,8 +31,55 @@ class Profile:
     turn_enclosure: bool  # every unknown event must be inside a turn
     unknown_types_need_ignorable: bool
     config_keys: tuple[str, ...]
-    prefix_per_step: bool = False  # 17bd71e530: prefix/suffix came from a per-step waterfall
-    head_contract: bool = False  # HEAD invariant.ts event rules, KNOWN_SESSION_EVENT_TYPES, legacy-shape migration
+    prefix_per_step: bool  # 17bd71e530: prefix/suffix came from a per-step waterfall
+    head_contract: bool  # HEAD invariant.ts event rules, KNOWN_SESSION_EVENT_TYPES, legacy-shape migration
+    __slots__ = (
+        "name",
+        "era",
+        "description",
+        "surface_types",
+        "projection",
+        "reasons",
+        "deltas_allowed",
+        "request_rule",
+        "turn_enclosure",
+        "unknown_types_need_ignorable",
+        "config_keys",
+        "prefix_per_step",
+        "head_contract",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        era: str,
+        description: str,
+        surface_types: frozenset[str],
+        projection: str,
+        reasons: frozenset[str],
+        deltas_allowed: bool,
+        request_rule: str,
+        turn_enclosure: bool,
+        unknown_types_need_ignorable: bool,
+        config_keys: tuple[str, ...],
+        prefix_per_step: bool = False,
+        head_contract: bool = False,
+    ) -> None:
+        self._init(
+            name,
+            era,
+            description,
+            surface_types,
+            projection,
+            reasons,
+            deltas_allowed,
+            request_rule,
+            turn_enclosure,
+            unknown_types_need_ignorable,
+            config_keys,
+            prefix_per_step,
+            head_contract,
+        )
 
     def __reduce__(self) -> tuple[Callable[[str], Profile], tuple[str]]:
         # Pickle by name: checkpoints and worker processes share the table.

@@ -13,10 +13,11 @@ from __future__ import annotations
 import io
 import os
 import zlib
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, NamedTuple
+
+from invariants.model.record import FrozenRecord
 
 LOG_SUFFIXES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
@@ -51,8 +52,7 @@ class UrlStat(NamedTuple):
     st_dev: int = 0
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class UrlPath:
+class UrlPath(FrozenRecord):
     """A file or folder named by an fsspec URL; shown exactly as the user wrote it.
 
     Read-only: it opens for reading and lists, nothing else.  Credentials are
@@ -63,6 +63,23 @@ class UrlPath:
     """
 
     url: str
+    __slots__ = ("url",)
+
+    def __init__(self, url: str) -> None:
+        self._init(url)
+
+    # Ordered by the URL text, among URLs only.
+    def __lt__(self, other: object) -> bool:
+        return self.url < other.url if isinstance(other, UrlPath) else NotImplemented
+
+    def __le__(self, other: object) -> bool:
+        return self.url <= other.url if isinstance(other, UrlPath) else NotImplemented
+
+    def __gt__(self, other: object) -> bool:
+        return self.url > other.url if isinstance(other, UrlPath) else NotImplemented
+
+    def __ge__(self, other: object) -> bool:
+        return self.url >= other.url if isinstance(other, UrlPath) else NotImplemented
 
     @classmethod
     def of(cls, text: str) -> UrlPath:
@@ -252,8 +269,7 @@ def absolute_name(path: LogPath) -> str:
     return path.url if isinstance(path, UrlPath) else os.path.abspath(path)
 
 
-@dataclass(frozen=True, slots=True)
-class LogSource:
+class LogSource(FrozenRecord):
     """One log to read; ``root`` is the folder the user named (for confinement).
 
     ``member`` is set for a session stored in a SQLite database: ``path`` is
@@ -262,7 +278,11 @@ class LogSource:
 
     path: LogPath
     root: LogPath
-    member: str | None = None
+    member: str | None
+    __slots__ = ("path", "root", "member")
+
+    def __init__(self, path: LogPath, root: LogPath, member: str | None = None) -> None:
+        self._init(path, root, member)
 
     @property
     def display(self) -> str:

@@ -13,27 +13,31 @@ place.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from invariants.model.jsonvalue import get_path, shorten
-from invariants.replay.diff_classify import ListEdit, classify_list, window_pair
+from invariants.model.record import Record
 from invariants.replay.provenance import Source, field_source, message_source
 from invariants.replay.session import RebuiltRequest
+
+if TYPE_CHECKING:
+    from invariants.replay.diff_classify import ListEdit
 
 REGION_NAMES = {"prefix": "prefix", "derived": "derived history", "suffix": "suffix"}
 SUMMARY_WIDTH = 80  # characters of each side in a message
 DETAIL_WIDTH = 400  # ...and in the finding's detail
 
 
-@dataclass
-class Described:
+class Described(Record):
     """A difference in words: the message, the path it is about, the producing event and the detail."""
 
-    message: str
-    path: str
-    source: Source | None
-    detail: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("message", "path", "source", "detail")
+
+    def __init__(self, message: str, path: str, source: Source | None, detail: dict[str, Any] | None = None) -> None:
+        self.message = message
+        self.path = path
+        self.source = source
+        self.detail = {} if detail is None else detail
 
 
 def _span(root: str, i: int, n: int) -> str:
@@ -74,6 +78,8 @@ def _run_label(exp: RebuiltRequest, i: int, n: int, article: str = "") -> str:
 
 def describe_messages(exp: RebuiltRequest, expected: list, recorded: list, index: int, path: str) -> Described:
     """The first difference of two message lists (equal before ``index``; ``path`` is its path diff)."""
+    from invariants.replay.diff_classify import classify_list  # deferred: a clean check has no difference
+
     edit = classify_list(expected, recorded, index)
     detail: dict[str, Any] = {"edit": _edit_json(edit)}
     if edit.kind == "missing":
@@ -130,6 +136,8 @@ def describe_field(exp: RebuiltRequest, name: str, expected: Any, recorded: Any,
 
 
 def _describe_tools(src: Source | None, expected: list, recorded: list, index: int, path: str) -> Described:
+    from invariants.replay.diff_classify import classify_list  # deferred: a clean check has no difference
+
     edit = classify_list(expected, recorded, index)
     detail: dict[str, Any] = {"edit": _edit_json(edit)}
     if edit.kind == "missing":
@@ -166,6 +174,8 @@ def detail_previews(expected: Any, recorded: Any, path: str, root: str) -> tuple
 
 
 def _previews(expected: Any, recorded: Any, path: str, root: str, width: int) -> tuple[str, str]:
+    from invariants.replay.diff_classify import window_pair  # deferred: a clean check has no difference
+
     return window_pair(get_path({root: expected}, path), get_path({root: recorded}, path), width)
 
 

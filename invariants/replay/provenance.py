@@ -10,9 +10,9 @@ module turns a part of a :class:`RebuiltRequest` into that event.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from invariants.model.record import FrozenRecord
 from invariants.replay.session import RebuiltRequest
 
 # Request fields and the header part each comes from.
@@ -29,8 +29,7 @@ FIELD_PARTS = {
 REGION_PARTS = {"prefix": "messagePrefix", "suffix": "messageSuffix"}
 
 
-@dataclass(frozen=True)
-class Source:
+class Source(FrozenRecord):
     """The event a part of a rebuilt request came from.
 
     ``set`` is False when no header event set the part (it is absent from
@@ -38,9 +37,13 @@ class Source:
     """
 
     seq: int
-    line: int | None = None
-    event: str | None = None  # the event's type, when known
-    set: bool = True
+    line: int | None
+    event: str | None  # the event's type, when known
+    set: bool
+    __slots__ = ("seq", "line", "event", "set")
+
+    def __init__(self, seq: int, line: int | None = None, event: str | None = None, set: bool = True) -> None:
+        self._init(seq, line, event, set)
 
     def text(self) -> str:
         """``set by request/header-delta seq 4, line 6`` (or ``from event seq 7`` for a message of the log)."""

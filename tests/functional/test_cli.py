@@ -139,6 +139,46 @@ def test_invariants_never_imports_the_ui_or_the_index():
     assert proc.returncode == 0, proc.stdout
 
 
+# Loaded only by the function that needs them (issue 13: start-up time): a clean check of a tiny log,
+# run from a folder without a configuration, imports none of them.
+DEFERRED = {
+    "deepdiff": "capture-divergence.jsonl",
+    "difflib": "capture-divergence.jsonl",
+    "invariants.model.textdiff": "capture-divergence.jsonl",
+    "invariants.replay.diff_classify": "capture-divergence.jsonl",
+    "invariants.analysis.forks": "fork",
+    "invariants.gate.fork_checks": "fork",
+    "contextvars": "fork",
+    "shlex": "capture-divergence.jsonl",
+    "hashlib": None,
+    "tomllib": None,
+    "concurrent.futures": None,
+    **{f"inspector.commands.{c.replace('-', '_')}": None for c in COMMANDS if c != "check"},
+}
+
+
+def _imported_by_check(log: str, cwd) -> tuple[str, set[str]]:
+    probe = (
+        "import sys\nfrom inspector.cli import main\n"
+        f"code = main(['check', {log!r}, '--no-cache', '-q'])\n"
+        f"print(code, *[m for m in {sorted(DEFERRED)!r} if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd, check=True)
+    code, *loaded = out.stdout.splitlines()[-1].split()
+    return code, set(loaded)
+
+
+def test_a_clean_check_imports_nothing_only_a_difference_or_a_fork_needs(tmp_path):
+    code, loaded = _imported_by_check(str(SAMPLES / "clean-multi-turn.jsonl"), tmp_path)
+    assert code == "0" and not loaded
+
+
+@pytest.mark.parametrize("sample, exit_code", [("capture-divergence.jsonl", "1"), ("fork", "0")])
+def test_a_difference_or_a_fork_loads_what_it_needs(tmp_path, sample, exit_code):
+    code, loaded = _imported_by_check(str(SAMPLES / sample), tmp_path)
+    assert code == exit_code and {m for m, needed_by in DEFERRED.items() if needed_by == sample} <= loaded
+
+
 def test_rule_reference_is_generated_from_the_registry():
     from pathlib import Path
 
@@ -166,15 +206,3 @@ def test_a_subcommand_built_alone_parses_and_helps_as_in_the_whole_parser(name):
     assert list(alone) == [name]
     assert alone[name].format_help() == whole.format_help()
 
-
-def test_a_check_builds_and_imports_no_other_subcommand():
-    code = (
-        "import sys\nfrom inspector.cli import main\n"
-        f"main(['check', {str(SAMPLES / 'clean-multi-turn.jsonl')!r}, '--no-cache', '-q'])\n"
-        "print(sorted(m for m in sys.modules if m.startswith('inspector.commands.')))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert json.loads(out.strip().splitlines()[-1].replace("'", '"')) == [
-        "inspector.commands.check",
-        "inspector.commands.common",
-    ]
