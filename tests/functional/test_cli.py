@@ -205,4 +205,3 @@ def test_a_subcommand_built_alone_parses_and_helps_as_in_the_whole_parser(name):
     alone = alone_parser._subparsers._group_actions[0].choices
     assert list(alone) == [name]
     assert alone[name].format_help() == whole.format_help()
-
