@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass, field
-from itertools import compress, count, islice
-from operator import not_
+from itertools import islice
 from typing import Any, Iterable, Iterator
 
 from invariants.model.findings import Finding
@@ -209,6 +208,17 @@ def _drained(ahead: list, items: Iterator) -> Iterator:
     while ahead:
         yield ahead.pop()
     yield from items
+
+
+def _positions(items: list, value: Any, start: int) -> Iterator[int]:
+    """The indices of ``value`` in ``items`` from ``start`` on, found by ``list.index`` (a C scan)."""
+    try:
+        while True:
+            start = items.index(value, start)
+            yield start
+            start += 1
+    except ValueError:
+        return
 
 
 def _all_deltas(kinds: list) -> bool:
@@ -435,10 +445,10 @@ class _Replay:
                 return taken
             kinds = typed.kinds
             odd: dict[int, dict] = {}  # the chunks the typed fields do not clear, parsed together
-            if not DELTA_CHUNK_TYPES.issuperset(kinds[taken:]):
+            other_kinds = set(islice(kinds, taken, None)).difference(DELTA_CHUNK_TYPES)
+            if other_kinds:  # a few block starts and ends, a usage and a finish chunk
                 plain, chunks = self.values.plain_chunk, typed.chunks
-                delta = map(DELTA_CHUNK_TYPES.__contains__, islice(kinds, taken, None))
-                others = compress(count(taken), map(not_, delta))
+                others = sorted(i for kind in other_kinds for i in _positions(kinds, kind, taken))
                 at = [i for i in others if not plain(chunks[i])]
                 if at:
                     odd = dict(zip(at, run.events(at)))

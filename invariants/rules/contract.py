@@ -390,7 +390,10 @@ class ContractTracer:
             if not (self.profile.era == "late" and ev.type == "assistant/message"):
                 self._err("EVT003", ev, "sourceEventSeqs must not be empty when present")
             return
-        if set(map(type, refs)) == {int} and min(refs) >= 0 and max(refs) < ev.seq:
+        ints = set(map(type, refs)) == {int}
+        if ints and 0 <= refs[0] and refs[-1] < ev.seq and refs == list(range(refs[0], refs[0] + len(refs))):
+            return  # the common case: a run of earlier seqs, each once
+        if ints and min(refs) >= 0 and max(refs) < ev.seq:
             bad = []
         else:
             bad = [r for r in refs if not _int(r) or r < 0 or r >= ev.seq]

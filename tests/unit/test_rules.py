@@ -533,3 +533,29 @@ def test_all_findings_are_reported_not_only_the_first(check_log):
     log.turn_end(1)
     codes = [f.rule for f in check_log(log).findings]
     assert codes.count("EVT001") == 2 and "EVT008" in codes
+
+
+@pytest.mark.parametrize(
+    "refs, fires",
+    [
+        (lambda c: [c - 1, c], False),  # a run of earlier seqs (the chunks before the message)
+        (lambda c: [c, c - 1], False),  # out of order, still each once and earlier
+        (lambda c: [c, c], True),  # a duplicate
+        (lambda c: [c, c + 1], True),  # c + 1 is the message's own seq
+        (lambda c: [-1, 0], True),
+        (lambda c: [0, True], True),  # a boolean where a seq belongs (True == 1 in Python)
+        (lambda c: [c - 1, float(c)], True),
+    ],
+)
+def test_source_seqs_must_name_earlier_events_once(check_log, refs, fires):
+    log = Log()
+    log.turn_start(1)
+    log.user("hi")
+    log.step_start(1, 1)
+    log.snapshot()
+    log.chunk(1, 1)
+    c = log.chunk(1, 1)
+    log.assistant(1, 1, [{"type": "text", "text": "hi"}], refs(c))
+    log.step_end(1, 1)
+    log.turn_end(1)
+    assert any(f.rule == "EVT003" for f in check_log(log, None).findings) is fires
