@@ -109,7 +109,7 @@ def read_capture(path: LogPath, max_line: int | None = None) -> tuple[list[Recor
     records: list[Recorded] = []
     findings: list[Finding] = []
     file = str(path)
-    seen = 0
+    seen = TYPED_AFTER + 1 if _local_size(path) > TYPED_AFTER else 0  # a file that will get there starts typed
     cleared: Cleared | None = None  # depth verdicts carried from line to line once lines are read typed
     for raw in _lines(path, findings, max_line or DEFAULT_MAX_LINE):
         if raw.oversized:
@@ -141,6 +141,16 @@ def read_capture(path: LogPath, max_line: int | None = None) -> tuple[list[Recor
             continue
         records.append(_recorded(file, raw.number, obj, parsed=obj["request"]))
     return records, findings
+
+
+def _local_size(path: LogPath) -> int:
+    """The size of a local file (0 for a URL or on error: then lines start untyped)."""
+    if isinstance(path, UrlPath):
+        return 0
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _recorded(file: str, line: int, obj: dict, **request: Any) -> Recorded:

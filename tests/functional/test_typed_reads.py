@@ -132,3 +132,15 @@ def test_a_long_message_repeated_at_its_place_is_scanned_for_depth_once(monkeypa
     assert [f.line for f in typed[1]] == [3, 4]  # both deep lines reported, the repeated message no shield
     # line 1 scans its message; line 2 only the new one; lines 3 and 4 the deep one (and nothing repeated)
     assert scanned == [len(shallow), len(other), len(deep), len(deep)]
+
+
+@pytest.mark.parametrize("after, typed", [(150, [True, True, True]), (10**6, [False, False, False])])
+def test_a_capture_file_larger_than_the_threshold_is_read_typed_from_its_first_line(
+    monkeypatch, tmp_path, after, typed
+):
+    line = b'{"sessionId":"s1","logLength":3,"turn":1,"step":1,"request":{"messages":[{"role":"user"}]}}'
+    path = tmp_path / "requests.jsonl"
+    path.write_bytes(b"\n".join([line] * 3) + b"\n")  # each line under the threshold, the file over it
+    monkeypatch.setattr(capture, "TYPED_AFTER", after)
+    records, findings = capture.read_capture(path)
+    assert findings == [] and [r.raw_fields is not None for r in records] == typed
