@@ -62,23 +62,38 @@ def make_log(folder: Path, events: int, steps: int) -> Path:
     return log
 
 
-async def first_paint(app, pilot, started: float) -> float:
-    """Seconds from ``started`` until the session screen shows the timeline and the first step's request
-    and that frame is drawn (a refresh after it), whether it came from a preview of the head or the whole
-    check.  Not ``pilot.pause()``: that waits for the app to be idle, i.e. for the whole check too."""
+def watch_first_screen(app) -> list[tuple[float, float]]:
+    """Hook ``app``'s display: the returned list gets the time of the first frame rendered with the session
+    screen showing the timeline and the first step's request, whether from a preview of the head or the
+    whole check, and the process's CPU time then (headless, a frame is rendered, not written; ``--tmux``
+    times a real terminal)."""
     from inspector.screens.session import SessionScreen
     from inspector.widgets.request_view import RequestView
 
-    while not (
-        isinstance(app.screen, SessionScreen)
-        and app.screen.state is not None
-        and app.screen.query_one(RequestView).blocks
-    ):
+    shown: list[tuple[float, float]] = []
+    display = app._display
+
+    def timed(screen, renderable) -> None:
+        display(screen, renderable)
+        if (
+            not shown
+            and renderable is not None
+            and isinstance(screen, SessionScreen)
+            and screen.state is not None
+            and screen.query_one(RequestView).blocks
+        ):
+            shown.append((time.perf_counter(), time.process_time()))
+
+    app._display = timed
+    return shown
+
+
+async def first_paint(pilot, shown: list[tuple[float, float]], started: float) -> float:
+    """Seconds from ``started`` to that frame.  Not ``pilot.pause()``: that waits for the app to be idle,
+    i.e. for the whole check too."""
+    while not shown:
         await pilot.pause(0.005)
-    drawn = asyncio.Event()
-    app.call_after_refresh(drawn.set)
-    await drawn.wait()
-    return time.perf_counter() - started
+    return shown[0][0] - started
 
 
 async def headless(log: Path, moves: int) -> None:
@@ -86,8 +101,9 @@ async def headless(log: Path, moves: int) -> None:
 
     started = time.perf_counter()
     app = create_app(log)
+    shown = watch_first_screen(app)
     async with app.run_test(size=(160, 45)) as pilot:
-        first = await first_paint(app, pilot, started)
+        first = await first_paint(pilot, shown, started)
         screen = app.screen
         how = "a preview of the log's head" if screen.previewing else "the whole check"
         while screen.previewing or screen.load_elapsed is None:  # the step moves below need the whole check
@@ -139,9 +155,10 @@ async def first_screen_only(log: Path, launched: float) -> None:
 
     started = time.perf_counter()
     app = create_app(log)
+    shown = watch_first_screen(app)
     async with app.run_test(size=(160, 45)) as pilot:
-        first = await first_paint(app, pilot, started)
-        cpu = time.process_time()  # every thread's: the background check competes for the same core
+        first = await first_paint(pilot, shown, started)
+        cpu = shown[0][1]  # every thread's
         screen = app.screen
         how = "a preview of the log's head, the whole check still running" if screen.previewing else "the whole check"
         print(
