@@ -27,7 +27,9 @@ Three numbers:
   screen's own work per move (handler + tab redraw) and the full round trip
   through Pilot are reported;
 * with ``--tmux``: the same log opened by the ``inspector`` command in a real
-  tmux pane, timed from launch until the pane shows the timeline.
+  tmux pane, timed from launch until the pane shows the timeline (with
+  ``--gb``: only that, ``--runs`` times, the compiled copy run as the
+  command runs it).
 """
 
 from __future__ import annotations
@@ -192,13 +194,15 @@ def first_screen_in_child(log: Path, runs: int, code: Path | None) -> None:
         subprocess.run(argv + (["--code", str(code)] if code else []), check=True)
 
 
-def in_tmux(log: Path) -> None:
-    if shutil.which("tmux") is None or shutil.which("inspector") is None:
+def in_tmux(log: Path, code: Path | None = None, moves: bool = True) -> None:
+    """``inspector LOG`` in a real tmux pane (with ``code``: that compiled copy, run as the command does)."""
+    if shutil.which("tmux") is None or (code is None and shutil.which("inspector") is None):
         print("tmux run skipped: tmux or the inspector command is not on PATH")
         return
-    name = f"tui-bench-{int(time.time())}"
+    command = f"inspector {log}" if code is None else f"env PYTHONPATH={code} {sys.executable} -m inspector.cli {log}"
+    name = f"tui-bench-{time.time_ns()}"
     started = time.perf_counter()
-    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "160", "-y", "45", f"inspector {log}"], check=True)
+    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "160", "-y", "45", command], check=True)
     try:
         while time.perf_counter() - started < 30:
             pane = subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
@@ -211,6 +215,8 @@ def in_tmux(log: Path) -> None:
             time.sleep(0.02)
         else:
             print("tmux: first screen not seen within 30 s")
+            return
+        if not moves:
             return
         time.sleep(0.5)
         lags = []
@@ -269,6 +275,9 @@ def main() -> int:
             code = None if args.source else compiled_copy(Path(tmp) / "code")
             print(f"code: {'the worktree, compiled on each start' if code is None else 'compiled (as installed)'}")
             first_screen_in_child(log, args.runs, code)
+            if args.tmux:
+                for _ in range(args.runs):
+                    in_tmux(log, code, moves=False)
             return 0
         log = args.log or make_log(folder, args.events, args.steps)
         asyncio.run(headless(log, args.moves))
