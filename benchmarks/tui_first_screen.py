@@ -20,10 +20,11 @@ of ``inspector/`` and ``invariants/`` (as installed: pip writes the bytecode),
 The log (and its capture) come from ``invariants.simulate.seed_era.generate_large``.
 Three numbers:
 
-* headless first screen: from ``create_app`` to the session screen showing
-  the timeline and the rebuilt request of the first step (Textual's
-  ``run_test``, the app users run, without a terminal);
-* step move: ``j`` pressed 200 times, the screen redrawn after each; both the
+* headless first screen: from ``create_app`` (with ``--gb``: from launch) to
+  the first frame rendered with the session screen showing the timeline and
+  the rebuilt request of the first step (Textual's ``run_test``, the app
+  users run, without a terminal);
+* step move (not with ``--gb``): ``j`` pressed 200 times, the screen redrawn after each; both the
   screen's own work per move (handler + tab redraw) and the full round trip
   through Pilot are reported;
 * with ``--tmux``: the same log opened by the ``inspector`` command in a real
