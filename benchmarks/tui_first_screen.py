@@ -84,6 +84,7 @@ def watch_first_screen(app) -> list[tuple[float, float]]:
         if (
             not shown
             and renderable is not None
+            and not app._batch_count  # a frame rendered in a batch (as during the app's start) is dropped
             and isinstance(screen, SessionScreen)
             and screen.state is not None
             and screen.query_one(RequestView).blocks
