@@ -77,11 +77,11 @@ class InspectorApp(App):
         # young collections rare.  Both are undone on exit.
         self._gc_threshold = gc.get_threshold()
         gc.set_threshold(50_000, 20, 100)
-        from inspector.screens.session import SessionScreen
-        from inspector.screens.session_list import SessionListScreen
         from invariants.read.source import SQLITE_SUFFIXES
 
         if self.path.is_dir() or self.path.name.endswith(SQLITE_SUFFIXES):  # a database holds many sessions
+            from inspector.screens.session_list import SessionListScreen
+
             self.push_screen(
                 SessionListScreen(
                     self.path,
@@ -94,6 +94,8 @@ class InspectorApp(App):
                 )
             )
         else:
+            from inspector.screens.session import SessionScreen  # only: a log's first frame waits for its imports
+
             self.push_screen(
                 SessionScreen(
                     LogSource(self.path, self.path.parent),

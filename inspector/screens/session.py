@@ -4,8 +4,10 @@ The screen owns the state: the checked session (:class:`SessionState`), the
 selected step (``step_index``) and the timeline filter (``category``), both
 reactives.  Widgets only post messages; the screen handles them, sets the
 reactives, and the watchers redraw the timeline and the *active* tab (other
-tabs redraw when they are shown).  The check runs in a worker thread, so the
-first screen appears before a large log is read; events are read back from
+tabs redraw when they are shown).  The check runs in a worker thread, started
+after the first frame is drawn, so the first screen appears before a large log
+is read (a huge log's first frame shows its first steps, replayed from its
+head on mount; the whole check replaces them); events are read back from
 the file in another worker; ``--follow`` re-checks in a third as the log grows,
 resuming the replay over the appended bytes when it can (:mod:`invariants.gate.follow`).
 """
@@ -15,7 +17,6 @@ from __future__ import annotations
 import gc
 import os
 import re
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -81,8 +82,7 @@ SHORT_TAB_TITLES = {
 FOLLOW_POLL = 0.3  # seconds between looks at a followed log
 GC_EVERY = 30.0  # seconds between full collections while following
 PREVIEW_FROM = 8 << 20  # a log this big gets a first screen from its head while the whole log is checked
-PREVIEW_BYTES = 2 << 20  # the head replayed for it
-PREVIEW_PAINT_WAIT = 2.0  # seconds the whole check waits for that first screen to be drawn
+PREVIEW_BYTES = 1 << 20  # the head replayed for it: more steps than a screen shows
 
 
 def _log_suffix_free(path: Path) -> str:
@@ -177,7 +177,6 @@ class SessionScreen(Screen):
         self.search_pos = -1
         self._collected_at = time.perf_counter()
         self.previewing = False  # the state is a replay of the log's head; the whole check is still running
-        self._painted = threading.Event()  # set once that first screen is drawn
         self._checker = None  # a Follow while following: re-checks resume the replay
         self.check_mode = "none"  # how the last check ran: check, or (following) full | resume | kept | none
         self._rang = False  # following: the bell rang for a new error the user has not looked at yet
@@ -212,7 +211,10 @@ class SessionScreen(Screen):
         # Tab moves between the timeline and the tab's content; tabs switch with 1-6 or a click.
         self.tabs.query_one(Tabs).can_focus = False
         self.query_one(Timeline).focus()
-        self.load_session()
+        if isinstance(self.source.path, Path):  # a local log's head is read at once: on the first frame
+            self._preview_now()
+        # the whole check after that frame is drawn: it holds the GIL for long stretches
+        self.call_after_refresh(self.load_session)
 
     def on_resize(self, event: Any) -> None:
         # a third of the screen for the timeline, within reason
@@ -262,7 +264,8 @@ class SessionScreen(Screen):
     def load_session(self) -> None:
         started = time.perf_counter()
         try:
-            self._preview()
+            if self.state is None and (head := self._head()) is not None:  # a remote log: its head, read here
+                self.post_message(SessionPreviewed(*head))
             result = self._check()
             model = self._pick(result)
             if model is None:
@@ -277,27 +280,37 @@ class SessionScreen(Screen):
             return
         self.post_message(SessionLoaded(result, model, time.perf_counter() - started))
 
-    def _preview(self) -> None:
-        """For a huge log, its first steps on screen at once (a replay of its head), before the whole check."""
-        if self.follow or self.source.member is not None or self.state is not None:
-            return
+    def _head(self) -> tuple[Any, int, int] | None:
+        """For a huge log, the model of its first ``PREVIEW_BYTES`` (its first steps), that many bytes and its
+        size; None for a log small enough to check at once (or one followed, or in a database)."""
+        if self.follow or self.source.member is not None:
+            return None
         try:
             size = self.source.path.stat().st_size
-        except OSError:
-            return
+        except OSError:  # the whole check says why
+            return None
         if size < PREVIEW_FROM:
+            return None
+        return replay(self.source, self.options.profile, head_bytes=PREVIEW_BYTES), PREVIEW_BYTES, size
+
+    def _preview_now(self) -> None:
+        """A local huge log's first steps, shown before the first frame (a bounded read, ~50 ms for 1 MB);
+        a log that cannot be read is the whole check's to report."""
+        try:
+            head = self._head()
+        except Exception:  # the UI must survive any log
             return
-        model = replay(self.source, self.options.profile, head_bytes=PREVIEW_BYTES)
-        if not get_current_worker().is_cancelled:
-            self.post_message(SessionPreviewed(model, PREVIEW_BYTES, size))
-            # the whole check holds the GIL for long stretches: let the first screen paint before it starts
-            self._painted.wait(PREVIEW_PAINT_WAIT)
+        if head is not None:
+            self._show_preview(*head)
 
     def on_session_previewed(self, message: SessionPreviewed) -> None:
-        if self.state is not None:  # the whole check was quicker
-            return
+        if self.state is None:  # else the whole check was quicker
+            self._show_preview(message.model, message.head_bytes, message.size)
+
+    def _show_preview(self, model: Any, head_bytes: int, size: int) -> None:
+        """The replay of the log's head on screen, marked as such, until the whole check replaces it."""
         self.previewing = True
-        state = SessionState(CheckResult([], [], [], [], [message.model]), message.model)
+        state = SessionState(CheckResult([], [], [], [], [model]), model)
         self.state = state
         self._generation += 1
         self._update_bar()
@@ -306,12 +319,11 @@ class SessionScreen(Screen):
         mb = 1 << 20
         self.say(
             Text(
-                f"showing the first {len(state.steps)} steps (the first {message.head_bytes // mb} MB of "
-                f"{message.size / mb:,.0f} MB) · checking the whole log… findings follow",
+                f"showing the first {len(state.steps)} steps (the first {head_bytes // mb} MB of "
+                f"{size / mb:,.0f} MB) · checking the whole log… findings follow",
                 style="#7dcfff",
             )
         )
-        self.call_after_refresh(self._painted.set)
 
     def _pick(self, result: Any) -> Any:
         """This screen's session among the checked ones (a database holds several)."""

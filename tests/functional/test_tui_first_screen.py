@@ -4,6 +4,9 @@ while the whole log is checked; the findings follow, and the step the user moved
 from __future__ import annotations
 
 import threading
+import uuid
+
+import pytest
 
 from inspector.screens.session import SessionScreen
 from inspector.widgets.status import StatusLine
@@ -26,11 +29,20 @@ async def test_the_first_steps_show_before_the_whole_log_is_checked(tmp_path, mo
         assert gate.wait(20), "the test never let the check run"
         return check(self)
 
+    read_in = []
+    head = SessionScreen._head
+
+    def spied(self):
+        read_in.append(threading.current_thread() is threading.main_thread())
+        return head(self)
+
     monkeypatch.setattr(SessionScreen, "_check", held_check)
+    monkeypatch.setattr(SessionScreen, "_head", spied)
     app = create_app("story.jsonl")
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.previewing)
         screen = app.screen
+        assert read_in == [True]  # a local head is read on mount, so the first frame shows it
         assert screen.query_one(Timeline).visible_steps() == [0, 1, 2]  # turns 1 and 2 only
         assert not screen.state.findings
         assert "checking the whole log" in screen.query_one(StatusLine).plain
@@ -48,8 +60,44 @@ async def test_a_small_log_is_checked_at_once_without_a_preview(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     story_log(tmp_path)
     seen = []
-    monkeypatch.setattr(SessionScreen, "on_session_previewed", lambda self, message: seen.append(message))
+    monkeypatch.setattr(SessionScreen, "_show_preview", lambda self, *head: seen.append(head))
     app = create_app("story.jsonl")
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.state is not None)
         assert len(app.screen.state.steps) == 6 and not seen
+
+
+async def test_a_huge_remote_log_is_previewed_from_the_check_worker(tmp_path, monkeypatch):
+    fsspec = pytest.importorskip("fsspec", reason="the fleet extra (fsspec) is not installed")
+    log, _ = story_log(tmp_path)
+    base = f"/t-{uuid.uuid4().hex[:8]}"
+    for p in tmp_path.iterdir():
+        fsspec.filesystem("memory").pipe(f"{base}/{p.name}", p.read_bytes())
+    lines = (tmp_path / "story.jsonl").read_bytes().splitlines(keepends=True)
+    turn3 = seq_of(log, "turn/start", turn=3)
+    monkeypatch.setattr("inspector.screens.session.PREVIEW_FROM", 0)
+    monkeypatch.setattr("inspector.screens.session.PREVIEW_BYTES", sum(len(x) for x in lines[: turn3 + 1]))
+    gate = threading.Event()
+    check = SessionScreen._check
+    read_in = []
+    head = SessionScreen._head
+
+    def held_check(self):
+        assert gate.wait(20), "the test never let the check run"
+        return check(self)
+
+    def spied(self):
+        read_in.append(threading.current_thread() is threading.main_thread())
+        return head(self)
+
+    monkeypatch.setattr(SessionScreen, "_check", held_check)
+    monkeypatch.setattr(SessionScreen, "_head", spied)
+    app = create_app(f"memory://{base}/story.jsonl")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.previewing)
+        screen = app.screen
+        assert screen.query_one(Timeline).visible_steps() == [0, 1, 2]
+        assert read_in == [False]  # a remote head is read in the worker, not on the first frame's way
+        gate.set()
+        await wait_for(pilot, lambda: not screen.previewing and len(screen.state.steps) == 6)
+        assert len(screen.state.findings) == 2
