@@ -745,7 +745,7 @@ def _annotate_losses(findings: list[Finding], losses: list) -> None:
 
 # Bumped when the pickled fold state changes shape (2: HeaderVersion.set_by); an older checkpoint is
 # not resumed but replayed from scratch.
-CHECKPOINT_FORMAT = 2
+CHECKPOINT_FORMAT = 3  # 3: the fold's records pickle as plain records (model/record.py), not dataclasses
 
 # What a checkpoint may name.  A checkpoint comes back from an index file, which
 # may not be ours: pickle calls whatever a stream names, so only the fold's own
