@@ -9,7 +9,7 @@ verdict, the session it went to and its findings.
 from __future__ import annotations
 
 from pathlib import PurePath
-from typing import Any
+from typing import Any, Iterable
 
 from invariants.gate.result import RequestCheck
 from invariants.model.findings import Finding
@@ -24,14 +24,23 @@ _RANK = {"unchecked": 0, "ok": 1, "header": 2, "diverges": 3, "unexplained": 3}
 
 
 class RecordOutcome(Record):
-    """What one capture line came to: its verdict, the session it was routed to (None: none), its findings."""
+    """What one capture line came to: its verdict, the session it was routed to (None: none), its findings.
 
-    __slots__ = ("check", "model", "findings")
+    ``pending`` holds a comparison's differences until its attempt number is known (:func:`_write`)."""
 
-    def __init__(self, check: RequestCheck, model: SessionModel | None, findings: list[Finding] | None = None) -> None:
+    __slots__ = ("check", "model", "findings", "pending")
+
+    def __init__(
+        self,
+        check: RequestCheck,
+        model: SessionModel | None,
+        findings: list[Finding] | None = None,
+        pending: tuple | None = None,
+    ) -> None:
         self.check = check
         self.model = model
         self.findings = [] if findings is None else findings
+        self.pending = pending
 
 
 class RequestRouter:
@@ -64,6 +73,13 @@ class RequestRouter:
         """The outcome of ``rec`` read from ``capture`` (None for explicit captures); None when
         it belongs to a log beside the capture that this run does not check.  ``attempt`` numbers
         the dispatch of a step sent more than once (:func:`attempt_numbers`)."""
+        out = self._compared(capture, rec)
+        if out is not None:
+            _write(out, attempt)
+        return out
+
+    def _compared(self, capture: LogPath | None, rec: Recorded) -> RecordOutcome | None:
+        """:meth:`check` but for the findings of a difference, which wait for the attempt number."""
         local, local_ids = self._sessions_for(capture)
         model = _route(rec, local_ids, local, self.by_id if self.explicit else {})
         if model is None:
@@ -81,16 +97,24 @@ class RequestRouter:
                 "unexplained", rec.session_id, codes=["REQ004"], file=rec.file, line=rec.line, recorded=rec
             )
             return RecordOutcome(rc, None, [finding])
-        return _check_one(model, rec, attempt)
+        return _compare_one(model, rec)
 
-    def check_all(self, capture: LogPath | None, records: list[Recorded]) -> tuple[list[RequestCheck], list[Finding]]:
-        """Every line of one capture: the verdicts and the findings, in capture order."""
+    def check_all(
+        self, capture: LogPath | None, records: Iterable[Recorded]
+    ) -> tuple[list[RequestCheck], list[Finding]]:
+        """Every line of one capture: the verdicts and the findings, in capture order.
+
+        Each line is compared as ``records`` gives it, so a capture read lazily is never held
+        whole: a line byte for byte its rebuilt request lets its bytes go (see :func:`_compared`).
+        The attempt numbers need every line's step and logLength, so the findings of the
+        lines that differ are written once all are in."""
+        staged: list[tuple[Recorded, RecordOutcome | None]] = [(rec, self._compared(capture, rec)) for rec in records]
+        attempts = attempt_numbers([rec for rec, _ in staged])
         checks: list[RequestCheck] = []
         findings: list[Finding] = []
-        attempts = attempt_numbers(records)
-        for rec in records:
-            out = self.check(capture, rec, attempts.get(id(rec)))
+        for rec, out in staged:
             if out is not None:
+                _write(out, attempts.get(id(rec)))
                 checks.append(out.check)
                 findings.extend(out.findings)
         return checks, findings
@@ -146,8 +170,9 @@ def _has_log_beside(capture_path: LogPath | None, rec: Recorded) -> bool:
     return any(n and "/" not in n and "\\" not in n and n not in (".", "..") and (folder / n).is_file() for n in names)
 
 
-def _check_one(model: SessionModel, rec: Recorded, attempt: int | None) -> RecordOutcome:
-    rc = RequestCheck(session=model.id, file=rec.file, line=rec.line, recorded=rec, attempt=attempt)
+def _compare_one(model: SessionModel, rec: Recorded) -> RecordOutcome:
+    """``rec`` rebuilt and compared; a difference's findings are left in ``pending`` for :func:`_write`."""
+    rc = RequestCheck(session=model.id, file=rec.file, line=rec.line, recorded=rec)
     out = RecordOutcome(rc, model)
     model.requests.append(rc)
     where: dict[str, Any] = {"file": model.file, "session": model.id}
@@ -193,6 +218,24 @@ def _check_one(model: SessionModel, rec: Recorded, attempt: int | None) -> Recor
             "its model, system and tools are unexplained",
         )
     diffs = compare(expected, rec)
+    if not diffs and rec.raw_fields is not None and rec.parsed is None:
+        # Byte for byte the rebuilt request (decided without parsing it): that is the record's
+        # request from now on, and the capture line it was read from, most of a capture's bytes, can go.
+        rec.parsed, rec.raw_fields, rec.text = expected.request, None, None
+    out.pending = (diffs, where, step, cap, rec)
+    return out
+
+
+def _write(out: RecordOutcome, attempt: int | None) -> None:
+    """The findings and verdict of a compared record, now that its attempt number is known."""
+    if out.model is not None:  # a line no session explains has no attempt
+        out.check.attempt = attempt
+    if out.pending is None:
+        return
+    diffs, where, step, cap, rec = out.pending
+    out.pending = None
+    model, rc = out.model, out.check
+    assert model is not None  # pending only after a comparison, which has its session
     named = f"{PurePath(rec.file).name}:{rec.line}" if diffs else ""  # the capture line, in every message about it
     if attempt is not None:
         named += f", attempt {attempt}"
@@ -213,4 +256,3 @@ def _check_one(model: SessionModel, rec: Recorded, attempt: int | None) -> Recor
         rc.status = "ok"
     if _RANK.get(rc.status, 0) > _RANK.get(step.status, 0):
         step.status = rc.status
-    return out

@@ -18,18 +18,21 @@ needs a re-read.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from itertools import chain
+from typing import Any, Callable, Iterable
 
 from invariants.gate.requests import RequestRouter
 from invariants.gate.result import CheckOptions, RequestCheck, SessionSummary
 from invariants.gate.result_cache import revision
 from invariants.model.findings import Finding
 from invariants.model.record import Record
-from invariants.read.capture import Recorded, capture_problem, find_capture, read_capture
+from invariants.read.capture import Recorded, capture_problem, find_capture, iter_capture
 from invariants.read.source import LogPath, LogSource, absolute_name, log_path
 from invariants.replay.session import SessionModel, replay
 
-CaptureReader = Callable[[LogPath], tuple[list[Recorded], list[Finding]]]
+CaptureReader = Callable[[LogPath], tuple[Iterable[Recorded], list[Finding]]]
+"""A capture's records (a list, or an iterator read as the check goes) and the findings about its
+lines, which an iterator adds to as it is read."""
 
 
 class Unit(Record):
@@ -146,11 +149,13 @@ def check_unit(
     read: CaptureReader | None = None,
 ) -> UnitOutcome:
     """Replay the unit's logs (or take ``models``, one per source, a string for one that could not
-    be read), read its captures with ``read`` (default :func:`read_capture`), route and compare."""
+    be read), read its captures with ``read`` (default :func:`iter_capture`: each line compared as
+    it is read, so a capture is never held whole), route and compare."""
     if read is None:
 
-        def read(cp: LogPath) -> tuple[list[Recorded], list[Finding]]:
-            return read_capture(cp, options.max_line)
+        def read(cp: LogPath) -> tuple[Iterable[Recorded], list[Finding]]:
+            found: list[Finding] = []
+            return iter_capture(cp, found, options.max_line), found
 
     problems: list[list] = []
     kept: list[SessionModel] = []
@@ -162,33 +167,32 @@ def check_unit(
             continue
         kept.append(model)
         kept_index.append(i)
-    plan: list[tuple[LogPath | None, list[Recorded], list[Finding], int]] = []
+    # (capture, its files, the session it is shown with): the files are read as their lines are compared
+    plan: list[tuple[LogPath | None, list[LogPath], int]] = []
     if unit.captures is not None:
-        records_all: list[Recorded] = []
-        read_findings: list[Finding] = []
+        files: list[LogPath] = []
         for name in unit.captures:
             p = log_path(name)
             problem = capture_problem(p)
             if problem is not None:
                 problems.append([len(unit.sources), problem])
                 continue
-            records, cap_findings = read(p)
-            read_findings.extend(cap_findings)
-            records_all.extend(records)
-        plan.append((None, records_all, read_findings, 0))
+            files.append(p)
+        plan.append((None, files, 0))
     else:
         seen: set[LogPath] = set()
         for k, m in enumerate(kept):
             found = find_capture(m.source.path)
             if found is not None and found not in seen:
                 seen.add(found)
-                records, cap_findings = read(found)
-                plan.append((found, records, cap_findings, kept_index[k]))
+                plan.append((found, [found], kept_index[k]))
     router = RequestRouter(kept, explicit=unit.captures is not None)
     captures: list[dict[str, Any]] = []
     live: list[list[RequestCheck]] = []
-    for cp, records, read_findings, first in plan:
-        checks, emitted = router.check_all(cp, records)
+    for cp, files, first in plan:
+        reads = [read(f) for f in files]
+        checks, emitted = router.check_all(cp, chain.from_iterable(records for records, _ in reads))
+        read_findings = [f for _, found in reads for f in found]
         live.append(checks)
         captures.append(
             {

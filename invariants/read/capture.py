@@ -106,8 +106,14 @@ def capture_problems(paths: list[LogPath] | None) -> list[str]:
 
 
 def read_capture(path: LogPath, max_line: int | None = None) -> tuple[list[Recorded], list[Finding]]:
-    records: list[Recorded] = []
+    """Every record of a capture file, and the findings about its lines."""
     findings: list[Finding] = []
+    return list(iter_capture(path, findings, max_line)), findings
+
+
+def iter_capture(path: LogPath, findings: list[Finding], max_line: int | None = None) -> Iterator[Recorded]:
+    """The records of a capture file as its lines are read (so a check need not hold them all),
+    each finding about a line appended to ``findings`` when the line is reached."""
     file = str(path)
     seen = TYPED_AFTER + 1 if _local_size(path) > TYPED_AFTER else 0  # a file that will get there starts typed
     cleared: Cleared | None = None  # depth verdicts carried from line to line once lines are read typed
@@ -132,15 +138,14 @@ def read_capture(path: LogPath, max_line: int | None = None) -> tuple[list[Recor
             typed = decode_capture(raw.data, cleared)
             if typed is not None and _log_length_problem(typed[0]) is None:
                 values, fields = typed
-                records.append(_recorded(file, raw.number, values, raw_fields=fields, text=raw.data))
+                yield _recorded(file, raw.number, values, raw_fields=fields, text=raw.data)
                 continue
         obj, err = parse_json(raw.data)
         problem = f"not JSON ({err})" if err else _line_problem(obj)
         if problem:
             findings.append(make_finding("LOG013", f"capture line {raw.number}: {problem}", file=file, line=raw.number))
             continue
-        records.append(_recorded(file, raw.number, obj, parsed=obj["request"]))
-    return records, findings
+        yield _recorded(file, raw.number, obj, parsed=obj["request"])
 
 
 def _local_size(path: LogPath) -> int:

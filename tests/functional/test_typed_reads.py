@@ -144,3 +144,16 @@ def test_a_capture_file_larger_than_the_threshold_is_read_typed_from_its_first_l
     monkeypatch.setattr(capture, "TYPED_AFTER", after)
     records, findings = capture.read_capture(path)
     assert findings == [] and [r.raw_fields is not None for r in records] == typed
+
+
+def test_a_capture_line_byte_for_byte_its_rebuilt_request_is_let_go_once_compared(monkeypatch, tmp_path):
+    shutil.copytree(ROOT / "sample_logs", tmp_path / "samples")
+    log = tmp_path / "samples" / "clean-multi-turn.jsonl"
+    capture_lines = (tmp_path / "samples" / "clean-multi-turn.requests.jsonl").read_bytes().splitlines()
+    monkeypatch.setattr(capture, "TYPED_AFTER", 0)
+    result = check([log], keep_models=True)
+    records = [r.recorded for r in result.requests if r.recorded is not None]
+    assert records and all(r.status == "ok" for r in result.requests)
+    for rec in records:
+        assert rec.text is None and rec.raw_fields is None  # the line's bytes are not kept
+        assert orjson.dumps(rec.request) == orjson.dumps(orjson.loads(capture_lines[rec.line - 1])["request"])
