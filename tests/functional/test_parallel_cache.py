@@ -81,7 +81,7 @@ def test_cache_hit_parses_nothing(tree, tmp_path, monkeypatch):
 
     monkeypatch.setattr(invariants.read.load.LogReader, "iter_objects", boom)
     monkeypatch.setattr(invariants.gate.unit, "replay", boom)
-    monkeypatch.setattr(invariants.gate.unit, "read_capture", boom)
+    monkeypatch.setattr(invariants.gate.unit, "iter_capture", boom)
     monkeypatch.setattr(invariants.analysis.forks, "_head", boom)
     monkeypatch.setattr(invariants.read.load, "parse_json", boom)
     st = RunStats()
