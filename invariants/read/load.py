@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from itertools import compress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -388,9 +387,8 @@ class LogReader:
         """Parse and validate a run of chunk lines at once, or None to go line by line."""
         joined = b",".join(raw.lines)
         lines = raw.lines
-        if max(map(len, lines)) > MAX_DEPTH and any(  # only a line that long can be that deep
-            map(too_deep, compress(lines, map(MAX_DEPTH.__lt__, map(len, lines))))
-        ):
+        # Only a line longer than MAX_DEPTH bytes can be nested deeper than MAX_DEPTH.
+        if any(map(too_deep, [line for line in lines if len(line) > MAX_DEPTH])):
             return None  # line by line: the deep line becomes a defect
         if self._run_lines >= TYPED_AFTER:
             from invariants.read.chunk_typed import decode_run
