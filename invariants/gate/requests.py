@@ -222,7 +222,7 @@ def _compare_one(model: SessionModel, rec: Recorded) -> RecordOutcome:
         # Byte for byte the rebuilt request (decided without parsing it): that is the record's
         # request from now on, and the capture line it was read from, most of a capture's bytes, can go.
         rec.parsed, rec.raw_fields, rec.text = expected.request, None, None
-    out.pending = (diffs, where, step, cap, rec)
+    out.pending = (diffs, where, step, cap)
     return out
 
 
@@ -232,10 +232,11 @@ def _write(out: RecordOutcome, attempt: int | None) -> None:
         out.check.attempt = attempt
     if out.pending is None:
         return
-    diffs, where, step, cap, rec = out.pending
+    diffs, where, step, cap = out.pending
     out.pending = None
     model, rc = out.model, out.check
-    assert model is not None  # pending only after a comparison, which has its session
+    rec = rc.recorded
+    assert model is not None and rec is not None  # pending only after a comparison, which has both
     named = f"{PurePath(rec.file).name}:{rec.line}" if diffs else ""  # the capture line, in every message about it
     if attempt is not None:
         named += f", attempt {attempt}"

@@ -18,7 +18,7 @@ from invariants.model.registry import make_finding
 from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem
 from invariants.read.lines import iter_lines
 from invariants.read.load import parse_json
-from invariants.read.source import LogPath, UrlPath, log_path, strip_log_suffix
+from invariants.read.source import LogPath, UrlPath, local_size, log_path, strip_log_suffix
 
 if TYPE_CHECKING:  # msgspec is imported only once a capture is long enough to read typed
     from invariants.read.capture_typed import Cleared
@@ -115,7 +115,7 @@ def iter_capture(path: LogPath, findings: list[Finding], max_line: int | None = 
     """The records of a capture file as its lines are read (so a check need not hold them all),
     each finding about a line appended to ``findings`` when the line is reached."""
     file = str(path)
-    seen = TYPED_AFTER + 1 if _local_size(path) > TYPED_AFTER else 0  # a file that will get there starts typed
+    seen = TYPED_AFTER + 1 if local_size(path) > TYPED_AFTER else 0  # a file that will get there starts typed
     cleared: Cleared | None = None  # depth verdicts carried from line to line once lines are read typed
     for raw in _lines(path, findings, max_line or DEFAULT_MAX_LINE):
         if raw.oversized:
@@ -146,16 +146,6 @@ def iter_capture(path: LogPath, findings: list[Finding], max_line: int | None = 
             findings.append(make_finding("LOG013", f"capture line {raw.number}: {problem}", file=file, line=raw.number))
             continue
         yield _recorded(file, raw.number, obj, parsed=obj["request"])
-
-
-def _local_size(path: LogPath) -> int:
-    """The size of a local file (0 for a URL or on error: then lines start untyped)."""
-    if isinstance(path, UrlPath):
-        return 0
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 def _recorded(file: str, line: int, obj: dict, **request: Any) -> Recorded:

@@ -26,7 +26,7 @@ from invariants.model.registry import make_finding
 from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem, LineRun, RawLine, RowProblem
 from invariants.read.lines import iter_source_lines
 from invariants.read.rows_fast import expand_row_fast
-from invariants.read.source import LogSource, strip_log_suffix
+from invariants.read.source import LogSource, local_size, strip_log_suffix
 
 if TYPE_CHECKING:
     from invariants.read.chunk_typed import TypedRun
@@ -375,13 +375,7 @@ class LogReader:
 
     def _large(self) -> bool:
         """Whether the log is a local file of at least ``TYPED_AFTER * TYPED_LINE_BYTES`` bytes."""
-        path = self.source.path
-        if self.source.member is not None or not isinstance(path, Path):
-            return False
-        try:
-            return path.stat().st_size >= TYPED_AFTER * TYPED_LINE_BYTES
-        except OSError:
-            return False
+        return self.source.member is None and local_size(self.source.path) >= TYPED_AFTER * TYPED_LINE_BYTES
 
     def _batch(self, raw: LineRun, expected_seq: int) -> ChunkRun | None:
         """Parse and validate a run of chunk lines at once, or None to go line by line."""

@@ -264,6 +264,16 @@ def local_file(path: LogPath) -> Path:
     return path
 
 
+def local_size(path: LogPath) -> int:
+    """The size of a local file in bytes; 0 for a URL (no round trip to learn it) or a file that cannot be read."""
+    if isinstance(path, UrlPath):
+        return 0
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def absolute_name(path: LogPath) -> str:
     """A stable absolute name: the URL itself, or the local path made absolute (not resolved)."""
     return path.url if isinstance(path, UrlPath) else os.path.abspath(path)
