@@ -63,15 +63,20 @@ def evt002(log, bad):
     log.turn_end(1)
 
 
-def evt003(log, bad):
+def _sourced_message(log, refs):
+    """One step whose assistant/message names ``refs(c)`` as its sources, ``c`` the seq of its one chunk."""
     log.turn_start(1)
     log.user("hi")
     log.step_start(1, 1)
     log.snapshot()
     c = log.chunk(1, 1)
-    log.assistant(1, 1, [{"type": "text", "text": "hi"}], [c + 5] if bad else [c])
+    log.assistant(1, 1, [{"type": "text", "text": "hi"}], refs(c))
     log.step_end(1, 1)
     log.turn_end(1)
+
+
+def evt003(log, bad):
+    _sourced_message(log, lambda c: [c + 5] if bad else [c])
 
 
 def _compaction(log, start, end, sources):
@@ -538,7 +543,7 @@ def test_all_findings_are_reported_not_only_the_first(check_log):
 @pytest.mark.parametrize(
     "refs, fires",
     [
-        (lambda c: [c - 1, c], False),  # a run of earlier seqs (the chunks before the message)
+        (lambda c: [c - 1, c], False),  # a run of earlier seqs (the header snapshot and the chunk)
         (lambda c: [c, c - 1], False),  # out of order, still each once and earlier
         (lambda c: [c, c], True),  # a duplicate
         (lambda c: [c, c + 1], True),  # c + 1 is the message's own seq
@@ -549,13 +554,5 @@ def test_all_findings_are_reported_not_only_the_first(check_log):
 )
 def test_source_seqs_must_name_earlier_events_once(check_log, refs, fires):
     log = Log()
-    log.turn_start(1)
-    log.user("hi")
-    log.step_start(1, 1)
-    log.snapshot()
-    log.chunk(1, 1)
-    c = log.chunk(1, 1)
-    log.assistant(1, 1, [{"type": "text", "text": "hi"}], refs(c))
-    log.step_end(1, 1)
-    log.turn_end(1)
+    _sourced_message(log, refs)
     assert any(f.rule == "EVT003" for f in check_log(log, None).findings) is fires
