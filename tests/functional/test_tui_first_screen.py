@@ -15,22 +15,21 @@ from tests.support.logs import seq_of, story_log
 from tests.support.tui_helpers import create_app, wait_for
 
 
-async def test_the_first_steps_show_before_the_whole_log_is_checked(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    log, _ = story_log(tmp_path)
+def _preview_turns_1_and_2(tmp_path, log, monkeypatch) -> tuple[threading.Event, list[bool]]:
+    """Preview the story log's head up to turn 3's start; hold the whole check until the gate is set.
+    The list records, per head read, whether it ran on the main thread."""
     lines = (tmp_path / "story.jsonl").read_bytes().splitlines(keepends=True)
     turn3 = seq_of(log, "turn/start", turn=3)
     monkeypatch.setattr("inspector.screens.session.PREVIEW_FROM", 0)
     monkeypatch.setattr("inspector.screens.session.PREVIEW_BYTES", sum(len(x) for x in lines[: turn3 + 1]))
     gate = threading.Event()
     check = SessionScreen._check
+    read_in: list[bool] = []
+    head = SessionScreen._head
 
     def held_check(self):
         assert gate.wait(20), "the test never let the check run"
         return check(self)
-
-    read_in = []
-    head = SessionScreen._head
 
     def spied(self):
         read_in.append(threading.current_thread() is threading.main_thread())
@@ -38,6 +37,13 @@ async def test_the_first_steps_show_before_the_whole_log_is_checked(tmp_path, mo
 
     monkeypatch.setattr(SessionScreen, "_check", held_check)
     monkeypatch.setattr(SessionScreen, "_head", spied)
+    return gate, read_in
+
+
+async def test_the_first_steps_show_before_the_whole_log_is_checked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    log, _ = story_log(tmp_path)
+    gate, read_in = _preview_turns_1_and_2(tmp_path, log, monkeypatch)
     app = create_app("story.jsonl")
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.previewing)
@@ -73,25 +79,7 @@ async def test_a_huge_remote_log_is_previewed_from_the_check_worker(tmp_path, mo
     base = f"/t-{uuid.uuid4().hex[:8]}"
     for p in tmp_path.iterdir():
         fsspec.filesystem("memory").pipe(f"{base}/{p.name}", p.read_bytes())
-    lines = (tmp_path / "story.jsonl").read_bytes().splitlines(keepends=True)
-    turn3 = seq_of(log, "turn/start", turn=3)
-    monkeypatch.setattr("inspector.screens.session.PREVIEW_FROM", 0)
-    monkeypatch.setattr("inspector.screens.session.PREVIEW_BYTES", sum(len(x) for x in lines[: turn3 + 1]))
-    gate = threading.Event()
-    check = SessionScreen._check
-    read_in = []
-    head = SessionScreen._head
-
-    def held_check(self):
-        assert gate.wait(20), "the test never let the check run"
-        return check(self)
-
-    def spied(self):
-        read_in.append(threading.current_thread() is threading.main_thread())
-        return head(self)
-
-    monkeypatch.setattr(SessionScreen, "_check", held_check)
-    monkeypatch.setattr(SessionScreen, "_head", spied)
+    gate, read_in = _preview_turns_1_and_2(tmp_path, log, monkeypatch)
     app = create_app(f"memory://{base}/story.jsonl")
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.previewing)
