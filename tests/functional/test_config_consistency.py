@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from inspector.app import create_app
 from inspector.cli import main
 from invariants import load_config
 from tests.conftest import SAMPLES
-from tests.support.tui_helpers import settle, wait_for
+from tests.support.tui_helpers import create_app, settle, wait_for
 
 LOGS = ("capture-divergence", "capture-key-order", "corrupt-delta", "resume-prefix-drift", "clean-multi-turn")
 CONFIG = """\
@@ -93,7 +92,6 @@ async def test_gate_index_and_tui_show_the_same_findings(project, capsys):
     shown = []
     for name in LOGS:
         app = create_app(project / "logs" / f"{name}.jsonl", config=config)
-        app.animation_level = "none"
         async with app.run_test(size=(120, 36)) as pilot:
             await wait_for(pilot, lambda: getattr(app.screen, "state", None) is not None)  # noqa: B023
             shown += [_key(f.rule, f.severity, f.file, f.line, f.seq) for f in app.screen.state.findings]
@@ -101,7 +99,6 @@ async def test_gate_index_and_tui_show_the_same_findings(project, capsys):
 
     for db in (None, project / "idx.db"):  # the session list checks live, or reads the index kept under this config
         app = create_app(project / "logs", config=config, db=db)
-        app.animation_level = "none"
         async with app.run_test(size=(120, 36)) as pilot:
             await settle(pilot)
             await wait_for(pilot, lambda: app.screen.finished)  # noqa: B023
@@ -116,7 +113,6 @@ async def test_an_index_kept_under_another_configuration_is_not_read_by_the_list
     with sqlite3.connect(project / "idx.db") as conn:
         assert {r[0] for r in conn.execute("SELECT rule FROM findings")} >= {"DIV010", "PFX002"}
     app = create_app(project / "logs", config=load_config(), db=project / "idx.db")
-    app.animation_level = "none"
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
         await wait_for(pilot, lambda: app.screen.finished)

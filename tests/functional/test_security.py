@@ -244,9 +244,8 @@ def test_check_replay_index_and_reports_never_write_a_log(readonly_root, capsys)
 
 
 async def test_the_tui_never_writes_a_log(readonly_root):
-    from inspector.app import create_app
     from inspector.screens.session import SessionScreen
-    from tests.support.tui_helpers import settle
+    from tests.support.tui_helpers import create_app, settle
 
     root, work = readonly_root
     with audited():
@@ -256,7 +255,6 @@ async def test_the_tui_never_writes_a_log(readonly_root):
             root / "--home-dev-proj--" / "late-1" / "session.jsonl.zstd",
         ):
             app = create_app(target)
-            app.animation_level = "none"
             async with app.run_test(size=(140, 40)) as pilot:
                 await settle(pilot)
                 for key in ("enter", "j", "5", "6", "n"):

@@ -8,12 +8,11 @@ import re
 import tempfile
 from pathlib import Path
 
-from inspector.app import create_app
 from inspector.screens.session import SessionScreen
 from inspector.widgets.status import StatusLine
 from invariants import check
 from tests.support.logs import story_log
-from tests.support.tui_helpers import settle, wait_for
+from tests.support.tui_helpers import create_app, settle, wait_for
 
 SIZE = (120, 36)
 
@@ -28,7 +27,6 @@ async def test_r_on_a_selected_finding_writes_a_redacted_repro_and_shows_its_pat
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     app = create_app(Path(log.name))
-    app.animation_level = "none"
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("R")

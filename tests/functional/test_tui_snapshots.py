@@ -21,9 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from inspector.app import create_app
 from tests.support.logs import story_header, story_log, story_session
-from tests.support.tui_helpers import settle, wait_for
+from tests.support.tui_helpers import create_app, settle, wait_for
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("TUI_SNAPSHOT_UPDATE") == "1"
@@ -91,7 +90,6 @@ async def test_session_screen_snapshot(name, size, keys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     story_log(tmp_path)
     app = create_app("story.jsonl")
-    app.animation_level = "none"
     check_snapshot(name, await _shoot(app, keys, size), tmp_path)
 
 
@@ -106,7 +104,6 @@ async def test_session_list_snapshot(tmp_path, monkeypatch):
     other.end_turn()
     other.write(root / "other.jsonl")
     app = create_app("sessions")
-    app.animation_level = "none"
     async with app.run_test(size=NARROW) as pilot:
         await settle(pilot)
         await wait_for(pilot, lambda: getattr(app.screen, "finished", False))

@@ -7,18 +7,11 @@ are marked, and the side-by-side shows the same window.
 
 from __future__ import annotations
 
-from inspector.app import create_app
 from inspector.widgets.diff_view import DiffView
 from inspector.widgets.difftext import EXPECTED_MARK, RECORDED_MARK
 from tests.functional.test_tui_snapshots import check_snapshot
 from tests.support.logs import LONG_SYSTEM, long_system_log
-from tests.support.tui_helpers import settle, wait_for
-
-
-def _app(path):
-    app = create_app(path)
-    app.animation_level = "none"
-    return app
+from tests.support.tui_helpers import create_app, settle, wait_for
 
 
 def _marked(text, style: str) -> list[str]:
@@ -28,7 +21,7 @@ def _marked(text, style: str) -> list[str]:
 async def test_a_long_system_prompt_is_windowed_on_the_changed_word_on_both_sides(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     long_system_log(tmp_path)
-    app = _app("long-system.jsonl")
+    app = create_app("long-system.jsonl")
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
         await wait_for(pilot, lambda: app.screen.state is not None)
@@ -56,7 +49,7 @@ async def test_a_long_system_prompt_is_windowed_on_the_changed_word_on_both_side
 async def test_snapshot_of_the_character_level_diff(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     long_system_log(tmp_path)
-    app = _app("long-system.jsonl")
+    app = create_app("long-system.jsonl")
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot)
         await wait_for(pilot, lambda: app.screen.state is not None)
