@@ -232,19 +232,22 @@ def test_garbage_never_raises(tmp_path, garbage):
     assert result.findings and all(f.file == str(p) for f in result.findings)
 
 
-def test_resume_over_appended_bytes_equals_a_full_replay(tmp_path):
+def _resumed_and_full(tmp_path) -> tuple:
+    """A 4-turn log checkpointed after its first 12 lines, then written whole: (resumed, replayed from scratch)."""
     from invariants.replay.session import resume
 
-    log = _clean(4)
-    lines = log.lines()
+    lines = _clean(4).lines()
     p = tmp_path / "grow.jsonl"
     p.write_bytes(b"\n".join(lines[:12]) + b"\n")
     src = LogSource(p, p.parent)
     first = replay(src, checkpoint=True)
     assert first.checkpoint is not None
     p.write_bytes(b"\n".join(lines) + b"\n")
-    resumed = resume(src, first.checkpoint)
-    full = replay(src)
+    return resume(src, first.checkpoint), replay(src)
+
+
+def test_resume_over_appended_bytes_equals_a_full_replay(tmp_path):
+    resumed, full = _resumed_and_full(tmp_path)
     key = lambda m: [(s.turn, s.step, s.seq, s.header_version, s.chunks, s.surface, s.instance) for s in m.steps]  # noqa: E731
     assert key(resumed) == key(full)
     assert (resumed.turns, resumed.events, resumed.chunks, resumed.compactions) == (
@@ -275,16 +278,7 @@ def test_a_checkpoint_of_another_format_is_replayed_not_resumed(tmp_path):
 
 
 def test_resumed_header_versions_keep_their_setters(tmp_path):
-    from invariants.replay.session import resume
-
-    log = _clean(4)
-    lines = log.lines()
-    p = tmp_path / "grow.jsonl"
-    p.write_bytes(b"\n".join(lines[:12]) + b"\n")
-    src = LogSource(p, p.parent)
-    first = replay(src, checkpoint=True)
-    p.write_bytes(b"\n".join(lines) + b"\n")
-    resumed, full = resume(src, first.checkpoint), replay(src)
+    resumed, full = _resumed_and_full(tmp_path)
     assert [v.set_by for v in resumed.versions] == [v.set_by for v in full.versions]
     assert full.versions and "system" in full.versions[0].set_by
 
