@@ -18,7 +18,7 @@ UTF-8 of text it skips, and invalid UTF-8 is a damaged line (``LOG001``).
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -43,12 +43,17 @@ class Kind(msgspec.Struct, gc=False):
     kind: Any = UNSET
 
 
+# The chunk types the value checks know (``values.CHUNK_TYPES``): a known type decodes to its
+# interned literal, and any other value fails the run over to the general path, which reports it.
+ChunkType = Literal["block-start", "text-delta", "reasoning-delta", "tool-call-delta", "block-end", "usage", "finish"]
+
+
 class TypedChunk(msgspec.Struct, gc=False):
     """The fields the value checks read of a chunk that is not a plain delta; every other key
     (a delta's text, a block's content) is skipped, its syntax checked.  A ``block`` or
     ``reason`` that is not an object fails the run over to the general path, which reports it."""
 
-    type: str | None = None
+    type: ChunkType | None = None
     blockType: Any = UNSET
     block: Typed | UnsetType = UNSET
     reason: Kind | UnsetType = UNSET
@@ -61,13 +66,13 @@ class _Data(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 
 class _Line(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    type: str
+    type: Literal["assistant/chunk"]  # a duplicate "type" key after seq counts, as in JSON.parse (the last wins)
     seq: _SafeSeq
     time: _SafeTime
     data: _Data
 
 
-_decode = msgspec.json.Decoder(list[_Line]).decode
+_decode = msgspec.json.Decoder(_Line).decode_lines
 _seq = attrgetter("seq")
 _turn, _step, _chunk = attrgetter("data.turn"), attrgetter("data.step"), attrgetter("data.chunk")
 _kind = attrgetter("type")
@@ -94,23 +99,25 @@ class TypedRun:
         self.kinds, self.chunks, self.usage = kinds, chunks, usage
 
 
-def decode_run(joined: bytes, expected_seq: int) -> TypedRun | None:
-    """The run (its lines joined by commas) as a :class:`TypedRun` when it is the plain case,
-    else None (take the general path).
+def decode_run(text: bytes | memoryview, expected_seq: int, lines: int) -> TypedRun | None:
+    """The run (its ``lines`` lines, newline-separated) as a :class:`TypedRun` when it is
+    the plain case, else None (take the general path).
 
-    The plain case: ASCII, valid JSON, every line exactly ``{type, seq, time,
-    data: {turn, step, chunk: {...}}}`` with integer seq, time, turn and step, a
-    string chunk type (or none),
-    seqs contiguous from ``expected_seq``, times safe integers and one
-    (turn, step) throughout.
+    The plain case: ASCII, valid JSON, one value on each line, every line exactly
+    ``{type, seq, time, data: {turn, step, chunk: {...}}}`` with integer seq, time,
+    turn and step, a known chunk type (or none), seqs contiguous from
+    ``expected_seq``, times safe integers and one (turn, step) throughout.  A
+    memoryview ``text`` is a slice of a block already known to be ASCII.
     """
-    if not joined.isascii():
+    if type(text) is bytes and not text.isascii():
         return None
     try:
-        parsed = _decode(b"[" + joined + b"]")
+        parsed = _decode(text)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     n = len(parsed)
+    if n != lines:  # a line with two values (the line decoder takes whitespace between them)
+        return None
     first, last = parsed[0], parsed[-1]
     if first.seq != expected_seq or last.seq != expected_seq + n - 1:
         return None

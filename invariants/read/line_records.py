@@ -28,13 +28,18 @@ class LineRun(Record):
     run does not validate as a whole.
     """
 
-    __slots__ = ("number", "offset", "lines", "nbytes")
+    __slots__ = ("number", "offset", "lines", "nbytes", "text")
 
-    def __init__(self, number: int, offset: int, lines: list[bytes], nbytes: int = 0) -> None:
+    def __init__(
+        self, number: int, offset: int, lines: list[bytes], nbytes: int = 0, text: memoryview | None = None
+    ) -> None:
         self.number = number  # line number of the first line
         self.offset = offset  # byte offset of the first line
         self.lines = lines  # each without its newline
         self.nbytes = nbytes  # bytes the run spans, newlines included
+        # The same lines as they lie in the block that was read (newline-separated, no final
+        # newline), when that block is ASCII: decoded in place, with no join or copy.
+        self.text = text
 
     def raw_lines(self) -> list[RawLine]:
         out, offset = [], self.offset

@@ -204,18 +204,21 @@ def _plain_runs(
             data = carry + block if carry else block
             lines = data.split(b"\n")
             carry = lines.pop()
-            if lines and max(map(len, lines)) > max_line:  # an oversized line is never part of a run
+            # A line can only be over max_line if the block is (a run never holds an oversized line).
+            if len(data) > max_line and lines and max(map(len, lines)) > max_line:
                 others = [i for i, line in enumerate(lines) if line[:32] != prefix or len(line) > max_line]
             else:
                 others = [i for i, line in enumerate(lines) if line[:32] != prefix]
-            prev = 0
+            view = memoryview(data) if data.isascii() else None  # a run's text, sliced in place
+            prev = at = 0  # at: where line ``prev`` starts in data
             for i in others:
                 if i > prev:
                     run = lines[prev:i]
                     span = sum(map(len, run)) + len(run)
-                    yield LineRun(number + 1, offset, run, span)
+                    yield LineRun(number + 1, offset, run, span, view[at : at + span - 1] if view is not None else None)
                     number += len(run)
                     offset += span
+                    at += span
                 line = lines[i]
                 number += 1
                 if len(line) > max_line:
@@ -223,11 +226,12 @@ def _plain_runs(
                 else:
                     yield RawLine(number, offset, line, True)
                 offset += len(line) + 1
+                at += len(line) + 1
                 prev = i + 1
             if prev < len(lines):
                 run = lines[prev:]
                 span = sum(map(len, run)) + len(run)
-                yield LineRun(number + 1, offset, run, span)
+                yield LineRun(number + 1, offset, run, span, view[at : at + span - 1] if view is not None else None)
                 number += len(run)
                 offset += span
             pending = len(carry)

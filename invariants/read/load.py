@@ -379,7 +379,6 @@ class LogReader:
 
     def _batch(self, raw: LineRun, expected_seq: int) -> ChunkRun | None:
         """Parse and validate a run of chunk lines at once, or None to go line by line."""
-        joined = b",".join(raw.lines)
         lines = raw.lines
         # Only a line longer than MAX_DEPTH bytes can be nested deeper than MAX_DEPTH.
         if any(map(too_deep, [line for line in lines if len(line) > MAX_DEPTH])):
@@ -387,20 +386,24 @@ class LogReader:
         if self._run_lines >= TYPED_AFTER:
             from invariants.read.chunk_typed import decode_run
 
-            typed = decode_run(joined, expected_seq)
+            text = raw.text if raw.text is not None else b"\n".join(lines)
+            typed = decode_run(text, expected_seq, len(lines))
             if typed is not None:
-                return ChunkRun(None, None, False, 1, raw.lines, typed)
-        self._run_lines += len(raw.lines)
+                return ChunkRun(None, None, False, 1, lines, typed)
+        self._run_lines += len(lines)
+        joined = b",".join(lines)
         try:
             objs = orjson.loads(b"[" + joined + b"]")
             seqs = [o["seq"] for o in objs]
             times = [o["time"] for o in objs]
             datas = [o["data"] for o in objs]
+            types = {o["type"] for o in objs}  # a duplicate "type" key after seq: the last one counts
         except (orjson.JSONDecodeError, TypeError, KeyError):
             return None
         n = len(objs)
         if (
-            set(map(len, objs)) != {4}
+            types != {"assistant/chunk"}
+            or set(map(len, objs)) != {4}
             or set(map(type, seqs)) != {int}
             or seqs[0] != expected_seq
             or seqs[-1] != expected_seq + n - 1

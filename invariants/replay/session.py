@@ -389,7 +389,8 @@ class _Replay:
                     and d.get("step") == tracer.open_step
                     and type(d["step"]) is int
                     and type(d.get("chunk")) is dict
-                    and d["chunk"].get("type") in DELTA_CHUNK_TYPES
+                    and type(kind := d["chunk"].get("type")) is str  # a dict or a list is not hashable
+                    and kind in DELTA_CHUNK_TYPES
                 ):
                     chunks += 1
                     cur.chunks += 1

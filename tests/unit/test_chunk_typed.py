@@ -6,6 +6,7 @@ import orjson
 import pytest
 
 from invariants.read import chunk_typed, load
+from invariants.read import lines as read_lines
 from invariants.read.source import LogSource
 from invariants.replay.session import replay
 from tests.support.logs import Log
@@ -58,6 +59,8 @@ MUTATIONS = {
     "float time": _sub(b',"data"', b'.0,"data"'),
     "duplicate seq": _sub(b'"time"', b'"seq":99,"time"'),
     "duplicate type": _sub(b',"seq"', b',"type":"user/message","seq"'),
+    "duplicate type after seq": _sub(b',"time"', b',"type":"user/message","time"'),
+    "two values on a line": lambda line: line + b" " + line,
     "other turn": _sub(b'"turn":1', b'"turn":2'),
     "turn as string": _sub(b'"turn":1', b'"turn":"1"'),
     "chunk is an array": lambda line: _sub(b"}}}", b"}]}}")(_sub(b'"chunk":{', b'"chunk":[{')(line)),
@@ -130,6 +133,8 @@ def test_typed_runs_fold_like_the_general_path(tmp_path, monkeypatch, name, posi
     typed = _fold(tmp_path, lines, 0, monkeypatch)
     general = _fold(tmp_path, lines, 10**9, monkeypatch)
     assert typed == general
+    monkeypatch.setattr(read_lines, "CHUNK_PREFIX", b"\0")  # no runs: every line read alone
+    assert _fold(tmp_path, lines, 0, monkeypatch) == general
 
 
 def test_plain_runs_are_decoded_typed(tmp_path, monkeypatch):
@@ -146,10 +151,12 @@ def test_damaged_runs_are_left_to_the_general_path():
     lines = _log().lines()
     run = [lines[i] for i in _chunk_lines(lines)[:10]]
     seq = orjson.loads(run[0])["seq"]
-    assert chunk_typed.decode_run(b",".join(run), seq) is not None
-    for name in ("invalid utf-8", "non-ascii text", "extra envelope key", "syntax error", "other turn", "seq gap"):
+    assert chunk_typed.decode_run(b"\n".join(run), seq, len(run)) is not None
+    assert chunk_typed.decode_run(memoryview(b"\n".join(run)), seq, len(run)) is not None
+    names = ("invalid utf-8", "non-ascii text", "extra envelope key", "syntax error", "other turn", "seq gap")
+    for name in (*names, "duplicate type after seq", "two values on a line", "unknown chunk type"):
         damaged = [MUTATIONS[name](run[3]) if i == 3 else line for i, line in enumerate(run)]
-        assert chunk_typed.decode_run(b",".join(damaged), seq) is None, name
+        assert chunk_typed.decode_run(b"\n".join(damaged), seq, len(run)) is None, name
 
 
 def test_typed_runs_check_the_values_of_chunks_that_are_not_deltas(tmp_path, monkeypatch):
@@ -184,3 +191,11 @@ def test_a_log_large_enough_is_decoded_typed_from_its_first_run(tmp_path, monkey
     model = replay(LogSource(path, tmp_path))
     assert model.findings == [] and model.chunks == 78
     assert bool(calls) is typed
+
+
+def test_the_typed_chunk_types_are_the_ones_the_value_checks_know():
+    from typing import get_args
+
+    from invariants.rules.values import CHUNK_TYPES
+
+    assert set(get_args(chunk_typed.ChunkType)) == CHUNK_TYPES
