@@ -430,3 +430,20 @@ def test_a_running_indexer_never_blocks_readers(tmp_path):
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("kind", [b'{"a":1}', b"[1]"])
+def test_a_lone_chunk_whose_type_is_not_a_string_is_a_finding(tmp_path, capsys, kind):
+    """A chunk read alone (here: one line per zstd frame, so no run) with an object or an
+    array for its type once raised TypeError in the fold's fast path."""
+    lines = (SAMPLES / "compaction.jsonl").read_bytes().split(b"\n")
+    delta, chunk = b'"type":"text-delta"', b'"assistant/chunk"'
+    at = next(i for i, line in enumerate(lines) if delta in line and chunk in lines[i - 1])
+    lines[at] = lines[at].replace(b'"type":"text-delta"', b'"type":' + kind, 1)
+    log = tmp_path / "s.jsonl.zstd"
+    log.write_bytes(to_zstd(b"\n".join(lines), batch=1))
+    rc = main(["check", str(log), "--no-cache", "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert rc == 1
+    seq = json.loads(lines[at])["seq"]
+    assert [(f["rule"], f["seq"]) for f in report["findings"]] == [("EVT011", seq)]
