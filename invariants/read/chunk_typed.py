@@ -74,16 +74,16 @@ class _Line(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 _decode = msgspec.json.Decoder(_Line).decode_lines
 _seq = attrgetter("seq")
-_turn, _step, _chunk = attrgetter("data.turn"), attrgetter("data.step"), attrgetter("data.chunk")
-_kind = attrgetter("type")
+_turn, _step, _kind = attrgetter("data.turn"), attrgetter("data.step"), attrgetter("data.chunk.type")
 
 
 class TypedRun:
     """What the fold needs of a run of chunk lines that all belong to one (turn, step):
-    that pair, the first and last seq, every chunk's type and typed fields (the replay checks
-    the values of those that are not plain deltas) and the index of the last ``usage`` chunk (or None)."""
+    that pair, the first and last seq, every chunk's type, the typed fields of chunk ``i``
+    (:meth:`chunk`: the replay checks the values of those that are not plain deltas) and
+    the index of the last ``usage`` chunk (or None)."""
 
-    __slots__ = ("turn", "step", "first_seq", "last_seq", "kinds", "chunks", "usage")
+    __slots__ = ("turn", "step", "first_seq", "last_seq", "kinds", "_lines", "usage")
 
     def __init__(
         self,
@@ -92,11 +92,14 @@ class TypedRun:
         first_seq: int,
         last_seq: int,
         kinds: list[str | None],
-        chunks: list[TypedChunk],
+        lines: list[_Line],
         usage: int | None,
     ) -> None:
         self.turn, self.step, self.first_seq, self.last_seq = turn, step, first_seq, last_seq
-        self.kinds, self.chunks, self.usage = kinds, chunks, usage
+        self.kinds, self._lines, self.usage = kinds, lines, usage
+
+    def chunk(self, i: int) -> TypedChunk:
+        return self._lines[i].data.chunk
 
 
 def decode_run(text: bytes | memoryview, expected_seq: int, lines: int) -> TypedRun | None:
@@ -126,7 +129,6 @@ def decode_run(text: bytes | memoryview, expected_seq: int, lines: int) -> Typed
     turn, step = first.data.turn, first.data.step
     if set(map(_turn, parsed)) != {turn} or set(map(_step, parsed)) != {step}:
         return None
-    chunks = list(map(_chunk, parsed))
-    kinds = list(map(_kind, chunks))
+    kinds = list(map(_kind, parsed))
     usage = n - 1 - kinds[::-1].index("usage") if "usage" in kinds else None
-    return TypedRun(turn, step, expected_seq, last.seq, kinds, chunks, usage)
+    return TypedRun(turn, step, expected_seq, last.seq, kinds, parsed, usage)

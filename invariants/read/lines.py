@@ -201,21 +201,26 @@ def _plain_runs(
                 offset = skip_offset + skipping + nl + 1
                 skipping = -1
                 block = block[nl + 1 :]
-            data = carry + block if carry else block
-            lines = data.split(b"\n")
+            lines = block.split(b"\n")
+            shift = len(carry)  # the first line began in an earlier block
+            if carry:
+                lines[0] = carry + lines[0]
             carry = lines.pop()
-            # A line can only be over max_line if the block is (a run never holds an oversized line).
-            if len(data) > max_line and lines and max(map(len, lines)) > max_line:
+            # A line can only be over max_line if the text is (a run never holds an oversized line).
+            if shift + len(block) > max_line and lines and max(map(len, lines)) > max_line:
                 others = [i for i, line in enumerate(lines) if line[:32] != prefix or len(line) > max_line]
             else:
                 others = [i for i, line in enumerate(lines) if line[:32] != prefix]
-            view = memoryview(data) if data.isascii() else None  # a run's text, sliced in place
-            prev = at = 0  # at: where line ``prev`` starts in data
+            # A run's text, sliced in place from the block (line ``prev`` starts at ``at - shift``
+            # in it); a run that holds the carried-over first line is joined instead.
+            view = memoryview(block) if block.isascii() else None
+            prev, at = 0, 0
             for i in others:
                 if i > prev:
                     run = lines[prev:i]
                     span = sum(map(len, run)) + len(run)
-                    yield LineRun(number + 1, offset, run, span, view[at : at + span - 1] if view is not None else None)
+                    text = view[at - shift : at - shift + span - 1] if view is not None and at >= shift else None
+                    yield LineRun(number + 1, offset, run, span, text)
                     number += len(run)
                     offset += span
                     at += span
@@ -231,7 +236,8 @@ def _plain_runs(
             if prev < len(lines):
                 run = lines[prev:]
                 span = sum(map(len, run)) + len(run)
-                yield LineRun(number + 1, offset, run, span, view[at : at + span - 1] if view is not None else None)
+                text = view[at - shift : at - shift + span - 1] if view is not None and at >= shift else None
+                yield LineRun(number + 1, offset, run, span, text)
                 number += len(run)
                 offset += span
             pending = len(carry)

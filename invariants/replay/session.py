@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import compress, islice
 from typing import Any, Iterable, Iterator
 
 from invariants.model.findings import Finding
@@ -27,7 +27,7 @@ from invariants.replay.header_fold import HeaderFold, HeaderVersion, Instance, p
 from invariants.replay.surface import Surface
 from invariants.rules.contract import Cause, ContractTracer, annotate, surface_op_problem
 from invariants.rules.head_header import header_findings, relax_fixture
-from invariants.rules.values import DELTA_CHUNK_TYPES, ValueChecker
+from invariants.rules.values import CHUNK_TYPES, DELTA_CHUNK_TYPES, ValueChecker
 
 RETRY_TYPES = frozenset({"llm/retry", "llm/retry-started"})
 # What a lost header event would explain: no header in force, a delta or resume with nothing to apply to.
@@ -210,15 +210,8 @@ def _drained(ahead: list, items: Iterator) -> Iterator:
     yield from items
 
 
-def _positions(items: list, value: Any, start: int) -> Iterator[int]:
-    """The indices of ``value`` in ``items`` from ``start`` on, found by ``list.index`` (a C scan)."""
-    try:
-        while True:
-            start = items.index(value, start)
-            yield start
-            start += 1
-    except ValueError:
-        return
+# A typed run's chunk types are known types or None (the decoder's Literal), all hashable.
+_NOT_DELTA = (CHUNK_TYPES.difference(DELTA_CHUNK_TYPES) | {None}).__contains__
 
 
 def _all_deltas(kinds: list) -> bool:
@@ -446,11 +439,11 @@ class _Replay:
                 return taken
             kinds = typed.kinds
             odd: dict[int, dict] = {}  # the chunks the typed fields do not clear, parsed together
-            other_kinds = set(islice(kinds, taken, None)).difference(DELTA_CHUNK_TYPES)
-            if other_kinds:  # a few block starts and ends, a usage and a finish chunk
-                plain, chunks = self.values.plain_chunk, typed.chunks
-                others = sorted(i for kind in other_kinds for i in _positions(kinds, kind, taken))
-                at = [i for i in others if not plain(chunks[i])]
+            # A few block starts and ends, a usage and a finish chunk, found in one C pass.
+            others = list(compress(range(taken, len(kinds)), map(_NOT_DELTA, islice(kinds, taken, None))))
+            if others:
+                plain, chunk = self.values.plain_chunk, typed.chunk
+                at = [i for i in others if not plain(chunk(i))]
                 if at:
                     odd = dict(zip(at, run.events(at)))
                     self._chunk_values(run, line, at, [odd[i]["data"] for i in at])

@@ -187,18 +187,26 @@ def test_long_lines_cost_linear_time_in_the_block_reader(tmp_path):
 @settings(max_examples=150, deadline=None, derandomize=True)
 @given(
     st.lists(
-        st.sampled_from([b"", b"a", b"xxxxxxxxxxxx", b'{"type":"assistant/chunk","seq":1}', b"\n", b"\n\n", b"y" * 40]),
+        st.sampled_from(
+            [b"", b"a", b"xxxxxxxxxxxx", b'{"type":"assistant/chunk","seq":1}', b"\n", b"\n\n", b"y" * 40, b"\xc3\xa9"]
+            + [b'{"type":"assistant/chunk","seq":2}\n'] * 3  # whole chunk lines, so that runs form
+        ),
         max_size=30,
     ),
-    st.integers(1, 16),
-    st.integers(1, 50),
+    st.integers(1, 200),  # blocks of a few bytes split every line; longer ones hold whole runs
+    st.integers(1, 80),
 )
 def test_block_reader_matches_the_readline_reader(tmp_path_factory, parts, block, max_line):
+    from invariants.read.line_records import LineRun
     from invariants.read.lines import _plain_lines, _plain_runs
 
     path = tmp_path_factory.mktemp("lines") / "l.jsonl"
     path.write_bytes(b"".join(parts))
-    assert _flat(_plain_runs(path, max_line, (0, 0), block_size=block)) == _flat(_plain_lines(path, max_line))
+    items = list(_plain_runs(path, max_line, (0, 0), block_size=block))
+    assert _flat(items) == _flat(_plain_lines(path, max_line))
+    for it in items:  # a run's in-place text, when it has one, is its lines
+        if isinstance(it, LineRun) and it.text is not None:
+            assert bytes(it.text) == b"\n".join(it.lines) and bytes(it.text).isascii()
 
 
 def test_finding_locations_are_integers_whatever_the_log_wrote(tmp_path, capsys):
@@ -692,3 +700,26 @@ def test_cache_report_shows_any_usage_value(tmp_path, capsys, tokens):
     assert main(["cache-report", str(path)]) in (0, 1)
     out = capsys.readouterr().out
     assert "\x1b" not in out
+
+
+@pytest.mark.parametrize("block", [64, 333, 4096])
+def test_runs_read_in_place_hold_their_own_lines(tmp_path, block):
+    """A run's ``text`` is a slice of the block it was read from: it must be exactly its lines,
+    also when the block began inside a line carried over from the block before."""
+    import random
+
+    from invariants.read.line_records import LineRun
+    from invariants.read.lines import _plain_lines, _plain_runs
+
+    rng = random.Random(block)
+    lines = [
+        b'{"type":"assistant/chunk","seq":%d,"x":"%s"}' % (i, b"w" * rng.randrange(40)) if rng.random() < 0.8 else b"e"
+        for i in range(400)
+    ]
+    path = tmp_path / "l.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    items = list(_plain_runs(path, 1 << 20, (0, 0), block_size=block))
+    assert _flat(items) == _flat(_plain_lines(path, 1 << 20))
+    in_place = [it for it in items if isinstance(it, LineRun) and it.text is not None]
+    assert len(in_place) > 5
+    assert all(bytes(it.text) == b"\n".join(it.lines) for it in in_place)
