@@ -8,10 +8,11 @@ each, two fresh processes timed from launch to exit:
 * floor: a process that imports orjson, then reads and parses every line of
   the log and of the capture (what a user would call "just reading it");
 
-their ratio (target <= 1.5) and each one's peak RSS (VmHWM).  Time is the
+their ratio (target <= 1.5) and each one's peak RSS.  Time is the
 process's CPU time (user + system, from wait4) beside its wall time: on a
 shared machine the wall time also counts waiting for a core.  Each figure is
-the best of ``--repeat`` runs, the least noisy estimate.  Children run with the bytecode cache on (in the
+the best of ``--repeat`` runs, the least noisy estimate, floor and check
+taking turns.  Children run with the bytecode cache on (in the
 output folder), as an installed tool does, and from the output folder, as in a project with no
 ``[tool.inspector]`` (this repository's own pyproject.toml would have to be parsed).
 
@@ -34,19 +35,15 @@ sys.path.insert(0, str(ROOT))
 BASE_EVENTS, BASE_STEPS = 52_000, 600
 COMPACT_OVER = 160  # surface nodes before a compaction: sets how long the recorded histories get (39 MB at x1)
 
-_PEAK = (
-    "import re\n"
-    "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())\n"
-    "sys.stderr.write(f'VmHWM {hwm.group(1) if hwm else 0}\\n')\n"
-)
-_CHECK = "import sys\nfrom inspector.cli import main\nrc = main(sys.argv[1:])\n" + _PEAK + "sys.exit(rc)\n"
+# The check is the ``inspector`` command itself (its console entry point, exit included).
+_CHECK = "from inspector.cli import run\nrun()\n"
 _FLOOR = (
     "import sys\nimport orjson\n"
     "loads = orjson.loads\n"
     "for name in sys.argv[1:]:\n"
     "    with open(name, 'rb') as fh:\n"
     "        for line in fh:\n"
-    "            loads(line)\n" + _PEAK
+    "            loads(line)\n"
 )
 
 
@@ -60,8 +57,8 @@ def child_env(out: Path) -> dict[str, str]:
 def run_child(code: str, args: list[str], env: dict[str, str]) -> tuple[float, float, float]:
     """CPU time (user + system, s), wall time (s) and peak RSS (MiB) of one fresh process.
 
-    The child reports its own VmHWM; the CPU time comes from wait4, so it does
-    not count time the process spent waiting for a core on a busy machine.
+    Both come from wait4 (``ru_maxrss`` is the peak RSS); the CPU time does not
+    count time the process spent waiting for a core on a busy machine.
     Both the floor and the check of a generated (clean) log must exit 0: a
     crash, a missing dependency or a finding would otherwise be timed as a
     fast run.
@@ -80,13 +77,20 @@ def run_child(code: str, args: list[str], env: dict[str, str]) -> tuple[float, f
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"a timed process exited {proc.returncode}:\n{err.decode()[-3000:]}")
-    kib = [int(line.split()[1]) for line in err.decode().splitlines() if line.startswith("VmHWM")]
-    return usage.ru_utime + usage.ru_stime, wall, (kib[-1] if kib else 0) / 1024
+    return usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024
 
 
-def best(code: str, args: list[str], env: dict[str, str], repeat: int) -> tuple[float, float, float]:
-    runs = [run_child(code, args, env) for _ in range(repeat)]
-    return min(r[0] for r in runs), min(r[1] for r in runs), min(r[2] for r in runs)
+def best_interleaved(
+    children: list[tuple[str, list[str]]], env: dict[str, str], repeat: int
+) -> list[tuple[float, float, float]]:
+    """Each child's best (CPU, wall, RSS) of ``repeat`` runs, the children taking turns, so
+    that a machine that slows down or speeds up during the benchmark weighs on both sides
+    of the ratio alike."""
+    runs: list[list[tuple[float, float, float]]] = [[] for _ in children]
+    for _ in range(repeat):
+        for i, (code, args) in enumerate(children):
+            runs[i].append(run_child(code, args, env))
+    return [(min(r[0] for r in rs), min(r[1] for r in rs), min(r[2] for r in rs)) for rs in runs]
 
 
 def generate(out: Path, scale: int) -> tuple[Path, Path, dict]:
@@ -119,8 +123,7 @@ def main() -> int:
         log, cap, counts = generate(out, scale)
         check_args = ["check", str(log), "--no-cache", "-q"]
         run_child(_CHECK, check_args, env)  # warm the bytecode cache and the page cache
-        floor = best(_FLOOR, [str(log), str(cap)], env, args.repeat)
-        check = best(_CHECK, check_args, env, args.repeat)
+        floor, check = best_interleaved([(_FLOOR, [str(log), str(cap)]), (_CHECK, check_args)], env, args.repeat)
         rows.append((scale, counts, floor, check))
     print(
         f"{'size':>4} {'events':>8} {'requests':>8} {'MiB':>6} | {'floor cpu':>9} {'wall':>6} {'RSS':>6} |"

@@ -205,3 +205,30 @@ def test_a_subcommand_built_alone_parses_and_helps_as_in_the_whole_parser(name):
     alone = alone_parser._subparsers._group_actions[0].choices
     assert list(alone) == [name]
     assert alone[name].format_help() == whole.format_help()
+
+
+_RUN = (
+    "import atexit, sys\nfrom inspector.cli import run\n"
+    "atexit.register(lambda: print('exit handler ran', file=sys.stderr))\nrun()\n"
+)
+
+
+@pytest.mark.parametrize("sample, code", [("clean-multi-turn.jsonl", 0), ("capture-divergence.jsonl", 1)])
+def test_the_command_exits_with_mains_code_its_output_flushed_and_exit_handlers_run(sample, code):
+    """``run`` (the console entry) skips the interpreter's teardown: its piped output must still
+    arrive whole, its code be main's, and ``atexit`` handlers (worker pools, Dask clients) run."""
+    args = ["check", str(SAMPLES / sample), "--no-cache", "--format", "json"]
+    proc = subprocess.run([sys.executable, "-c", _RUN, *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == code
+    assert json.loads(proc.stdout)["summary"]["errors"] == (0 if code == 0 else 2)
+    assert proc.stderr.endswith("exit handler ran\n")
+
+
+def test_the_command_into_a_closed_pipe_exits_quietly():
+    args = ["check", str(SAMPLES / "capture-divergence.jsonl"), "--no-cache"]
+    proc = subprocess.Popen([sys.executable, "-c", _RUN, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # `inspector check ... | head -0`
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) in (0, 1)
+    assert "Traceback" not in err and err.endswith("exit handler ran\n")
