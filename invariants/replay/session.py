@@ -553,8 +553,8 @@ class _Replay:
         for i, d in zip(indices, datas):
             chunk = d["chunk"]
             if not _all_deltas([chunk.get("type")]):
-                at = {"type": "assistant/chunk", "seq": run.seq(i), "line": line + i * run.line_step}
-                self.values.chunk({**at, "turn": turn, "step": step, "data": d}, chunk)
+                at = Event("assistant/chunk", run.seq(i), None, d, line=line + i * run.line_step)
+                self.values.run_chunk(at, chunk, turn, step)
 
     def _checkpoint(self) -> bytes | None:
         """The fold state at a clean end of file, so a grown log resumes here."""

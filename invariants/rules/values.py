@@ -86,7 +86,8 @@ class ValueChecker:
         self.profile = profile
         self.emit = emit
         self.turn_end_kinds, self.block_types, self.source_kinds = _vocabulary(profile)
-        self.handlers: dict[str, Callable[[dict], None]] = {
+        self.numbers: tuple[Any, Any] | None = None  # (turn, step) of the chunk run being checked
+        self.handlers: dict[str, Callable[[Event], None]] = {
             "turn/start": self._turn_start,
             "turn/end": self._turn_end,
             "assistant/chunk": self._chunk_event,
@@ -99,34 +100,33 @@ class ValueChecker:
         }
 
     def observe(self, ev: Event) -> None:
+        """Check one event (its data is an object)."""
         handler = self.handlers.get(ev.type)
         if handler is not None:
-            d = ev.data
-            handler(
-                {
-                    "type": ev.type,
-                    "seq": ev.seq,
-                    "line": ev.line,
-                    "turn": _num(d.get("turn")),
-                    "step": _num(d.get("step")),
-                    "data": d,
-                }
-            )
+            handler(ev)
+
+    def run_chunk(self, at: Event, chunk: Any, turn: Any, step: Any) -> None:
+        """:meth:`chunk` for a member of a chunk run folded at once, located in the open step."""
+        self.numbers = (turn, step)
+        try:
+            self.chunk(at, chunk)
+        finally:
+            self.numbers = None
 
     # -- reporting ---------------------------------------------------------------
-    # ``at`` locates a finding: the event type, seq, line, turn and step it is about.
-    def _bad(self, at: dict, field: str, message: str) -> None:
-        self.emit(
-            "EVT011",
-            f"{at['type']} {field} {message}",
-            seq=at["seq"],
-            line=at["line"],
-            turn=at["turn"],
-            step=at["step"],
-            path=f"data.{field}",
-        )
+    # ``at`` is the event a finding is about; its turn and step are its data's (safe integers),
+    # or the open step's for a member of a chunk run.  Worked out only for a finding.
+    def _where(self, at: Event) -> dict[str, Any]:
+        if self.numbers is not None:
+            turn, step = self.numbers
+        else:
+            turn, step = _num(at.data.get("turn")), _num(at.data.get("step"))
+        return {"seq": at.seq, "line": at.line, "turn": turn, "step": step}
 
-    def _enum(self, at: dict, field: str, value: Any, allowed: frozenset) -> None:
+    def _bad(self, at: Event, field: str, message: str) -> None:
+        self.emit("EVT011", f"{at.type} {field} {message}", **self._where(at), path=f"data.{field}")
+
+    def _enum(self, at: Event, field: str, value: Any, allowed: frozenset) -> None:
         if type(value) is str and value in allowed:
             return
         if not isinstance(value, str):
@@ -134,17 +134,14 @@ class ValueChecker:
             return
         self.emit(
             "EVT013",
-            f"{at['type']} {field} {shorten(value, 60)} is not a value the {self.profile.name} profile defines "
+            f"{at.type} {field} {shorten(value, 60)} is not a value the {self.profile.name} profile defines "
             f"({_allowed(allowed)})",
-            seq=at["seq"],
-            line=at["line"],
-            turn=at["turn"],
-            step=at["step"],
+            **self._where(at),
             path=f"data.{field}",
             detail={"field": field, "value": shorten(value, 200), "allowed": sorted(allowed)},
         )
 
-    def _kind(self, at: dict, field: str, value: Any, allowed: frozenset | None) -> None:
+    def _kind(self, at: Event, field: str, value: Any, allowed: frozenset | None) -> None:
         """``value`` must be an object whose ``kind`` is a non-empty string (in ``allowed`` when given)."""
         if not isinstance(value, dict):
             self._bad(at, field, f"must be an object with a string kind; got {shorten(value, 60)}")
@@ -153,7 +150,7 @@ class ValueChecker:
         elif allowed is not None:
             self._enum(at, f"{field}.kind", value["kind"], allowed)
 
-    def _blocks(self, at: dict, field: str, content: Any) -> None:
+    def _blocks(self, at: Event, field: str, content: Any) -> None:
         if not isinstance(content, list):
             self._bad(at, field, f"must be an array of content blocks; got {shorten(content, 60)}")
             return
@@ -163,20 +160,20 @@ class ValueChecker:
                 return
             self._enum(at, f"{field}[{i}].type", block.get("type"), self.block_types)
 
-    # -- events (``at["data"]`` is the event's data) ---------------------------------
-    def _turn_start(self, at: dict) -> None:
-        if "trigger" not in at["data"]:
+    # -- events ------------------------------------------------------------------
+    def _turn_start(self, at: Event) -> None:
+        if "trigger" not in at.data:
             return
         # HEAD migrates a stored trigger away, checking only for a non-empty string kind.
-        self._kind(at, "trigger", at["data"]["trigger"], None if self.profile.head_contract else TRIGGER_KINDS)
+        self._kind(at, "trigger", at.data["trigger"], None if self.profile.head_contract else TRIGGER_KINDS)
 
-    def _turn_end(self, at: dict) -> None:
-        self._kind(at, "reason", at["data"].get("reason"), self.turn_end_kinds)
+    def _turn_end(self, at: Event) -> None:
+        self._kind(at, "reason", at.data.get("reason"), self.turn_end_kinds)
 
-    def _chunk_event(self, at: dict) -> None:
-        self.chunk(at, at["data"].get("chunk"))
+    def _chunk_event(self, at: Event) -> None:
+        self.chunk(at, at.data.get("chunk"))
 
-    def chunk(self, at: dict, chunk: Any) -> None:
+    def chunk(self, at: Event, chunk: Any) -> None:
         """One streamed chunk (also called for the members of a chunk run folded at once)."""
         if not isinstance(chunk, dict):
             self._bad(at, "chunk", f"must be a stream chunk object; got {shorten(chunk, 60)}")
@@ -212,23 +209,23 @@ class ValueChecker:
             return type(reason_kind) is str and reason_kind in FINISH_KINDS
         return True
 
-    def _message(self, at: dict) -> None:
-        d = at["data"]
-        if self.profile.head_contract and at["type"] == "user/message" and ("role" in d or "id" in d):
+    def _message(self, at: Event) -> None:
+        d = at.data
+        if self.profile.head_contract and at.type == "user/message" and ("role" in d or "id" in d):
             self._head_message(at, "", d, "user")  # HEAD: the data is the message
             return
         self._kind(at, "source", d.get("source"), self.source_kinds)
         self._blocks(at, "content", d.get("content"))
 
-    def _assistant(self, at: dict) -> None:
-        d = at["data"]
+    def _assistant(self, at: Event) -> None:
+        d = at.data
         if "message" in d:
             self._head_message(at, "message.", d["message"], "assistant")
         else:
             self._blocks(at, "content", d.get("content"))
 
-    def _tool_result(self, at: dict) -> None:
-        d = at["data"]
+    def _tool_result(self, at: Event) -> None:
+        d = at.data
         if "message" in d:
             self._head_message(at, "message.", d["message"], "user", tool=True)
         elif "content" in d:
@@ -236,7 +233,7 @@ class ValueChecker:
             if "isError" in d and type(d["isError"]) is not bool:
                 self._bad(at, "isError", f"must be a boolean; got {shorten(d['isError'], 40)}")
 
-    def _head_message(self, at: dict, prefix: str, msg: Any, role: str, tool: bool = False) -> None:
+    def _head_message(self, at: Event, prefix: str, msg: Any, role: str, tool: bool = False) -> None:
         """What HEAD's load path checks of a stored message (``assertMessageEventShape``)."""
         if not isinstance(msg, dict) or type(msg.get("id")) is not str or not msg["id"]:
             self._bad(at, f"{prefix}id", "must be a non-empty string: HEAD loads only identified messages")
@@ -269,13 +266,13 @@ class ValueChecker:
                 at, f"{prefix}content[0].toolCallId", f"must equal source.callId {shorten(source.get('callId'), 40)}"
             )
 
-    def _tool_call(self, at: dict) -> None:
+    def _tool_call(self, at: Event) -> None:
         for key in ("callId", "name", "arguments"):
-            if type(at["data"].get(key)) is not str:
-                self._bad(at, key, f"must be a string; got {shorten(at['data'].get(key), 40)}")
+            if type(at.data.get(key)) is not str:
+                self._bad(at, key, f"must be a string; got {shorten(at.data.get(key), 40)}")
 
-    def _todos(self, at: dict) -> None:
-        todos = at["data"].get("todos")
+    def _todos(self, at: Event) -> None:
+        todos = at.data.get("todos")
         if not isinstance(todos, list):
             self._bad(at, "todos", f"must be an array; got {shorten(todos, 60)}")
             return
@@ -285,10 +282,10 @@ class ValueChecker:
                 return
             self._enum(at, f"todos[{i}].status", item.get("status"), TODO_STATUSES)
 
-    def _inbox(self, at: dict) -> None:
-        self._enum(at, "target", at["data"].get("target"), INBOX_TARGETS)
-        if "outcome" in at["data"]:
-            self._enum(at, "outcome", at["data"]["outcome"], INBOX_OUTCOMES)
+    def _inbox(self, at: Event) -> None:
+        self._enum(at, "target", at.data.get("target"), INBOX_TARGETS)
+        if "outcome" in at.data:
+            self._enum(at, "outcome", at.data["outcome"], INBOX_OUTCOMES)
 
 
 def _num(v: Any) -> int | None:
