@@ -59,6 +59,7 @@ LATE_HEADER_FIELDS = ("delegationDepth", "origin", "agentPreset")
 _ROW_TYPES = ("text-chunks", "reasoning-chunks", "tool-call-chunks")
 _HEAD_TYPES = frozenset({"agent/inbox/spliced", "session/end-seed", "request/context"})
 _PRE_OBJECT_TYPES = frozenset({"context/message", "steering/message"})
+_SILENT_TYPES = frozenset({"assistant/chunk", "step/start", "step/end", "tool/call", "turn/end"})
 
 
 class EraGuess(Record):
@@ -81,6 +82,8 @@ def classify_object(obj: dict, seen: dict[str, str]) -> None:
     t = obj.get("type")
     if not isinstance(t, str):
         return  # not an event (the loader reports it); a list or object here is not even hashable
+    if t in _SILENT_TYPES and "ignorable" not in obj:
+        return  # the most common events, which carry no evidence of their own
     raw = obj.get("data")
     data: dict[str, Any] = raw if isinstance(raw, dict) else {}
     if t == "session":

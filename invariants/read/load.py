@@ -362,6 +362,10 @@ class LogReader:
                 first = False
                 if self._read_header(raw):
                     continue
+            ev = self._plain_event(raw, st)
+            if ev is not None:
+                yield ev, raw.number, raw.offset
+                continue
             yield from self._line(raw, st)
         if st.held is not None:
             yield from self._release(st, None)
@@ -413,6 +417,39 @@ class LogReader:
         ):
             return None
         return ChunkRun(objs, datas, b'"type":"usage"' in joined, 1, raw.lines)
+
+    def _plain_event(self, raw: RawLine, st: "_ReadState") -> dict | None:
+        """The event of a line that is the common case, taken as :meth:`_line` takes it (a
+        complete line, one valid envelope, the seq due, nothing held), else None with nothing
+        changed, for :meth:`_line` to read it.  No generator per line on the hot path."""
+        data = raw.data
+        if raw.oversized or not raw.complete or st.held is not None or (len(data) > MAX_DEPTH and too_deep(data)):
+            return None
+        try:
+            obj = orjson.loads(data)
+        except ValueError:
+            return None
+        if not (
+            type(obj) is dict
+            and ENVELOPE_KEYS.issuperset(obj)
+            and type(obj.get("type")) is str
+            and obj.get("seq") == st.expected_seq
+            and type(obj["seq"]) is int
+            and obj["seq"] <= _MAX_SAFE
+            and type(obj.get("time")) is int
+            and -_MAX_SAFE <= obj["time"] <= _MAX_SAFE
+            and "data" in obj
+            and obj.get("ignorable", True) is True
+            and obj["type"]
+        ):
+            return None
+        st.bad_since_good = 0
+        st.skipped = None
+        st.expected_seq += 1
+        if st.defects and obj["type"] == "turn/end":
+            self._flush_defects(st.defects, torn=False)
+        self.events += 1
+        return obj
 
     def _line(self, raw: RawLine, st: "_ReadState") -> Iterator[tuple[dict | ChunkRun, int, int]]:
         """Validate one physical line; yields its event(s) or records a defect."""

@@ -35,24 +35,33 @@ def _defined(**fields: Any) -> dict:
     return {k: v for k, v in fields.items() if v is not MISSING}
 
 
+# The three plain projections below are the hot ones: each writes its common case out
+# (every key present) and leaves any other to _defined, with the same key order.
 def _user_plain(data: Any) -> dict | None:
-    return _defined(role="user", content=data.get("content", MISSING))
+    if "content" in data:
+        return {"role": "user", "content": data["content"]}
+    return {"role": "user"}
 
 
 def _assistant_plain(data: Any) -> dict | None:
     content = data.get("content")
     if isinstance(content, list) and len(content) == 0:
         return None
-    return _defined(role="assistant", content=data.get("content", MISSING))
+    if "content" in data:
+        return {"role": "assistant", "content": content}
+    return {"role": "assistant"}
 
 
 def _tool_result_plain(data: Any) -> dict | None:
-    block = _defined(
-        type="tool-result",
-        toolCallId=data.get("callId", MISSING),
-        content=data.get("content", MISSING),
-        isError=data.get("isError", MISSING),
-    )
+    if "callId" in data and "content" in data and "isError" not in data:
+        block = {"type": "tool-result", "toolCallId": data["callId"], "content": data["content"]}
+    else:
+        block = _defined(
+            type="tool-result",
+            toolCallId=data.get("callId", MISSING),
+            content=data.get("content", MISSING),
+            isError=data.get("isError", MISSING),
+        )
     return {"role": "user", "content": [block]}
 
 
