@@ -286,3 +286,34 @@ def test_resumed_header_versions_keep_their_setters(tmp_path):
 def test_no_checkpoint_after_a_torn_tail(tmp_path):
     p = _write(tmp_path, _clean().lines() + [b'{"type":"turn/st'], newline_at_end=False)
     assert replay(LogSource(p, p.parent), checkpoint=True).checkpoint is None
+
+
+@pytest.mark.parametrize(
+    "name, line",
+    [
+        ("float seq", b'{"type":"turn/end","seq":5.0,"time":1,"data":{"turn":1}}'),
+        ("boolean seq", b'{"type":"turn/end","seq":true,"time":1,"data":{"turn":1}}'),
+        ("seq ahead", b'{"type":"turn/end","seq":6,"time":1,"data":{"turn":1}}'),
+        ("unsafe time", b'{"type":"turn/end","seq":5,"time":9007199254740992,"data":{"turn":1}}'),
+        ("not ignorable", b'{"type":"turn/end","seq":5,"time":1,"data":{"turn":1},"ignorable":false}'),
+        ("extra key", b'{"type":"turn/end","seq":5,"time":1,"data":{"turn":1},"x":1}'),
+        ("empty type", b'{"type":"","seq":5,"time":1,"data":{}}'),
+        ("no data", b'{"type":"turn/end","seq":5,"time":1}'),
+        ("number orjson refuses", b'{"type":"turn/end","seq":5,"time":1,"data":{"n":1e999}}'),
+        ("deep", b'{"type":"turn/end","seq":5,"time":1,"data":{"n":' + b"[" * 600 + b"]" * 600 + b"}}"),
+    ],
+)
+def test_a_line_off_the_plain_path_is_left_to_the_general_one_untouched(name, line):
+    """The reader's hot path (one valid envelope, the seq due, nothing held) takes only the lines
+    ``_line`` would accept as they are; any other goes to ``_line`` with the state unchanged."""
+    from invariants.read.line_records import RawLine
+    from invariants.read.load import _ReadState
+
+    reader = LogReader(Path("s.jsonl"))
+    st = _ReadState(0, 0, 5)
+    assert reader._plain_event(RawLine(7, 0, line, True), st) is None, name
+    assert (st.expected_seq, st.bad_since_good, st.defects, reader.events) == (5, 0, [], 0)
+    plain = b'{"type":"turn/end","seq":5,"time":1,"data":{"turn":1}}'
+    assert reader._plain_event(RawLine(7, 0, plain, False), st) is None  # a torn final fragment
+    assert reader._plain_event(RawLine(7, 0, plain, True), st) == orjson.loads(plain)
+    assert (st.expected_seq, reader.events) == (6, 1)
