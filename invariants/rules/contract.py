@@ -392,9 +392,16 @@ class ContractTracer:
             if not (self.profile.era == "late" and ev.type == "assistant/message"):
                 self._err("EVT003", ev, "sourceEventSeqs must not be empty when present")
             return
-        ints = set(map(type, refs)) == {int}
-        if ints and 0 <= refs[0] and refs[-1] < ev.seq and refs == list(range(refs[0], refs[0] + len(refs))):
+        first = refs[0]
+        if (
+            type(first) is int
+            and first >= 2  # then no boolean can equal its place in the range (True == 1)
+            and refs == list(range(first, first + len(refs)))
+            and refs[-1] < ev.seq
+            and type(sum(refs)) is int  # equal to integers, and none a float (5.0 == 5)
+        ):
             return  # the common case: a run of earlier seqs, each once
+        ints = set(map(type, refs)) == {int}
         if ints and min(refs) >= 0 and max(refs) < ev.seq:
             bad = []
         else:

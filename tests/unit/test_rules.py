@@ -550,6 +550,9 @@ def test_all_findings_are_reported_not_only_the_first(check_log):
         (lambda c: [-1, 0], True),
         (lambda c: [0, True], True),  # a boolean where a seq belongs (True == 1 in Python)
         (lambda c: [c - 1, float(c)], True),
+        (lambda c: [float(c - 1), c], True),
+        (lambda c: [c - 1, "x"], True),  # not a number: the fast test must not compare it with a seq
+        (lambda c: [c - 1, {"seq": c}], True),
     ],
 )
 def test_source_seqs_must_name_earlier_events_once(check_log, refs, fires):
