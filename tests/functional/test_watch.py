@@ -243,8 +243,9 @@ class Running:
 
     def __init__(self, argv: list[str], cwd: Path) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", "import sys; from inspector.cli import main; sys.exit(main())", *argv],
+        env["PYTHONFAULTHANDLER"] = "1"  # a process that does not stop dumps its threads' stacks on SIGABRT
+        self.proc = subprocess.Popen(  # the command's own entry point, as the README's `inspector` runs it
+            [sys.executable, "-c", "from inspector.cli import run; run()", *argv],
             cwd=cwd,
             env=env,
             stdout=subprocess.PIPE,
@@ -278,7 +279,13 @@ class Running:
 
     def interrupt(self, timeout: float = 60) -> int:
         self.proc.send_signal(signal.SIGINT)
-        code = self.proc.wait(timeout)
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGABRT)  # where it hangs, for the failure message
+            self.proc.wait(10)
+            self.wait_for(lambda *_: False, timeout=1)
+            raise AssertionError("no exit after Ctrl-C:\n" + "\n".join(self.out + self.err)) from None
         self.wait_for(lambda *_: False, timeout=1)  # drain
         return code
 
