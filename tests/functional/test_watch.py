@@ -244,8 +244,15 @@ class Running:
     def __init__(self, argv: list[str], cwd: Path) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
         env["PYTHONFAULTHANDLER"] = "1"  # a process that does not stop dumps its threads' stacks on SIGABRT
-        self.proc = subprocess.Popen(  # the command's own entry point, as the README's `inspector` runs it
-            [sys.executable, "-c", "from inspector.cli import run; run()", *argv],
+        # The command's own entry point, as the README's `inspector` runs it from a terminal: with
+        # Ctrl-C's default handler, which a test run started in the background (`... &`, where
+        # SIGINT is ignored and Python keeps it so) would otherwise pass down.
+        code = (
+            "import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+            "from inspector.cli import run\nrun()\n"
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code, *argv],
             cwd=cwd,
             env=env,
             stdout=subprocess.PIPE,
