@@ -16,7 +16,10 @@ taking turns.  Children run with the bytecode cache on (in the
 output folder), as an installed tool does, and from the output folder, as in a project with no
 ``[tool.inspector]`` (this repository's own pyproject.toml would have to be parsed).
 
-    python benchmarks/check_speed.py [--repeat 5] [--keep DIR] [--sizes 1,2,4]
+    python benchmarks/check_speed.py [--repeat 5] [--keep DIR] [--sizes 1,2,4] [--against DIR]
+
+``--against DIR`` also times the check of another checkout (an earlier commit) in the same
+turns, so a before/after on a machine whose speed drifts compares like with like.
 """
 
 from __future__ import annotations
@@ -46,6 +49,12 @@ _PEAK = (
 # The check is the ``inspector`` command itself (its console entry point, exit included): the
 # peak is written by an exit handler, which the command runs before it exits.
 _CHECK = _PEAK + "import atexit\natexit.register(_peak)\nfrom inspector.cli import run\nrun()\n"
+# The same for a checkout of an earlier commit (``--against``), which may predate ``run``.
+_CHECK_EARLIER = (
+    _PEAK + "import atexit, sys\natexit.register(_peak)\n"
+    "try:\n    from inspector.cli import run\nexcept ImportError:\n"
+    "    from inspector.cli import main\n    sys.exit(main())\nrun()\n"
+)
 _FLOOR = (
     _PEAK + "import sys\nimport orjson\n"
     "loads = orjson.loads\n"
@@ -57,9 +66,9 @@ _FLOOR = (
 )
 
 
-def child_env(out: Path) -> dict[str, str]:
+def child_env(out: Path, code_root: Path = ROOT) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(code_root) + os.pathsep + env.get("PYTHONPATH", "")
     env["PYTHONPYCACHEPREFIX"] = str(out / "pycache")
     return env
 
@@ -95,18 +104,18 @@ def run_child(code: str, args: list[str], env: dict[str, str]) -> tuple[float, f
 
 def best(code: str, args: list[str], env: dict[str, str], repeat: int) -> tuple[float, float, float]:
     """One child's best (CPU, wall, RSS) of ``repeat`` runs (the other benchmarks' measure)."""
-    return best_interleaved([(code, args)], env, repeat)[0]
+    return best_interleaved([(code, args, env)], repeat)[0]
 
 
 def best_interleaved(
-    children: list[tuple[str, list[str]]], env: dict[str, str], repeat: int
+    children: list[tuple[str, list[str], dict[str, str]]], repeat: int
 ) -> list[tuple[float, float, float]]:
     """Each child's best (CPU, wall, RSS) of ``repeat`` runs, the children taking turns, so
-    that a machine that slows down or speeds up during the benchmark weighs on both sides
-    of the ratio alike."""
+    that a machine that slows down or speeds up during the benchmark weighs on every side
+    of a ratio alike."""
     runs: list[list[tuple[float, float, float]]] = [[] for _ in children]
     for _ in range(repeat):
-        for i, (code, args) in enumerate(children):
+        for i, (code, args, env) in enumerate(children):
             runs[i].append(run_child(code, args, env))
     return [(min(r[0] for r in rs), min(r[1] for r in rs), min(r[2] for r in rs)) for rs in runs]
 
@@ -131,29 +140,40 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5, help="runs per figure; the best is shown (default 5)")
     ap.add_argument("--keep", type=Path, help="write (and reuse) the generated logs here instead of a temp dir")
     ap.add_argument("--sizes", default="1,2,4", help="multiples of the 52,000-event log (default 1,2,4)")
+    ap.add_argument(
+        "--against",
+        type=Path,
+        help="a checkout of an earlier commit (git worktree add DIR REV): its check is timed in the same turns",
+    )
     args = ap.parse_args()
     out = args.keep or Path(tempfile.mkdtemp(prefix="inspector-bench-"))
     out.mkdir(parents=True, exist_ok=True)
     env = child_env(out)
+    earlier_env = child_env(out, args.against.resolve()) if args.against else None
     scales = [int(s) for s in args.sizes.split(",")]
     rows = []
     for scale in scales:
         log, cap, counts = generate(out, scale)
         check_args = ["check", str(log), "--no-cache", "-q"]
-        run_child(_CHECK, check_args, env)  # warm the bytecode cache and the page cache
-        floor, check = best_interleaved([(_FLOOR, [str(log), str(cap)]), (_CHECK, check_args)], env, args.repeat)
-        rows.append((scale, counts, floor, check))
+        children = [(_FLOOR, [str(log), str(cap)], env), (_CHECK, check_args, env)]
+        if earlier_env is not None:
+            children.append((_CHECK_EARLIER, check_args, earlier_env))
+        for code, argv, e in children[1:]:
+            run_child(code, argv, e)  # warm the bytecode cache and the page cache
+        floor, check, *earlier = best_interleaved(children, args.repeat)
+        rows.append((scale, counts, floor, check, earlier))
     print(
         f"{'size':>4} {'events':>8} {'requests':>8} {'MiB':>6} | {'floor cpu':>9} {'wall':>6} {'RSS':>6} |"
         f" {'check cpu':>9} {'wall':>6} {'RSS':>6} | {'ratio':>5}"
     )
-    for scale, c, (fc, fw, fm), (cc, cw, cm) in rows:
+    for scale, c, (fc, fw, fm), (cc, cw, cm), earlier in rows:
+        against = "".join(f" | against: {ec:>6.3f}s {em:>3.0f}MiB {ec / fc:>5.2f}" for ec, _, em in earlier)
         print(
             f"x{scale:<3} {c['events']:>8,} {c['requests']:>8,} {c['mib']:>6.1f} |"
-            f" {fc:>8.3f}s {fw:>5.2f}s {fm:>3.0f}MiB | {cc:>8.3f}s {cw:>5.2f}s {cm:>3.0f}MiB | {cc / fc:>5.2f}"
+            f" {fc:>8.3f}s {fw:>5.2f}s {fm:>3.0f}MiB | {cc:>8.3f}s {cw:>5.2f}s {cm:>3.0f}MiB | {cc / fc:>5.2f}{against}"
         )
     if len(rows) > 1:
-        (s0, _, (f0, _, _), (c0, _, m0)), (s1, _, (f1, _, _), (c1, _, m1)) = rows[0], rows[-1]
+        (s0, _, (f0, _, _), (c0, _, m0), _), (s1, _, (f1, _, _), (c1, _, m1), _) = rows[0], rows[-1]
         print(f"x{s1 // s0} input: check CPU time x{c1 / c0:.2f} (floor x{f1 / f0:.2f}), check peak RSS x{m1 / m0:.2f}")
     print(f"best of {args.repeat} runs each; ratio = check CPU / floor CPU; logs in {out}")
     return 0
