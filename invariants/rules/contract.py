@@ -210,6 +210,7 @@ class ContractTracer:
     def __init__(self, profile: Profile, emit: Emit) -> None:
         self.profile = profile
         self.emit = emit
+        self.known_types_only = profile.unknown_types_need_ignorable
         self.open_turn: int | None = None
         self.open_step: int | None = None
         self.turn_started = False  # the open turn was opened by a turn/start (not taken from later events)
@@ -245,6 +246,14 @@ class ContractTracer:
         turn = ev.data.get("turn") if isinstance(ev.data, dict) and _int(ev.data.get("turn")) else self.open_turn
         step = ev.data.get("step") if isinstance(ev.data, dict) and _int(ev.data.get("step")) else self.open_step
         return self.emit(code, message, seq=ev.seq, line=ev.line, turn=turn, step=step)
+
+    def _need_turn_step(self, ev: Event) -> bool:
+        """:meth:`_need_ints` for ``turn`` and ``step``, the common case decided inline."""
+        d = ev.data
+        turn, step = d.get("turn"), d.get("step")
+        if type(turn) is int and type(step) is int and -_MAX <= turn <= _MAX and -_MAX <= step <= _MAX:
+            return True
+        return self._need_ints(ev, "turn", "step")
 
     def _need_ints(self, ev: Event, *keys: str) -> bool:
         d = ev.data
@@ -309,11 +318,14 @@ class ContractTracer:
     def _in_open_step(self, ev: Event) -> bool:
         d = ev.data
         turn, step = d.get("turn"), d.get("step")
-        self._name_turn(turn)
-        self._name_step(turn, step)
+        if self.turn_alt is not None:  # (both return at once otherwise: not called on the hot path)
+            self._name_turn(turn)
+        if self.step_alt is not None:
+            self._name_step(turn, step)
         if turn == self.open_turn and step == self.open_step:
             self.unsure = None
-            self._count(ev)
+            if self.step_cause is not None or self.turn_cause is not None:
+                self._count(ev)
             return True
         if self.framing is not None:  # the open step was never framed: its next numbers are the same cause
             self.framing.touch(ev.seq)
@@ -338,7 +350,7 @@ class ContractTracer:
 
     # -- entry -----------------------------------------------------------------
     def observe(self, ev: Event, surface_type: bool) -> None:
-        if self.profile.unknown_types_need_ignorable and not self._known(ev):
+        if self.known_types_only and not self._known(ev):
             return
         self._metadata(ev, surface_type)
         handler = self.handlers.get(ev.type)
@@ -477,7 +489,7 @@ class ContractTracer:
         )
 
     def _step_start(self, ev: Event) -> None:
-        if not self._need_ints(ev, "turn", "step"):
+        if not self._need_turn_step(ev):
             return
         turn, step = ev.data["turn"], ev.data["step"]
         self._name_turn(turn)
@@ -507,7 +519,7 @@ class ContractTracer:
         self.next_step, self.next_step_alt = step, None
 
     def _step_end(self, ev: Event) -> None:
-        if not self._need_ints(ev, "turn", "step"):
+        if not self._need_turn_step(ev):
             return
         open_step = self.open_step
         matched = self._in_open_step(ev)
@@ -521,12 +533,12 @@ class ContractTracer:
         self.open_step, self.step_alt, self.step_cause, self.framing = None, None, None, None
 
     def _step_scoped(self, ev: Event) -> None:
-        if self._need_ints(ev, "turn", "step"):
+        if self._need_turn_step(ev):
             self._in_open_step(ev)
 
     def _tool_call(self, ev: Event) -> None:
         self.pending[call_key(ev.data.get("callId"))] = ev.seq  # its result pairs even if its numbers are bad
-        if self._need_ints(ev, "turn", "step"):
+        if self._need_turn_step(ev):
             self._in_open_step(ev)
 
     def _tool_result(self, ev: Event) -> None:
@@ -540,7 +552,7 @@ class ContractTracer:
 
     def _pair_result(self, ev: Event) -> None:
         """An appended result answers a pending call of the open step (crash-repair results excepted)."""
-        if not self._need_ints(ev, "turn", "step"):
+        if not self._need_turn_step(ev):
             return
         self._in_open_step(ev)
         call_id = tool_call_id(ev)
