@@ -429,27 +429,9 @@ class LogReader:
             obj = orjson.loads(data)
         except ValueError:
             return None
-        if not (
-            type(obj) is dict
-            and ENVELOPE_KEYS.issuperset(obj)
-            and type(obj.get("type")) is str
-            and obj.get("seq") == st.expected_seq
-            and type(obj["seq"]) is int
-            and obj["seq"] <= _MAX_SAFE
-            and type(obj.get("time")) is int
-            and -_MAX_SAFE <= obj["time"] <= _MAX_SAFE
-            and "data" in obj
-            and obj.get("ignorable", True) is True
-            and obj["type"]
-        ):
+        if not (_is_envelope(obj) and obj["seq"] == st.expected_seq):
             return None
-        st.bad_since_good = 0
-        st.skipped = None
-        st.expected_seq += 1
-        if st.defects and obj["type"] == "turn/end":
-            self._flush_defects(st.defects, torn=False)
-        self.events += 1
-        return obj
+        return self._take(obj, st)
 
     def _line(self, raw: RawLine, st: "_ReadState") -> Iterator[tuple[dict | ChunkRun, int, int]]:
         """Validate one physical line; yields its event(s) or records a defect."""
@@ -480,18 +462,7 @@ class LogReader:
                 )
                 st.bad_since_good += 1
                 return
-        if (
-            type(obj) is dict
-            and ENVELOPE_KEYS.issuperset(obj)
-            and type(obj.get("type")) is str
-            and type(obj.get("seq")) is int
-            and 0 <= obj["seq"] <= _MAX_SAFE
-            and type(obj.get("time")) is int
-            and -_MAX_SAFE <= obj["time"] <= _MAX_SAFE
-            and "data" in obj
-            and obj.get("ignorable", True) is True
-            and obj["type"]
-        ):
+        if _is_envelope(obj):
             objs: Any = (obj,)
         elif isinstance(obj, dict) and "seq0" in obj and type(obj.get("type")) is str and obj["type"] in _ROW_TYPES:
             objs = self._expand_row(obj, raw, defects)
@@ -526,14 +497,7 @@ class LogReader:
             return
         if len(objs) == 1 and st.held is None and objs[0]["seq"] == st.expected_seq:
             # The common case, as _accept takes it, without a generator of its own per line.
-            ev = objs[0]
-            st.bad_since_good = 0
-            st.skipped = None
-            st.expected_seq += 1
-            if st.defects and ev["type"] == "turn/end":
-                self._flush_defects(st.defects, torn=False)
-            self.events += 1
-            yield ev, number, raw.offset
+            yield self._take(objs[0], st), number, raw.offset
             return
         for ev in objs:
             seq = ev["seq"]
@@ -554,13 +518,17 @@ class LogReader:
     def _accept(
         self, ev: dict, number: int, offset: int, st: _ReadState, commits: bool = True
     ) -> Iterator[tuple[dict, int, int]]:
+        yield self._take(ev, st, commits), number, offset
+
+    def _take(self, ev: dict, st: _ReadState, commits: bool = True) -> dict:
+        """Count ``ev`` in: the seq after it is due, and a turn/end commits the defects before it."""
         st.bad_since_good = 0
         st.skipped = None
         st.expected_seq = ev["seq"] + 1
         if commits and st.defects and ev["type"] == "turn/end":
             self._flush_defects(st.defects, torn=False)
         self.events += 1
-        yield ev, number, offset
+        return ev
 
     def _release(self, st: _ReadState, next_seq: int | None) -> Iterator[tuple[dict, int, int]]:
         """Settle a held event: a wrong seq when the next line goes on from its due seq, else a gap."""
@@ -653,6 +621,22 @@ class LogReader:
             return None
         self.chunk_rows += 1
         return expanded
+
+
+def _is_envelope(obj: Any) -> bool:
+    """Whether a parsed line is one event's envelope, as the harness writes it (a packed row is not)."""
+    return (
+        type(obj) is dict
+        and ENVELOPE_KEYS.issuperset(obj)
+        and type(obj.get("type")) is str
+        and type(obj.get("seq")) is int
+        and 0 <= obj["seq"] <= _MAX_SAFE
+        and type(obj.get("time")) is int
+        and -_MAX_SAFE <= obj["time"] <= _MAX_SAFE
+        and "data" in obj
+        and obj.get("ignorable", True) is True
+        and bool(obj["type"])
+    )
 
 
 def _gap(line: int, seq: int, expected: int) -> _Defect:
