@@ -20,6 +20,11 @@ output folder), as an installed tool does, and from the output folder, as in a p
 
 ``--against DIR`` also times the check of another checkout (an earlier commit) in the same
 turns, so a before/after on a machine whose speed drifts compares like with like.
+
+``--parts`` says where a ratio comes from: it also times both sides on the log alone
+(a hard link in a folder with no capture) and on nothing (the floor's interpreter and
+``import orjson``; the check of a tiny clean log), and prints each part as a difference
+of whole processes: start-up, the log, the captures.
 """
 
 from __future__ import annotations
@@ -140,6 +145,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5, help="runs per figure; the best is shown (default 5)")
     ap.add_argument("--keep", type=Path, help="write (and reuse) the generated logs here instead of a temp dir")
     ap.add_argument("--sizes", default="1,2,4", help="multiples of the 52,000-event log (default 1,2,4)")
+    ap.add_argument("--parts", action="store_true", help="also split each ratio into start-up, log and captures")
     ap.add_argument(
         "--against",
         type=Path,
@@ -152,15 +158,29 @@ def main() -> int:
     earlier_env = child_env(out, args.against.resolve()) if args.against else None
     scales = [int(s) for s in args.sizes.split(",")]
     rows = []
+    parts: list[tuple[int, list, list]] = []
     for scale in scales:
         log, cap, counts = generate(out, scale)
         check_args = ["check", str(log), "--no-cache", "-q"]
         children = [(_FLOOR, [str(log), str(cap)], env), (_CHECK, check_args, env)]
         if earlier_env is not None:
             children.append((_CHECK_EARLIER, check_args, earlier_env))
+        if args.parts:
+            alone = log_alone(out, log)
+            tiny = ROOT / "sample_logs" / "clean-multi-turn.jsonl"
+            children += [
+                (_FLOOR, [], env),
+                (_CHECK, ["check", str(tiny), "--no-cache", "-q"], env),
+                (_FLOOR, [str(log)], env),
+                (_CHECK, ["check", str(alone), "--no-cache", "-q"], env),
+            ]
         for code, argv, e in children[1:]:
             run_child(code, argv, e)  # warm the bytecode cache and the page cache
-        floor, check, *earlier = best_interleaved(children, args.repeat)
+        timed = best_interleaved(children, args.repeat)
+        if args.parts:
+            parts.append((scale, timed[:2], timed[-4:]))
+            timed = timed[:-4]
+        floor, check, *earlier = timed
         rows.append((scale, counts, floor, check, earlier))
     print(
         f"{'size':>4} {'events':>8} {'requests':>8} {'MiB':>6} | {'floor cpu':>9} {'wall':>6} {'RSS':>6} |"
@@ -176,7 +196,43 @@ def main() -> int:
         (s0, _, (f0, _, _), (c0, _, m0), _), (s1, _, (f1, _, _), (c1, _, m1), _) = rows[0], rows[-1]
         print(f"x{s1 // s0} input: check CPU time x{c1 / c0:.2f} (floor x{f1 / f0:.2f}), check peak RSS x{m1 / m0:.2f}")
     print(f"best of {args.repeat} runs each; ratio = check CPU / floor CPU; logs in {out}")
+    if parts:
+        print_parts(parts)
     return 0
+
+
+def log_alone(out: Path, log: Path) -> Path:
+    """The log in a folder of its own, with no capture beside it: a hard link (a copy where
+    links are refused), made once."""
+    folder = out / "log-alone"
+    folder.mkdir(exist_ok=True)
+    alone = folder / log.name
+    if not alone.exists():
+        try:
+            os.link(log, alone)
+        except OSError:
+            import shutil
+
+            shutil.copyfile(log, alone)
+    return alone
+
+
+def print_parts(parts: list[tuple[int, list, list]]) -> None:
+    """Each size's CPU time split into start-up, the log and the captures, floor beside check.
+
+    Every part is a difference of two best-of-N whole processes (start-up: a process that
+    reads nothing; log: the log alone less start-up; captures: everything less the log
+    alone), so a part is as noisy as two figures are."""
+    print("\nparts (CPU seconds, differences of the runs above):")
+    print(f"{'size':>4} {'part':>9} | {'floor':>7} {'check':>7} | {'ratio':>5}")
+    for scale, ((fc, _, _), (cc, _, _)), [(f0, _, _), (c0, _, _), (fl, _, _), (cl, _, _)] in parts:
+        for name, f, c in (
+            ("start-up", f0, c0),
+            ("log", fl - f0, cl - c0),
+            ("captures", fc - fl, cc - cl),
+        ):
+            ratio = f"{c / f:>5.2f}" if f > 0 else "    -"
+            print(f"x{scale:<3} {name:>9} | {f:>6.3f}s {c:>6.3f}s | {ratio}")
 
 
 if __name__ == "__main__":
