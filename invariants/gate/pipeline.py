@@ -30,6 +30,7 @@ from invariants.gate.result import CheckOptions, CheckResult, RequestCheck, Sess
 from invariants.gate.result_cache import ResultCache
 from invariants.gate.unit import (
     CaptureReader,
+    SourceProgress,
     Unit,
     UnitOutcome,
     check_unit,
@@ -79,6 +80,7 @@ def check(
     ledger: PathLike | None = None,
     keep_models: bool = False,
     allow_empty: bool = False,
+    progress: SourceProgress | None = None,
 ) -> CheckResult:
     """Check the session logs under ``paths`` (files, folders, sessions roots, session databases).
 
@@ -90,7 +92,11 @@ def check(
     folders; ``ledger`` names a log ledger to verify and update (RSM001).
     ``keep_models`` keeps the replayed sessions in ``result.models`` (the run
     then stays in this process and bypasses the cache).  A named folder with
-    no session log is a problem unless ``allow_empty``.
+    no session log is a problem unless ``allow_empty``.  ``progress(source,
+    findings, bytes_read)`` is called while each log is replayed, each time
+    another few MB are folded, with the findings so far as the configuration
+    reports them (the baseline is applied at the end); it keeps the run in this
+    process, like ``keep_models``.
 
     Raises :class:`~invariants.gate.baseline.BaselineError` for an unreadable
     baseline and :class:`~invariants.gate.ledger.LedgerError` for a bad ledger.
@@ -114,6 +120,7 @@ def check(
             stats=stats,
             ledger=ledger,
             keep_models=keep_models,
+            progress=progress,
         )
         if cache is not None:
             cache.flush()
@@ -164,6 +171,7 @@ def check_sources(
     read: CaptureReader | None = None,
     ledger: PathLike | None = None,
     keep_models: bool = False,
+    progress: SourceProgress | None = None,
 ) -> CheckResult:
     """:func:`check` from discovered ``sources`` on.
 
@@ -175,9 +183,10 @@ def check_sources(
     stats = stats if stats is not None else RunStats()
     units = plan_units(sources, options.captures)
     stats.units = len(units)
-    here = keep_models or models is not None or read is not None
+    here = keep_models or models is not None or read is not None or progress is not None
+    told = None if progress is None else _judged(progress, policy or FindingPolicy())
     outcomes = _run_units(
-        units, options, executor or executor_for(1), None if here else cache, stats, models, read, here
+        units, options, executor or executor_for(1), None if here else cache, stats, models, read, here, told
     )
     return _assemble(
         units, outcomes, list(problems), options, policy or FindingPolicy(), cache, stats, ledger, here, executor
@@ -193,6 +202,7 @@ def _run_units(
     models: list[SessionModel | str] | None,
     read: CaptureReader | None,
     here: bool,
+    progress: SourceProgress | None = None,
 ) -> list[UnitOutcome]:
     """The per-unit half for every unit: from the cache, by the executor, or ``here`` (models kept)."""
     outcomes: list[UnitOutcome | None] = [None] * len(units)
@@ -214,7 +224,7 @@ def _run_units(
     if here:
         for n in todo:
             given = [models[i] for i in units[n].indexes] if models is not None else None
-            outcomes[n] = check_unit(units[n], options, given, read)
+            outcomes[n] = check_unit(units[n], options, given, read, progress)
     elif executor.jobs > 1 and options.captures is not None and todo:
         (n,) = todo  # explicit captures route globally: one unit, its replays spread over the workers
         sources = units[n].sources
@@ -232,6 +242,15 @@ def _run_units(
                 identity, key = pair
                 cache.put("unit", identity, key, done.data)
     return [o for o in outcomes if o is not None]
+
+
+def _judged(progress: SourceProgress, policy: FindingPolicy) -> SourceProgress:
+    """``progress`` told the findings as the policy reports them (selected, severities overridden)."""
+
+    def told(source: LogSource, findings: list[Finding], read: int) -> None:
+        progress(source, [g for f in findings if (g := policy.judge(f)) is not None], read)
+
+    return told
 
 
 def _size(path: LogPath) -> int:

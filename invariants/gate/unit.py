@@ -18,6 +18,7 @@ needs a re-read.
 from __future__ import annotations
 
 import os
+from functools import partial
 from itertools import chain
 from typing import Any, Callable, Iterable
 
@@ -28,9 +29,10 @@ from invariants.model.findings import Finding
 from invariants.model.record import Record
 from invariants.read.capture import Recorded, capture_problem, find_capture, iter_capture
 from invariants.read.source import LogPath, LogSource, absolute_name, log_path
-from invariants.replay.session import SessionModel, replay
+from invariants.replay.session import Progress, SessionModel, replay
 
 CaptureReader = Callable[[LogPath], tuple[Iterable[Recorded], list[Finding]]]
+SourceProgress = Callable[[LogSource, list[Finding], int], None]  # a replay's progress, and whose it is
 """A capture's records (a list, or an iterator read as the check goes) and the findings about its
 lines, which an iterator adds to as it is read."""
 
@@ -73,10 +75,12 @@ def plan_units(sources: list[LogSource], captures: list[LogPath] | None) -> list
     return list(by_folder.values())
 
 
-def replay_source(src: LogSource, options: CheckOptions, checkpoint: bool = False) -> SessionModel | str:
-    """One log replayed, or the sentence saying why it cannot be read."""
+def replay_source(
+    src: LogSource, options: CheckOptions, checkpoint: bool = False, progress: Progress | None = None
+) -> SessionModel | str:
+    """One log replayed, or the sentence saying why it cannot be read (``progress``: see :func:`replay`)."""
     try:
-        model = replay(src, options.profile, max_line=options.max_line, checkpoint=checkpoint)
+        model = replay(src, options.profile, max_line=options.max_line, checkpoint=checkpoint, progress=progress)
     except OSError as exc:
         return f"{src.display}: cannot read ({exc.strerror or exc})"
     if options.tokens is not None:  # per session, in the worker: filtering, order and the cache treat them alike
@@ -147,10 +151,12 @@ def check_unit(
     options: CheckOptions,
     models: list[SessionModel | str] | None = None,
     read: CaptureReader | None = None,
+    progress: SourceProgress | None = None,
 ) -> UnitOutcome:
     """Replay the unit's logs (or take ``models``, one per source, a string for one that could not
     be read), read its captures with ``read`` (default :func:`iter_capture`: each line compared as
-    it is read, so a capture is never held whole), route and compare."""
+    it is read, so a capture is never held whole), route and compare.  ``progress(source, findings,
+    bytes_read)`` hears from each replay as it goes (:func:`~invariants.replay.session.replay`)."""
     if read is None:
 
         def read(cp: LogPath) -> tuple[Iterable[Recorded], list[Finding]]:
@@ -161,7 +167,8 @@ def check_unit(
     kept: list[SessionModel] = []
     kept_index: list[int] = []
     for i, src in enumerate(unit.sources):
-        model = models[i] if models is not None else replay_source(src, options)
+        told = None if progress is None else partial(progress, src)
+        model = models[i] if models is not None else replay_source(src, options, progress=told)
         if isinstance(model, str):
             problems.append([i, model])
             continue

@@ -13,7 +13,7 @@ from __future__ import annotations
 import builtins
 from dataclasses import dataclass, field
 from itertools import compress, islice
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from invariants.model.findings import Finding
 from invariants.model.record import Record
@@ -35,6 +35,8 @@ RETRY_TYPES = frozenset({"llm/retry", "llm/retry-started"})
 HEADER_LOSS_RULES = frozenset({"REQ001", "HDR001", "HDR008", "HDR009", "HDR015"})
 COMPACTION_SUMMARY = frozenset({"compact/summary", "compaction/summary"})
 SPREAD_CONFIG = frozenset({"provider", "reasoningEffort"})  # config fields a request carries beyond the checked ones
+PROGRESS_BYTES = 8 << 20  # how much more of a log is folded between two calls of a replay's ``progress``
+Progress = Callable[[list[Finding], int], None]
 
 
 class StepState(Record):
@@ -393,15 +395,18 @@ class _Replay:
         t = self.tracer
         return {"turn": t.open_turn, "step": t.open_step}
 
-    def run(self, head_bytes: int | None = None) -> SessionModel:
+    def run(self, head_bytes: int | None = None, progress: Progress | None = None) -> SessionModel:
         """Fold every (remaining) event of the log, then close the model; with ``head_bytes``, only the
-        events whose lines start within the log's first ``head_bytes`` bytes."""
+        events whose lines start within the log's first ``head_bytes`` bytes; ``progress`` is told of
+        the findings so far each time another ``PROGRESS_BYTES`` of the log are folded."""
         seed_length = self.seed_length
         items = self.reader.iter_objects()
         if head_bytes is not None:
             items = _head(items, head_bytes, self.reader)
         if not self.judged:
             items = self._provisional(items)
+        if progress is not None:
+            items = _told(items, self, progress)
         sniffing, seen = self.sniffing, self.seen
         tracer = self.tracer
         chunks = self.chunks_total
@@ -774,6 +779,18 @@ class _Replay:
         self.findings[:] = relax_fixture(self.findings, m.header.raw if m.header else None)
 
 
+def _told(items: Iterator[tuple[Any, int, int]], state: _Replay, progress: Progress) -> Iterator[tuple[Any, int, int]]:
+    """The items, ``progress(findings so far, offset)`` called after each item that starts another
+    ``PROGRESS_BYTES`` into the log (the item folded by then: its findings are in).  By the item's
+    own offset, not the reader's: the era's provisional verdict reads a small log whole first."""
+    due = PROGRESS_BYTES
+    for item in items:
+        yield item
+        if item[2] >= due:
+            due = item[2] + PROGRESS_BYTES
+            progress(list(state.findings), item[2])
+
+
 def _head(items: Iterator[tuple[Any, int, int]], limit: int, reader: LogReader) -> Iterator[tuple[Any, int, int]]:
     """The reader's items whose lines start before byte ``limit``; the first one past it is read but not
     folded, so the reader's counts are taken back to where the head ends."""
@@ -916,6 +933,7 @@ def replay(
     max_line: int | None = None,
     checkpoint: bool = False,
     head_bytes: int | None = None,
+    progress: Progress | None = None,
 ) -> SessionModel:
     """Read and fold one log. ``profile`` None means: judge the era from the log's shapes.
 
@@ -925,6 +943,9 @@ def replay(
     ``checkpoint`` asks for ``model.checkpoint``, the state :func:`resume` continues from.
     ``head_bytes`` folds only the events starting in the first that many bytes (the TUI's first screen
     of a huge log, shown while the whole log is checked): the model of a log cut there.
+    ``progress(findings, bytes_read)`` is called, in this thread, each time another ``PROGRESS_BYTES``
+    of the log are folded, with a copy of the findings so far (the TUI fills them in while a
+    huge log is checked); a log read twice (its era judged again) starts over.
     """
     if isinstance(profile, str):
         profile = PROFILES[profile]
@@ -935,7 +956,7 @@ def replay(
         if seen is not None:  # judged again: keep gathering, so a resume still notices a change
             state.sniffing, state.seen = True, dict(seen)
         state.want_checkpoint = checkpoint
-        return state, state.run(head_bytes)
+        return state, state.run(head_bytes, progress)
 
     state, model = run(profile)
     if not state.sniffing:
