@@ -43,6 +43,14 @@ class SessionPreviewed(Message):
 
 
 @dataclass
+class FindingsArrived(Message):
+    """The findings so far of a check still replaying the log, and how much of it has been read."""
+
+    findings: list
+    read_bytes: int
+
+
+@dataclass
 class SessionLoadFailed(Message):
     """The log could not be checked at all (unreadable, not a log)."""
 

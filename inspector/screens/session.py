@@ -36,6 +36,7 @@ from inspector.messages import (
     BlockActivated,
     BlockSelected,
     EventsRead,
+    FindingsArrived,
     SearchFinished,
     SessionLoaded,
     SessionLoadFailed,
@@ -177,6 +178,7 @@ class SessionScreen(Screen):
         self.search_pos = -1
         self._collected_at = time.perf_counter()
         self.previewing = False  # the state is a replay of the log's head; the whole check is still running
+        self._preview: tuple[int, int, int] = (0, 0, 0)  # while previewing: head bytes, log size, bytes checked
         self._checker = None  # a Follow while following: re-checks resume the replay
         self.check_mode = "none"  # how the last check ran: check, or (following) full | resume | kept | none
         self._rang = False  # following: the bell rang for a new error the user has not looked at yet
@@ -251,7 +253,7 @@ class SessionScreen(Screen):
         """Check the log: once, or, while following, through a Follow that resumes."""
         if not self.follow:
             self.check_mode = "check"
-            return check(self._paths(), self.options, config=self.config, keep_models=True)
+            return check(self._paths(), self.options, config=self.config, keep_models=True, progress=self._progress)
         if self._checker is None:
             from invariants.gate.follow import Follow
 
@@ -310,20 +312,59 @@ class SessionScreen(Screen):
     def _show_preview(self, model: Any, head_bytes: int, size: int) -> None:
         """The replay of the log's head on screen, marked as such, until the whole check replaces it."""
         self.previewing = True
+        self._preview = (head_bytes, size, 0)
         state = SessionState(CheckResult([], [], [], [], [model]), model)
         self.state = state
         self._generation += 1
         self._update_bar()
         self.timeline.set_rows(state, state.rows(None), 0 if state.steps else None)
         self.step_index = 0 if state.steps else -1
+        self.say(self._preview_status(state))
+
+    def _progress(self, source: LogSource, findings: list, read_bytes: int) -> None:
+        """In the check's worker: the findings so far of this screen's log, for a preview to fill in."""
+        if (source.path.resolve(), source.member) == (self.source.path.resolve(), self.source.member):
+            self.post_message(FindingsArrived(findings, read_bytes))
+
+    def on_findings_arrived(self, message: FindingsArrived) -> None:
+        """A huge log's head on screen, and the whole check under way: its findings so far filled in.
+
+        Findings within the steps shown mark them as the whole check will; those past them are
+        counted and listed (no step yet).  The whole check's result replaces all of it."""
+        state = self.state
+        if not self.previewing or state is None:
+            return
+        model = state.model
+        said = self.status.plain == self._preview_status(state).plain  # the user has not moved on
+        upto = model.steps[-1].last_seq if model.steps else -1
+        fresh = SessionState(CheckResult([], message.findings, [], [], [model]), model, upto=upto)
+        self.state = fresh
+        self._generation += 1
+        self._preview = (*self._preview[:2], message.read_bytes)
+        self._update_bar()
+        self._update_tab_labels()
+        step = self.step_index
+        self.timeline.set_rows(fresh, fresh.rows(self.category), step if step >= 0 else None)
+        self._draw_active()
+        if said:
+            self.say(self._preview_status(fresh))
+
+    def _preview_status(self, state: SessionState) -> Text:
+        """What the status line says while a preview is shown: what is shown, and how far the check is."""
+        head, size, done = self._preview
         mb = 1 << 20
-        self.say(
-            Text(
-                f"showing the first {len(state.steps)} steps (the first {head_bytes // mb} MB of "
-                f"{size / mb:,.0f} MB) · checking the whole log… findings follow",
-                style="#7dcfff",
-            )
-        )
+        t = Text(f"showing the first {len(state.steps)} steps (the first {head // mb} MB of {size / mb:,.0f} MB)")
+        if not done:
+            t.append(" · checking the whole log… findings follow")
+        else:
+            n = len(state.findings)
+            later = sum(1 for s in state.finding_step if s is None)
+            t.append(f" · checking the whole log: {done / mb:,.0f} MB read, {n} finding{'s' if n != 1 else ''} so far")
+            if later:
+                t.append(f" ({later} past the steps shown)")
+            t.append("…")
+        t.stylize("#7dcfff")
+        return t
 
     def _pick(self, result: Any) -> Any:
         """This screen's session among the checked ones (a database holds several)."""
@@ -475,7 +516,10 @@ class SessionScreen(Screen):
         if state.result.problems:
             t.append("  ✗ " + safe("; ".join(state.result.problems)), "bold red")
         if self.previewing:
+            done, size = self._preview[2], self._preview[1]
             t.append("  ◌ checking the whole log…", "bold #7dcfff")
+            if done and size:
+                t.append(f" {min(99, 100 * done // size)}%", "bold #7dcfff")
         if self.follow:
             t.append("  ◉ following", "bold #9ece6a")
         if self.category:

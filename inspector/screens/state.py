@@ -81,10 +81,12 @@ _SERIAL = itertools.count(1)
 
 
 class SessionState:
-    def __init__(self, result: CheckResult, model: SessionModel) -> None:
+    def __init__(self, result: CheckResult, model: SessionModel, upto: int | None = None) -> None:
+        """``upto``: the state of a log's head (a preview), whose findings past that seq are of no step shown."""
         self.serial = next(_SERIAL)  # views cache what they drew by it: a re-check is a new serial
         self.result = result
         self.model = model
+        self.upto = upto
         self.steps: list[StepState] = model.steps
         # windows: step i owns seqs [starts[i], starts[i+1])
         self.starts: list[int] = [0] + [s.last_seq + 1 for s in self.steps[:-1]] if self.steps else []
@@ -146,6 +148,9 @@ class SessionState:
 
     def _step_of_finding(self, f: Finding) -> int | None:
         step_seq = f.detail.get("step_seq") if isinstance(f.detail, dict) else None
+        seq = step_seq if isinstance(step_seq, int) else f.seq
+        if seq is not None and self.upto is not None and seq > self.upto:
+            return None  # past the head shown: the whole check places it
         if isinstance(step_seq, int):
             return self.step_of_seq(step_seq)
         if f.seq is not None:

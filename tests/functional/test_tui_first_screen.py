@@ -89,3 +89,66 @@ async def test_a_huge_remote_log_is_previewed_from_the_check_worker(tmp_path, mo
         gate.set()
         await wait_for(pilot, lambda: not screen.previewing and len(screen.state.steps) == 6)
         assert len(screen.state.findings) == 2
+
+
+async def test_findings_fill_in_while_the_whole_log_is_checked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    log, _ = story_log(tmp_path)
+    gate, _ = _preview_turns_1_and_2(tmp_path, log, monkeypatch)
+    monkeypatch.setattr("invariants.replay.session.PROGRESS_BYTES", 1)  # told after every event
+    held = threading.Event()
+    told = SessionScreen._progress
+    first: list[int] = []
+
+    def hold_at_first_finding(self, source, findings, read_bytes):
+        told(self, source, findings, read_bytes)
+        if findings and not first:  # the check waits, mid-replay, until the test has looked
+            first.append(read_bytes)
+            assert held.wait(20), "the test never let the check go on"
+
+    monkeypatch.setattr(SessionScreen, "_progress", hold_at_first_finding)
+    app = create_app("story.jsonl")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.previewing)
+        screen = app.screen
+        gate.set()
+        await wait_for(pilot, lambda: screen.previewing and len(screen.state.findings) == 1)
+        (f,) = screen.state.findings
+        assert f.rule == "PFX002"  # the drift at turn 3's resume: read, though past the steps shown
+        assert screen.state.finding_step == [None]  # not pinned to the last step shown
+        assert screen.query_one(Timeline).visible_steps() == [0, 1, 2]
+        status = screen.query_one(StatusLine).plain
+        assert "1 finding so far (1 past the steps shown)" in status
+        assert "%" in str(screen.query_one("#session-bar").content)
+        assert "⚠1" in str(screen.query_one("#session-bar").content)
+        held.set()
+        await wait_for(pilot, lambda: not screen.previewing and len(screen.state.steps) == 6)
+        assert sorted(x.rule for x in screen.state.findings) == ["DIV001", "PFX002"]
+        assert all(s is not None for s in screen.state.finding_step)
+
+
+async def test_the_user_s_own_status_is_not_overwritten_by_the_check_s_progress(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    log, _ = story_log(tmp_path)
+    gate, _ = _preview_turns_1_and_2(tmp_path, log, monkeypatch)
+    monkeypatch.setattr("invariants.replay.session.PROGRESS_BYTES", 1)
+    held = threading.Event()
+    told = SessionScreen._progress
+
+    def slow(self, source, findings, read_bytes):
+        told(self, source, findings, read_bytes)
+        if findings:
+            assert held.wait(20)
+
+    monkeypatch.setattr(SessionScreen, "_progress", slow)
+    app = create_app("story.jsonl")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.previewing)
+        screen = app.screen
+        await pilot.press("j")
+        await wait_for(pilot, lambda: screen.step_index == 1 and "turn 1 step 2" in screen.status.plain)
+        gate.set()
+        await wait_for(pilot, lambda: len(screen.state.findings) == 1)
+        assert "turn 1 step 2" in screen.status.plain  # where the user is, not the check's progress
+        held.set()
+        await wait_for(pilot, lambda: not screen.previewing)
