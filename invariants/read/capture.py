@@ -28,8 +28,8 @@ CAPTURE_SUFFIXES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
 
 class Recorded(Record):
     """One recorded request.  ``request`` is parsed on first use when the line was read
-    typed (``raw_fields`` then holds the request's fields as raw JSON, ``messages`` the
-    bytes of the array, so a comparison can check bytes without parsing).  Two records are
+    typed (``raw_fields`` then holds the request's fields as raw JSON, ``messages`` a list
+    of raw messages, so a comparison can check bytes without parsing).  Two records are
     equal only if they are one (each is one line of one file)."""
 
     __slots__ = (

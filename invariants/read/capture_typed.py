@@ -4,16 +4,14 @@ A recorded request is mostly a message history the log already holds, and
 when it is what the loop should have sent, its bytes are the rebuilt
 request's bytes.  So a line is split (msgspec, no Python objects for the
 history) into its small envelope values, parsed as the general reader would,
-and the request's fields as raw JSON, ``messages`` the whole array's bytes;
-the comparison checks the bytes and parses the request only when they differ
-(``Recorded.request``).
+and the request's fields and messages as raw JSON; the comparison checks the
+bytes and parses the request only when they differ (``Recorded.request``).
 
 The split accepts only what the general reader accepts with the same values:
 valid UTF-8, valid JSON, nested at most ``MAX_DEPTH`` deep (decided value by
-value and, for the history, over what the session's previous line did not
-already hold, which for valid JSON is the whole line's depth), an object
-with a ``request`` object whose fields are the known ones and whose
-``messages`` is an array, envelope values orjson parses (for an
+value and message by message, which for valid JSON is the whole line's
+depth), an object with a ``request`` object whose fields are the known ones
+and whose ``messages`` is an array, envelope values orjson parses (for an
 integer orjson 3.8 would turn into a float, or a number it refuses, the
 general reader decides).  Anything else returns None and is read by the
 general reader, which reports it.
@@ -34,7 +32,7 @@ from invariants.model.jsonvalue import MAX_DEPTH, too_deep
 
 
 class _Request(msgspec.Struct, forbid_unknown_fields=True, gc=False):
-    messages: Raw  # the whole array: one span, not one object per message
+    messages: list[Raw]
     model: Raw | UnsetType = UNSET
     system: Raw | UnsetType = UNSET
     tools: Raw | UnsetType = UNSET
@@ -69,22 +67,18 @@ ORDERED = frozenset({"verdict", "shadowVerdict", "origin", "test", "dispatchErro
 _line = msgspec.json.Decoder(_Line).decode
 _envelope = msgspec.json.Decoder(dict[str, Raw]).decode
 _request = msgspec.json.Decoder(_Request).decode
-_items = msgspec.json.Decoder(list[Raw]).decode
-_SESSIONS_KEPT = 16  # histories kept for the depth scan: the sessions of a capture that interleaves a few
 _SCALARS = (str, bool, type(None))
 
 
 class Cleared:
-    """The long raw values of a file's typed lines, found not too deep: the last line's request
-    fields, and each recent session's history (its array's bytes, split into messages once
-    asked).  A capture line repeats the history of its session's line before it and appends
-    to it: bytes already scanned need no second depth scan (``Raw == Raw`` and
-    ``bytes.startswith`` compare at memcmp speed)."""
+    """The long raw values of a file's last typed line, found not too deep.  A capture line
+    repeats most of the history of the line before it, message for message: an equal value
+    (``Raw == Raw`` compares bytes at memcmp speed) needs no second depth scan."""
 
-    __slots__ = ("histories", "fields")
+    __slots__ = ("messages", "fields")
 
     def __init__(self) -> None:
-        self.histories: dict[bytes | None, list] = {}  # session id's raw bytes -> [array, its messages or None]
+        self.messages: list[Raw] = []
         self.fields: dict[str, Raw] = {}
 
 
@@ -92,7 +86,7 @@ def decode_capture(data: bytes, cleared: Cleared | None = None) -> tuple[dict[st
     """``(envelope values, request fields)`` of a capture line, or None for the general reader.
 
     The envelope values are every top-level key but ``request``, in line order;
-    the request fields are raw JSON, ``messages`` the bytes of the array.  ``cleared``
+    the request fields are raw JSON, ``messages`` a list of raw messages.  ``cleared``
     carries the depth verdicts from one line of a file to the next.
     """
     if cleared is None:
@@ -138,57 +132,18 @@ def decode_capture(data: bytes, cleared: Cleared | None = None) -> tuple[dict[st
     ):
         return None
     cleared.fields = fields
-    array = bytes(request.messages)
-    if array[:1] != b"[":
-        return None  # messages that are not an array: the general reader says so
-    session = envelope.get("sessionId")
-    sid = None if session is None else bytes(session)
-    histories = cleared.histories
-    deep, messages = _history_too_deep(array, histories.get(sid))
-    if deep:
-        return None
-    fields["messages"] = array
-    histories.pop(sid, None)
-    histories[sid] = [array, messages]
-    if len(histories) > _SESSIONS_KEPT:
-        del histories[next(iter(histories))]
-    return values, fields
-
-
-def _history_too_deep(array: bytes, history: list | None) -> tuple[bool, list[Raw] | None]:
-    """Whether a message of ``array`` is nested deeper than a line allows (``MAX_DEPTH - 3`` below
-    the array), scanning only what ``history`` (the session's last array that passed, and its
-    messages once split) does not already hold; and the messages of ``array`` if it was split.
-
-    When the array begins with the last one but its closing bracket, the bytes before are
-    its messages, already scanned, and parse the same here (JSON is read left to right):
-    only the rest, what the loop appended, is scanned.  Else the two are split and the
-    messages that differ from the last array's at their place are scanned one by one.
-    """
     limit = MAX_DEPTH - 3
-    if history is None:
-        return len(array) > 2 * (limit + 1) and too_deep(array, limit + 1), None
-    last = history[0]
-    if len(array) >= len(last) and array.startswith(memoryview(last)[:-1]):
-        rest = array[len(last) - 1 :]  # a complete message ends there (or a number, depth 0, goes on)
-        return len(rest) > 2 * limit and too_deep(rest, limit), None
-    messages = _items(array)
-    if not messages or max(map(len, messages)) <= 2 * limit:  # none can be that deep
-        return False, messages
-    if history[1] is None:
-        history[1] = _items(last)
-    before = history[1]
-    deep = any(
-        too_deep(bytes(raw), limit)
-        for raw in compress(messages, map(ne, messages, chain(before, repeat(None, len(messages)))))
-        if len(raw) > 2 * limit
-    )
-    return deep, messages
-
-
-def split_array(array: bytes) -> list[Raw]:
-    """The raw items of a JSON array already found valid (a typed record's ``messages``)."""
-    return _items(array)
+    messages = request.messages
+    if messages and max(map(len, messages)) > 2 * limit:  # else none can be that deep
+        before = cleared.messages
+        if any(
+            too_deep(bytes(raw), limit)
+            for raw in compress(messages, map(ne, messages, chain(before, repeat(None, len(messages)))))
+            if len(raw) > 2 * limit
+        ):
+            return None
+    cleared.messages = messages
+    return values, fields
 
 
 def _too_deep(raw: Raw, limit: int) -> bool:

@@ -10,7 +10,7 @@ deepdiff is asked for the full picture only once a difference exists.
 from __future__ import annotations
 
 from itertools import compress, count, islice
-from operator import eq, is_not
+from operator import is_not
 from typing import TYPE_CHECKING, Any
 
 from invariants.model.jsonvalue import (
@@ -249,19 +249,20 @@ def compare(expected: RebuiltRequest, recorded: dict | Recorded) -> list[Differe
 
 def _byte_identical(request: dict, recorded: Recorded) -> bool:
     """Whether a typed record has exactly the request's fields, each with the bytes orjson
-    gives the rebuilt value (messages whitespace between them aside).
+    gives the rebuilt value (messages compared one by one, whitespace between them aside).
 
     The recorded values are msgspec ``Raw`` (the record was read typed, so msgspec is
     loaded): ``Raw == Raw`` compares bytes at memcmp speed, where a memoryview compares
-    item by item.  The messages are the bytes of the whole array."""
+    item by item."""
     raw = recorded.raw_fields
-    if raw is None or raw.keys() != request.keys():
+    if raw is None or raw.keys() != request.keys() or len(raw["messages"]) != len(request["messages"]):
         return False
     from msgspec import Raw
 
     for name, value in request.items():
         if name == "messages":
-            if not _same_messages(value, raw[name], Raw):
+            encoded = _message_raws(value, Raw)
+            if encoded is None or encoded != raw[name]:
                 return False
             continue
         want = _field_raw(name, value, Raw)
@@ -270,30 +271,14 @@ def _byte_identical(request: dict, recorded: Recorded) -> bool:
     return True
 
 
-_last_messages: tuple[list, list[bytes]] = ([], [])
+_last_messages: tuple[list, list] = ([], [])
 _last_fields: dict[str, tuple[Any, Any]] = {}
 
 
-def _same_messages(messages: list, array: bytes, raw: type) -> bool:
-    """Whether a recorded array holds exactly the messages' orjson bytes: compared whole (one
-    join, one memcmp), and when the bytes differ, item by item (whitespace between the items
-    of a recorded array is not a difference)."""
-    encoded = _message_bytes(messages)
-    if encoded is None:
-        return False
-    joined = b",".join(encoded)
-    if len(array) == len(joined) + 2 and array.startswith(joined, 1):  # the array's brackets aside, in place
-        return True
-    from invariants.read.capture_typed import split_array
-
-    items = split_array(array)
-    return len(items) == len(encoded) and all(map(eq, map(raw, encoded), items))
-
-
-def _message_bytes(messages: list) -> list[bytes] | None:
-    """Each message's orjson bytes.  Consecutive requests of a session share most of their
-    history (the same objects at the same places), so what the previous call encoded is
-    reused up to the first message that is not the same object: a session's histories are
+def _message_raws(messages: list, raw: type) -> list | None:
+    """Each message's orjson bytes, as ``raw``.  Consecutive requests of a session share most
+    of their history (the same objects at the same places), so what the previous call encoded
+    is reused up to the first message that is not the same object: a session's histories are
     encoded about once, not once per request."""
     global _last_messages
     before, encoded = _last_messages  # one read: another thread may replace the pair
@@ -303,7 +288,7 @@ def _message_bytes(messages: list) -> list[bytes] | None:
         data = exact_bytes(message)
         if data is None:
             return None
-        out.append(data)
+        out.append(raw(data))
     _last_messages = (messages, out)
     return out
 

@@ -87,7 +87,9 @@ def test_typed_capture_records_match_the_general_reader(monkeypatch, tmp_path):
 
 
 def test_message_bytes_are_reused_only_for_the_same_objects():
-    from invariants.replay.compare import _message_bytes
+    from msgspec import Raw
+
+    from invariants.replay.compare import _message_raws
 
     m1, m2, m3 = (
         {"role": "user", "content": "a"},
@@ -95,13 +97,13 @@ def test_message_bytes_are_reused_only_for_the_same_objects():
         {"role": "user", "content": "b"},
     )
 
-    def encoded(*messages: dict) -> list:
-        return [orjson.dumps(m) for m in messages]
+    def raws(*messages: dict) -> list:
+        return [Raw(orjson.dumps(m)) for m in messages]
 
-    assert _message_bytes([m1, m2]) == encoded(m1, m2)
-    assert _message_bytes([m1, m3, m2]) == encoded(m1, m3, m2)
-    assert _message_bytes([dict(m1), m3]) == encoded(m1, m3)
-    assert _message_bytes([{"n": 2**70}]) is None  # orjson cannot encode it: the structural comparison decides
+    assert _message_raws([m1, m2], Raw) == raws(m1, m2)
+    assert _message_raws([m1, m3, m2], Raw) == raws(m1, m3, m2)
+    assert _message_raws([dict(m1), m3], Raw) == raws(m1, m3)
+    assert _message_raws([{"n": 2**70}], Raw) is None  # orjson cannot encode it: the structural comparison decides
 
 
 def test_a_long_message_repeated_at_its_place_is_scanned_for_depth_once(monkeypatch, tmp_path):
@@ -128,62 +130,8 @@ def test_a_long_message_repeated_at_its_place_is_scanned_for_depth_once(monkeypa
     assert [r.line for r in typed[0]] == [r.line for r in general[0]] == [1, 2]
     assert [f.to_json() for f in typed[1]] == [f.to_json() for f in general[1]]
     assert [f.line for f in typed[1]] == [3, 4]  # both deep lines reported, the repeated message no shield
-    # line 1 scans its history; line 2 only what it appends (a comma, the new message, the bracket);
-    # lines 3 and 4 rewrite it, so each is split and scans only its deep message (nothing repeated)
-    assert scanned == [len(shallow) + 2, len(other) + 2, len(deep), len(deep)]
-
-
-def test_each_session_s_history_is_scanned_only_for_what_its_line_appends(monkeypatch, tmp_path):
-    from invariants.read import capture_typed
-
-    def message(text: str, depth: int = 0) -> bytes:
-        inner = b"[" * depth + b"]" * depth if depth else b'"' + text.encode() * 1200 + b'"'
-        return b'{"role":"user","content":' + inner + b"}"
-
-    a1, a2, b1, b2 = message("a"), message("b"), message("c"), message("d")
-    deep = message("", 520)
-
-    def line(session: str, *messages: bytes) -> bytes:
-        return b'{"sessionId":"' + session.encode() + b'","request":{"messages":[' + b",".join(messages) + b"]}}"
-
-    body = [line("s1", a1), line("s2", b1), line("s1", a1, a2), line("s2", b1, b2), line("s1", a1, a2, deep)]
-    path = tmp_path / "requests.jsonl"
-    path.write_bytes(b"\n".join(body) + b"\n")
-    scanned: list[int] = []
-    real = capture_typed.too_deep
-    monkeypatch.setattr(capture_typed, "too_deep", lambda data, limit: scanned.append(len(data)) or real(data, limit))
-    monkeypatch.setattr(capture, "TYPED_AFTER", 0)
-    typed = capture.read_capture(path)
-    monkeypatch.setattr(capture, "TYPED_AFTER", 10**12)
-    general = capture.read_capture(path)
-    assert [r.line for r in typed[0]] == [r.line for r in general[0]] == [1, 2, 3, 4]
-    assert [f.to_json() for f in typed[1]] == [f.to_json() for f in general[1]]
-    assert [f.line for f in typed[1]] == [5]  # the deep message appended to s1's history is found
-    # each session's first history whole, then only the appended message (with its comma and the bracket)
-    assert scanned == [len(a1) + 2, len(b1) + 2, len(a2) + 2, len(b2) + 2, len(deep) + 2]
-
-
-def test_whitespace_between_recorded_messages_is_not_a_difference(monkeypatch, tmp_path):
-    from msgspec import Raw, json
-
-    shutil.copytree(ROOT / "sample_logs", tmp_path / "samples")
-    log = tmp_path / "samples" / "clean-multi-turn.jsonl"
-    cap = tmp_path / "samples" / "clean-multi-turn.requests.jsonl"
-    lines = []
-    for text in cap.read_bytes().splitlines():
-        obj = json.decode(text, type=dict[str, Raw])
-        request = json.decode(obj["request"], type=dict[str, Raw])
-        items = json.decode(request["messages"], type=list[Raw])
-        request["messages"] = Raw(b"[ " + b" ,\t".join(bytes(i) for i in items) + b" ]")
-        obj["request"] = Raw(json.encode(request))
-        lines.append(json.encode(obj))
-    cap.write_bytes(b"\n".join(lines) + b"\n")
-    monkeypatch.setattr(capture, "TYPED_AFTER", 0)
-    result = check([log], keep_models=True)
-    records = [r.recorded for r in result.requests if r.recorded is not None]
-    assert records and all(r.status == "ok" for r in result.requests) and not result.findings
-    assert all(r.raw_fields is None for r in records)  # decided byte for byte, item by item, unparsed
-    assert _report(log, True, monkeypatch) == _report(log, False, monkeypatch)
+    # line 1 scans its message; line 2 only the new one; lines 3 and 4 the deep one (and nothing repeated)
+    assert scanned == [len(shallow), len(other), len(deep), len(deep)]
 
 
 @pytest.mark.parametrize("after, typed", [(150, [True, True, True]), (10**6, [False, False, False])])
