@@ -134,6 +134,29 @@ def test_a_long_message_repeated_at_its_place_is_scanned_for_depth_once(monkeypa
     assert scanned == [len(shallow), len(other), len(deep), len(deep)]
 
 
+def test_whitespace_between_recorded_messages_is_not_a_difference(monkeypatch, tmp_path):
+    from msgspec import Raw, json
+
+    shutil.copytree(ROOT / "sample_logs", tmp_path / "samples")
+    log = tmp_path / "samples" / "clean-multi-turn.jsonl"
+    cap = tmp_path / "samples" / "clean-multi-turn.requests.jsonl"
+    lines = []
+    for text in cap.read_bytes().splitlines():
+        obj = json.decode(text, type=dict[str, Raw])
+        request = json.decode(obj["request"], type=dict[str, Raw])
+        items = json.decode(request["messages"], type=list[Raw])
+        request["messages"] = Raw(b"[ " + b" ,\t".join(bytes(i) for i in items) + b" ]")
+        obj["request"] = Raw(json.encode(request))
+        lines.append(json.encode(obj))
+    cap.write_bytes(b"\n".join(lines) + b"\n")
+    monkeypatch.setattr(capture, "TYPED_AFTER", 0)
+    result = check([log], keep_models=True)
+    records = [r.recorded for r in result.requests if r.recorded is not None]
+    assert records and all(r.status == "ok" for r in result.requests) and not result.findings
+    assert all(r.raw_fields is None for r in records)  # decided byte for byte, item by item, unparsed
+    assert _report(log, True, monkeypatch) == _report(log, False, monkeypatch)
+
+
 @pytest.mark.parametrize("after, typed", [(150, [True, True, True]), (10**6, [False, False, False])])
 def test_a_capture_file_larger_than_the_threshold_is_read_typed_from_its_first_line(
     monkeypatch, tmp_path, after, typed
