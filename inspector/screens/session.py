@@ -353,18 +353,24 @@ class SessionScreen(Screen):
         """What the status line says while a preview is shown: what is shown, and how far the check is."""
         head, size, done = self._preview
         mb = 1 << 20
-        t = Text(f"showing the first {len(state.steps)} steps (the first {head // mb} MB of {size / mb:,.0f} MB)")
+        packed = self._compressed()  # offsets count the decompressed text, the size the file
+        of = f"a {size / mb:,.0f} MB zstd file" if packed else f"{size / mb:,.0f} MB"
+        t = Text(f"showing the first {len(state.steps)} steps (the first {head // mb} MB of {of})")
         if not done:
             t.append(" · checking the whole log… findings follow")
         else:
             n = len(state.findings)
             later = sum(1 for s in state.finding_step if s is None)
-            t.append(f" · checking the whole log: {done / mb:,.0f} MB read, {n} finding{'s' if n != 1 else ''} so far")
+            read = f"{done / mb:,.0f} MB{' (decompressed)' if packed else ''} read"
+            t.append(f" · checking the whole log: {read}, {n} finding{'s' if n != 1 else ''} so far")
             if later:
                 t.append(f" ({later} past the steps shown)")
             t.append("…")
         t.stylize("#7dcfff")
         return t
+
+    def _compressed(self) -> bool:
+        return self.source.path.name.endswith((".zst", ".zstd"))
 
     def _pick(self, result: Any) -> Any:
         """This screen's session among the checked ones (a database holds several)."""
@@ -518,7 +524,7 @@ class SessionScreen(Screen):
         if self.previewing:
             done, size = self._preview[2], self._preview[1]
             t.append("  ◌ checking the whole log…", "bold #7dcfff")
-            if done and size:
+            if done and size and not self._compressed():
                 t.append(f" {min(99, 100 * done // size)}%", "bold #7dcfff")
         if self.follow:
             t.append("  ◉ following", "bold #9ece6a")

@@ -91,10 +91,15 @@ async def test_a_huge_remote_log_is_previewed_from_the_check_worker(tmp_path, mo
         assert len(screen.state.findings) == 2
 
 
-async def test_findings_fill_in_while_the_whole_log_is_checked(tmp_path, monkeypatch):
+@pytest.mark.parametrize("name", ["story.jsonl", "story.jsonl.zst"])
+async def test_findings_fill_in_while_the_whole_log_is_checked(tmp_path, monkeypatch, name):
     monkeypatch.chdir(tmp_path)
     log, _ = story_log(tmp_path)
     gate, _ = _preview_turns_1_and_2(tmp_path, log, monkeypatch)
+    if name.endswith(".zst"):  # the same log, compressed, alone beside its capture
+        zstandard = pytest.importorskip("zstandard", reason="zstandard is not installed")
+        (tmp_path / name).write_bytes(zstandard.ZstdCompressor().compress((tmp_path / "story.jsonl").read_bytes()))
+        (tmp_path / "story.jsonl").unlink()
     monkeypatch.setattr("invariants.replay.session.PROGRESS_BYTES", 1)  # told after every event
     held = threading.Event()
     told = SessionScreen._progress
@@ -107,8 +112,8 @@ async def test_findings_fill_in_while_the_whole_log_is_checked(tmp_path, monkeyp
             assert held.wait(20), "the test never let the check go on"
 
     monkeypatch.setattr(SessionScreen, "_progress", hold_at_first_finding)
-    app = create_app("story.jsonl")
-    async with app.run_test(size=(120, 36)) as pilot:
+    app = create_app(name)
+    async with app.run_test(size=(200, 36)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen) and app.screen.previewing)
         screen = app.screen
         gate.set()
@@ -119,8 +124,12 @@ async def test_findings_fill_in_while_the_whole_log_is_checked(tmp_path, monkeyp
         assert screen.query_one(Timeline).visible_steps() == [0, 1, 2]
         status = screen.query_one(StatusLine).plain
         assert "1 finding so far (1 past the steps shown)" in status
-        assert "%" in str(screen.query_one("#session-bar").content)
-        assert "⚠1" in str(screen.query_one("#session-bar").content)
+        bar = str(screen.query_one("#session-bar").content)
+        assert "⚠1" in bar
+        if name.endswith(".zst"):  # offsets count the decompressed text: no share of the file's size
+            assert "zstd file" in status and "MB (decompressed) read" in status and "%" not in bar
+        else:
+            assert "%" in bar and "decompressed" not in status
         held.set()
         await wait_for(pilot, lambda: not screen.previewing and len(screen.state.steps) == 6)
         assert sorted(x.rule for x in screen.state.findings) == ["DIV001", "PFX002"]
