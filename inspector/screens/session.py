@@ -323,7 +323,7 @@ class SessionScreen(Screen):
 
     def _progress(self, source: LogSource, findings: list, read_bytes: int) -> None:
         """In the check's worker: the findings so far of this screen's log, for a preview to fill in."""
-        if (source.path.resolve(), source.member) == (self.source.path.resolve(), self.source.member):
+        if self._is_mine(source):
             self.post_message(FindingsArrived(findings, read_bytes))
 
     def on_findings_arrived(self, message: FindingsArrived) -> None:
@@ -374,11 +374,14 @@ class SessionScreen(Screen):
 
     def _pick(self, result: Any) -> Any:
         """This screen's session among the checked ones (a database holds several)."""
-        target = (self.source.path.resolve(), self.source.member)
         for m in result.models:
-            if (m.source.path.resolve(), m.source.member) == target:
+            if self._is_mine(m.source):
                 return m
         return result.models[0] if result.models and self.source.member is None else None
+
+    def _is_mine(self, source: LogSource) -> bool:
+        """Whether ``source`` is this screen's log (or database session), however its path was spelled."""
+        return (source.path.resolve(), source.member) == (self.source.path.resolve(), self.source.member)
 
     def on_session_load_failed(self, message: SessionLoadFailed) -> None:
         self.timeline.placeholder = "could not read this log"
@@ -522,7 +525,7 @@ class SessionScreen(Screen):
         if state.result.problems:
             t.append("  ✗ " + safe("; ".join(state.result.problems)), "bold red")
         if self.previewing:
-            done, size = self._preview[2], self._preview[1]
+            _, size, done = self._preview
             t.append("  ◌ checking the whole log…", "bold #7dcfff")
             if done and size and not self._compressed():
                 t.append(f" {min(99, 100 * done // size)}%", "bold #7dcfff")

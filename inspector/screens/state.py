@@ -149,12 +149,10 @@ class SessionState:
     def _step_of_finding(self, f: Finding) -> int | None:
         step_seq = f.detail.get("step_seq") if isinstance(f.detail, dict) else None
         seq = step_seq if isinstance(step_seq, int) else f.seq
-        if seq is not None and self.upto is not None and seq > self.upto:
-            return None  # past the head shown: the whole check places it
-        if isinstance(step_seq, int):
-            return self.step_of_seq(step_seq)
-        if f.seq is not None:
-            return self.step_of_seq(f.seq)
+        if seq is not None:
+            if self.upto is not None and seq > self.upto:
+                return None  # past the head shown: the whole check places it
+            return self.step_of_seq(seq)
         if f.turn is not None and f.step is not None:
             st = self.model.step_for(f.turn, f.step)
             if st is not None:

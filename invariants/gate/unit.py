@@ -32,9 +32,10 @@ from invariants.read.source import LogPath, LogSource, absolute_name, log_path
 from invariants.replay.session import Progress, SessionModel, replay
 
 CaptureReader = Callable[[LogPath], tuple[Iterable[Recorded], list[Finding]]]
-SourceProgress = Callable[[LogSource, list[Finding], int], None]  # a replay's progress, and whose it is
 """A capture's records (a list, or an iterator read as the check goes) and the findings about its
 lines, which an iterator adds to as it is read."""
+SourceProgress = Callable[[LogSource, list[Finding], int], None]
+"""A replay's progress (:data:`~invariants.replay.session.Progress`), told whose log it is."""
 
 
 class Unit(Record):
