@@ -15,10 +15,10 @@ from invariants.gate.result import RequestCheck
 from invariants.model.findings import Finding
 from invariants.model.record import Record
 from invariants.model.registry import RULES, make_finding
-from invariants.read.capture import Recorded
+from invariants.read.capture import Prover, Recorded
 from invariants.read.source import LogPath
-from invariants.replay.compare import compare
-from invariants.replay.session import SessionModel, StepState
+from invariants.replay.compare import compare, request_bytes_at
+from invariants.replay.session import RebuiltRequest, SessionModel, StepState
 
 _RANK = {"unchecked": 0, "ok": 1, "header": 2, "diverges": 3, "unexplained": 3}
 
@@ -61,6 +61,7 @@ class RequestRouter:
             self.by_id.setdefault(m.id, []).append(m)
             self.by_folder.setdefault(m.source.path.parent, []).append(m)
         self._local: dict[LogPath | None, tuple[list[SessionModel], dict[str, SessionModel]]] = {}
+        self._proved: tuple[Recorded, StepState, RebuiltRequest] | None = None  # the record prove() just vouched for
 
     def _sessions_for(self, capture: LogPath | None) -> tuple[list[SessionModel], dict[str, SessionModel]]:
         """The sessions a capture's lines may go to, and those by id (the last of an id wins)."""
@@ -78,10 +79,31 @@ class RequestRouter:
             _write(out, attempt)
         return out
 
+    def prover(self, capture: LogPath | None) -> Prover:
+        """The ``prove`` of :func:`~invariants.read.capture.iter_capture` for the lines of ``capture``,
+        to be checked (:meth:`check_all`) as they are read: it routes a record and rebuilds its
+        request as :meth:`check` will, and vouches for it when the line holds the rebuilt request's
+        bytes; the check that follows takes the rebuilt request from it."""
+
+        def prove(rec: Recorded, start: int, end: int) -> bool:
+            model = self._model_for(capture, rec)
+            located = _located(model, rec) if model is not None and rec.loop_built and rec.text is not None else None
+            if located is None or not request_bytes_at(located[1].request, rec.text or b"", start, end):
+                return False
+            rec.parsed, rec.text = located[1].request, None
+            self._proved = (rec, *located)
+            return True
+
+        return prove
+
+    def _model_for(self, capture: LogPath | None, rec: Recorded) -> SessionModel | None:
+        local, local_ids = self._sessions_for(capture)
+        return _route(rec, local_ids, local, self.by_id if self.explicit else {})
+
     def _compared(self, capture: LogPath | None, rec: Recorded) -> RecordOutcome | None:
         """:meth:`check` but for the findings of a difference, which wait for the attempt number."""
-        local, local_ids = self._sessions_for(capture)
-        model = _route(rec, local_ids, local, self.by_id if self.explicit else {})
+        proved, self._proved = self._proved, None
+        model = self._model_for(capture, rec)
         if model is None:
             if not self.explicit and rec.session_id and _has_log_beside(capture, rec):
                 return None  # a session in that folder the user did not ask to check
@@ -97,7 +119,7 @@ class RequestRouter:
                 "unexplained", rec.session_id, codes=["REQ004"], file=rec.file, line=rec.line, recorded=rec
             )
             return RecordOutcome(rc, None, [finding])
-        return _compare_one(model, rec)
+        return _compare_one(model, rec, proved[1:] if proved is not None and proved[0] is rec else None)
 
     def check_all(
         self, capture: LogPath | None, records: Iterable[Recorded]
@@ -170,8 +192,22 @@ def _has_log_beside(capture_path: LogPath | None, rec: Recorded) -> bool:
     return any(n and "/" not in n and "\\" not in n and n not in (".", "..") and (folder / n).is_file() for n in names)
 
 
-def _compare_one(model: SessionModel, rec: Recorded) -> RecordOutcome:
-    """``rec`` rebuilt and compared; a difference's findings are left in ``pending`` for :func:`_write`."""
+def _located(model: SessionModel, rec: Recorded) -> tuple[StepState, RebuiltRequest] | None:
+    """The step a loop-built record anchors at and its rebuilt request, or None when there is none
+    (:func:`_compare_one` says why)."""
+    if rec.log_length is not None:
+        step = model.step_for_log_length(rec.log_length) if rec.log_length <= model.events else None
+    else:
+        step = model.step_for(rec.turn, rec.step)
+    expected = model.rebuild_request(step, rec.log_length) if step is not None else None
+    return (step, expected) if step is not None and expected is not None else None
+
+
+def _compare_one(
+    model: SessionModel, rec: Recorded, located: tuple[StepState, RebuiltRequest] | None = None
+) -> RecordOutcome:
+    """``rec`` rebuilt and compared (``located``: its step and rebuilt request, found already);
+    a difference's findings are left in ``pending`` for :func:`_write`."""
     rc = RequestCheck(session=model.id, file=rec.file, line=rec.line, recorded=rec)
     out = RecordOutcome(rc, model)
     model.requests.append(rc)
@@ -187,7 +223,9 @@ def _compare_one(model: SessionModel, rec: Recorded) -> RecordOutcome:
         return out
 
     step: StepState | None
-    if rec.log_length is not None:
+    if located is not None:
+        step = located[0]
+    elif rec.log_length is not None:
         if rec.log_length > model.events:
             return fail(
                 "REQ005",
@@ -208,7 +246,7 @@ def _compare_one(model: SessionModel, rec: Recorded) -> RecordOutcome:
         )
     rc.step = step.index
     step.requests.append(len(model.requests) - 1)
-    expected = model.rebuild_request(step, rec.log_length)
+    expected = located[1] if located is not None else model.rebuild_request(step, rec.log_length)
     where.update(turn=step.turn, step=step.step, seq=step.seq, line=step.line)
     if expected is None:
         step.status = "unexplained"

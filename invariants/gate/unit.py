@@ -27,7 +27,7 @@ from invariants.gate.result import CheckOptions, RequestCheck, SessionSummary
 from invariants.gate.result_cache import revision
 from invariants.model.findings import Finding
 from invariants.model.record import Record
-from invariants.read.capture import Recorded, capture_problem, find_capture, iter_capture
+from invariants.read.capture import Prover, Recorded, capture_problem, find_capture, iter_capture
 from invariants.read.source import LogPath, LogSource, absolute_name, log_path
 from invariants.replay.session import Progress, SessionModel, replay
 
@@ -156,14 +156,9 @@ def check_unit(
 ) -> UnitOutcome:
     """Replay the unit's logs (or take ``models``, one per source, a string for one that could not
     be read), read its captures with ``read`` (default :func:`iter_capture`: each line compared as
-    it is read, so a capture is never held whole), route and compare.  ``progress(source, findings,
-    bytes_read)`` hears from each replay as it goes (:func:`~invariants.replay.session.replay`)."""
-    if read is None:
-
-        def read(cp: LogPath) -> tuple[Iterable[Recorded], list[Finding]]:
-            found: list[Finding] = []
-            return iter_capture(cp, found, options.max_line), found
-
+    it is read, so a capture is never held whole, and a request the log explains is compared as
+    bytes, never parsed), route and compare.  ``progress(source, findings, bytes_read)`` hears from
+    each replay as it goes (:func:`~invariants.replay.session.replay`)."""
     problems: list[list] = []
     kept: list[SessionModel] = []
     kept_index: list[int] = []
@@ -198,7 +193,7 @@ def check_unit(
     captures: list[dict[str, Any]] = []
     live: list[list[RequestCheck]] = []
     for cp, files, first in plan:
-        reads = [read(f) for f in files]
+        reads = [read(f) if read is not None else _streamed(f, options, router.prover(cp)) for f in files]
         checks, emitted = router.check_all(cp, chain.from_iterable(records for records, _ in reads))
         read_findings = [f for _, found in reads for f in found]
         live.append(checks)
@@ -217,6 +212,12 @@ def check_unit(
         "captures": captures,
     }
     return UnitOutcome(data, kept, live)
+
+
+def _streamed(path: LogPath, options: CheckOptions, prove: Prover) -> tuple[Iterable[Recorded], list[Finding]]:
+    """A capture's records as they are read, and the list its findings go to as lines are reached."""
+    found: list[Finding] = []
+    return iter_capture(path, found, options.max_line, prove), found
 
 
 def run_unit(job: tuple[Unit, CheckOptions]) -> dict[str, Any]:

@@ -9,12 +9,13 @@ and never resolves outside that folder.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from invariants.model.findings import Finding
 from invariants.model.jsonvalue import is_safe_int, shorten
 from invariants.model.record import Record
 from invariants.model.registry import make_finding
+from invariants.read.capture_splice import split_capture
 from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem
 from invariants.read.lines import iter_lines
 from invariants.read.load import parse_json
@@ -138,9 +139,22 @@ def read_capture(path: LogPath, max_line: int | None = None) -> tuple[list[Recor
     return list(iter_capture(path, findings, max_line)), findings
 
 
-def iter_capture(path: LogPath, findings: list[Finding], max_line: int | None = None) -> Iterator[Recorded]:
+Prover = Callable[[Recorded, int, int], bool]
+"""``prove(record, start, end)``: whether the request of a record read around it (its line in
+``record.text``, the request at ``text[start:end]``, not read) is byte for byte the one its
+session rebuilds, and if so the record's ``parsed`` request from now on."""
+
+
+def iter_capture(
+    path: LogPath, findings: list[Finding], max_line: int | None = None, prove: Prover | None = None
+) -> Iterator[Recorded]:
     """The records of a capture file as its lines are read (so a check need not hold them all),
-    each finding about a line appended to ``findings`` when the line is reached."""
+    each finding about a line appended to ``findings`` when the line is reached.
+
+    With ``prove``, a line in the plain layout is first split around its request
+    (:func:`~invariants.read.capture_splice.split_capture`) and its request read only if ``prove``
+    does not vouch for it: a request the log explains is compared as bytes, never parsed.
+    """
     file = str(path)
     seen = TYPED_AFTER + 1 if local_size(path) > TYPED_AFTER else 0  # a file that will get there starts typed
     cleared: Cleared | None = None  # depth verdicts carried from line to line once lines are read typed
@@ -158,6 +172,14 @@ def iter_capture(path: LogPath, findings: list[Finding], max_line: int | None = 
         if not raw.data or raw.data.isspace():
             continue
         seen += len(raw.data)
+        if prove is not None:
+            split = split_capture(raw.data)
+            if split is not None and _log_length_problem(split[0]) is None:
+                values, start, end = split
+                rec = _recorded(file, raw.number, values, text=raw.data)
+                if prove(rec, start, end):
+                    yield rec
+                    continue
         if seen > TYPED_AFTER:
             from invariants.read.capture_typed import Cleared, decode_capture
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from itertools import compress, count, islice
 from operator import is_not
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
+
+import orjson
 
 from invariants.model.jsonvalue import (
     MISSING,
@@ -166,8 +168,8 @@ def compare(expected: RebuiltRequest, recorded: dict | Recorded) -> list[Differe
     has none, and is decided without parsing it.
     """
     if isinstance(recorded, Recorded):
-        if _byte_identical(expected.request, recorded):
-            return []
+        if recorded.parsed is expected.request or _byte_identical(expected.request, recorded):
+            return []  # proved byte for byte as it was read, or now
         recorded = recorded.request
     out: list[Difference] = []
     exp_msgs = expected.request["messages"]
@@ -259,49 +261,99 @@ def _byte_identical(request: dict, recorded: Recorded) -> bool:
         return False
     from msgspec import Raw
 
+    def as_raw(value: Any) -> Raw | None:
+        data = exact_bytes(value)
+        return None if data is None else Raw(data)
+
+    global _last_raws
     for name, value in request.items():
         if name == "messages":
-            encoded = _message_raws(value, Raw)
-            if encoded is None or encoded != raw[name]:
+            reused = _reused(_last_raws, value, as_raw)
+            if reused is None:
+                return False
+            _last_raws = reused
+            if reused[1] != raw[name]:
                 return False
             continue
-        want = _field_raw(name, value, Raw)
+        want = _field_encoding(_raw_fields, name, value, as_raw)
         if want is None or want != raw[name]:
             return False
     return True
 
 
-_last_messages: tuple[list, list] = ([], [])
-_last_fields: dict[str, tuple[Any, Any]] = {}
+def request_bytes_at(request: dict, text: bytes, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is orjson's encoding of ``request`` (its keys in order).
+
+    A capture line split around its request (:mod:`invariants.read.capture_splice`) holds a valid
+    request exactly when these bytes are a JSON value: equality with a valid encoding proves it,
+    so the recorded request is neither parsed nor scanned first.  Nor is it too deep for a line:
+    orjson encodes nothing deeper than ``ORJSON_DEPTH`` levels, well within the ``MAX_DEPTH - 3``
+    a message may nest inside ``line.request.messages``."""
+    global _last_bytes
+    before: list[bytes] = []  # "key":value of the fields before the messages, then '"messages":['
+    after: list[bytes] = []
+    messages: bytes | None = None
+    for name, value in request.items():
+        key = _KEYS.get(name) or _KEYS.setdefault(name, orjson.dumps(name) + b":")
+        if name == "messages":
+            reused = _reused(_last_bytes, value, exact_bytes)
+            if reused is None:
+                return False
+            _last_bytes = reused
+            messages = b",".join(reused[1])
+            before.append(key + b"[")
+            continue
+        field = _field_encoding(_byte_fields, name, value, exact_bytes)
+        if field is None:
+            return False
+        (before if messages is None else after).append(key + field)
+    if messages is None:
+        return False
+    first = b"{" + b",".join(before)
+    last = b"]" + b"".join(b"," + part for part in after) + b"}"
+    if len(first) + len(messages) + len(last) != end - start:
+        return False
+    middle = start + len(first)
+    return (
+        text.startswith(first, start)
+        and text.startswith(messages, middle)
+        and text.startswith(last, middle + len(messages))
+    )
 
 
-def _message_raws(messages: list, raw: type) -> list | None:
-    """Each message's orjson bytes, as ``raw``.  Consecutive requests of a session share most
-    of their history (the same objects at the same places), so what the previous call encoded
-    is reused up to the first message that is not the same object: a session's histories are
-    encoded about once, not once per request."""
-    global _last_messages
-    before, encoded = _last_messages  # one read: another thread may replace the pair
+_last_raws: tuple[list, list] = ([], [])
+_last_bytes: tuple[list, list] = ([], [])
+_raw_fields: dict[str, tuple[Any, Any]] = {}
+_byte_fields: dict[str, tuple[Any, Any]] = {}
+_KEYS: dict[str, bytes] = {}
+ORJSON_DEPTH = 255  # orjson.dumps refuses a value nested deeper (a test pins it, and that it is below MAX_DEPTH - 3)
+
+
+def _reused(last: tuple[list, list], messages: list, encode: Callable[[Any], Any]) -> tuple[list, list] | None:
+    """``(messages, each one encoded)``, or None when one cannot be.  Consecutive requests of a
+    session share most of their history (the same objects at the same places), so what ``last``
+    (the previous call's pair) encoded is reused up to the first message that is not the same
+    object: a session's histories are encoded about once, not once per request.  The caller
+    keeps the new pair in one assignment (another thread may read the old one meanwhile)."""
+    before, encoded = last
     same = next(compress(count(), map(is_not, before, messages)), min(len(before), len(messages)))
     out = encoded[:same]
     for message in islice(messages, same, None):
-        data = exact_bytes(message)
-        if data is None:
+        item = encode(message)
+        if item is None:
             return None
-        out.append(raw(data))
-    _last_messages = (messages, out)
-    return out
+        out.append(item)
+    return messages, out
 
 
-def _field_raw(name: str, value: Any, raw: type) -> Any:
-    """A field's orjson bytes as ``raw``; the requests of one header version share the value
+def _field_encoding(cache: dict[str, tuple[Any, Any]], name: str, value: Any, encode: Callable[[Any], Any]) -> Any:
+    """A field's encoding by ``encode``; the requests of one header version share the value
     (a system prompt, a tool list), encoded once for all of them."""
-    last = _last_fields.get(name)  # one read: another thread may replace it
+    last = cache.get(name)  # one read: another thread may replace it
     if last is not None and last[0] is value:
         return last[1]
-    data = exact_bytes(value)
-    out = None if data is None else raw(data)
-    _last_fields[name] = (value, out)
+    out = encode(value)
+    cache[name] = (value, out)
     return out
 
 

@@ -1,9 +1,10 @@
 """The typed fast paths (chunk runs, capture lines, byte-identical requests) change no finding.
 
 Each check runs twice in-process: once with the typed paths from the first
-byte (their thresholds at 0), once with them off; the JSON reports must be
-identical, for the samples and for mutated logs and captures of every kind
-the fuzzer makes (damaged lines, wrong types, deep nesting, invalid UTF-8...).
+byte (their thresholds at 0), once with them off (and capture lines never split
+around their request); the JSON reports must be identical, for the samples and
+for mutated logs and captures of every kind the fuzzer makes (damaged lines,
+wrong types, deep nesting, invalid UTF-8...).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import pytest
 from invariants import check
 from invariants.gate.report import report_json
 from invariants.read import capture, load
+from invariants.read.capture_splice import split_capture
 from tests.support.fuzz_strategies import capture_mutate, random_case, sample_seeds, write_case
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _report(target: Path, typed: bool, monkeypatch) -> bytes:
     monkeypatch.setattr(load, "TYPED_AFTER", 0 if typed else 10**12)
     monkeypatch.setattr(capture, "TYPED_AFTER", 0 if typed else 10**12)
+    monkeypatch.setattr(capture, "split_capture", split_capture if typed else lambda data: None)
     doc = report_json(check([target]))
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2)
 
@@ -87,23 +90,29 @@ def test_typed_capture_records_match_the_general_reader(monkeypatch, tmp_path):
 
 
 def test_message_bytes_are_reused_only_for_the_same_objects():
-    from msgspec import Raw
-
-    from invariants.replay.compare import _message_raws
+    from invariants.replay.compare import _reused
 
     m1, m2, m3 = (
         {"role": "user", "content": "a"},
         {"role": "assistant", "content": "b"},
         {"role": "user", "content": "b"},
     )
+    encoded: list[dict] = []
 
-    def raws(*messages: dict) -> list:
-        return [Raw(orjson.dumps(m)) for m in messages]
+    def encode(m: dict) -> bytes | None:
+        encoded.append(m)
+        return None if "n" in m else orjson.dumps(m)
 
-    assert _message_raws([m1, m2], Raw) == raws(m1, m2)
-    assert _message_raws([m1, m3, m2], Raw) == raws(m1, m3, m2)
-    assert _message_raws([dict(m1), m3], Raw) == raws(m1, m3)
-    assert _message_raws([{"n": 2**70}], Raw) is None  # orjson cannot encode it: the structural comparison decides
+    first = _reused(([], []), [m1, m2], encode)
+    assert first is not None and first[1] == [orjson.dumps(m1), orjson.dumps(m2)]
+    second = _reused(first, [m1, m3, m2], encode)
+    assert second is not None and second[1] == [orjson.dumps(m) for m in (m1, m3, m2)]
+    copy = dict(m1)
+    third = _reused(second, [copy, m3], encode)  # an equal copy is not the same object
+    assert third is not None and third[1] == [orjson.dumps(m1), orjson.dumps(m3)]
+    # m1 was reused by the second call, its copy was not (nor m3 after it, at another place)
+    assert list(map(id, encoded)) == list(map(id, [m1, m2, m3, m2, copy, m3]))
+    assert _reused(third, [{"n": 1}], encode) is None  # one that cannot be encoded: the structural comparison decides
 
 
 def test_a_long_message_repeated_at_its_place_is_scanned_for_depth_once(monkeypatch, tmp_path):
@@ -180,3 +189,45 @@ def test_a_capture_line_byte_for_byte_its_rebuilt_request_is_let_go_once_compare
     for rec in records:
         assert rec.text is None and rec.raw_fields is None  # the line's bytes are not kept
         assert orjson.dumps(rec.request) == orjson.dumps(orjson.loads(capture_lines[rec.line - 1])["request"])
+
+
+def test_a_request_the_log_explains_is_proved_by_its_bytes_and_never_parsed(monkeypatch, tmp_path):
+    shutil.copytree(ROOT / "sample_logs", tmp_path / "samples")
+    log = tmp_path / "samples" / "clean-multi-turn.jsonl"
+    lines = (tmp_path / "samples" / "clean-multi-turn.requests.jsonl").read_bytes().splitlines()
+
+    def refuse(data: bytes) -> None:
+        raise AssertionError("a proved line was parsed")
+
+    monkeypatch.setattr(capture, "parse_json", refuse)
+    monkeypatch.setattr(capture, "TYPED_AFTER", 10**12)
+    result = check([log], keep_models=True)
+    records = [r.recorded for r in result.requests if r.recorded is not None]
+    assert len(records) == len(lines) and all(r.status == "ok" for r in result.requests) and not result.findings
+    for rec in records:
+        assert rec.text is None and rec.raw_fields is None
+        assert orjson.dumps(rec.request) == orjson.dumps(orjson.loads(lines[rec.line - 1])["request"])
+
+
+@pytest.mark.parametrize(
+    "damage, rules",
+    [
+        (lambda req: req.replace(b'"role":', b'"role"', 1), ["LOG013"]),  # not JSON: the readers say so
+        (lambda req: req.replace(b'"role":"user"', b'"role":"usr"', 1), ["DIV001"]),  # JSON, another request
+        (lambda req: req.replace(b'"messages":[', b'"messages": [', 1), []),  # the same request, other bytes
+        (lambda req: req[:-1] + b',"x":1}', ["DIV011"]),  # a field the log has no account of
+    ],
+)
+def test_a_request_its_bytes_do_not_prove_is_read_and_judged_as_before(monkeypatch, tmp_path, damage, rules):
+    shutil.copytree(ROOT / "sample_logs", tmp_path / "samples")
+    log = tmp_path / "samples" / "clean-multi-turn.jsonl"
+    cap = tmp_path / "samples" / "clean-multi-turn.requests.jsonl"
+    lines = cap.read_bytes().splitlines()
+    split = split_capture(lines[1])
+    assert split is not None
+    _, start, end = split
+    lines[1] = lines[1][:start] + damage(lines[1][start:end]) + lines[1][end:]
+    cap.write_bytes(b"\n".join(lines) + b"\n")
+    report = _report(log, True, monkeypatch)
+    assert report == _report(log, False, monkeypatch)
+    assert [f["rule"] for f in orjson.loads(report)["findings"]] == rules
