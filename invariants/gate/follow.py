@@ -10,7 +10,10 @@ checkpoint=True)``) and, when the file only grew (same inode, larger, the
 bytes before the old end unchanged), folds just the appended bytes with
 ``resume(source, checkpoint)``.  A log whose revision did not change keeps its
 model, and a round in which no log, capture or input changed gives the last
-result again.  Anything else (zstd, a SQLite database that changed, a shrunk or
+result again.  Captures are read again in every other round, as a check reads
+them: a line byte for byte its rebuilt request is proved by its bytes and never
+parsed, which costs less than comparing records kept from the last round by
+value (their requests are the last round's objects).  Anything else (zstd, a SQLite database that changed, a shrunk or
 replaced file, a checkpoint that does not fit, appended lines that change the era
 verdict) is replayed in full.  :class:`FollowStats` counts what was
 replayed, in events, so a test can tell a resume from a replay without a clock.
@@ -35,7 +38,7 @@ from invariants.gate.result_cache import revision
 from invariants.gate.unit import replay_source
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
-from invariants.read.capture import Recorded, find_capture, read_capture
+from invariants.read.capture import find_capture
 from invariants.read.discover import discover
 from invariants.read.source import LogPath, LogSource, absolute_name
 from invariants.replay.session import SessionModel
@@ -128,7 +131,6 @@ class Follow:
         self.stats = FollowStats()
         self.modes: dict[str, str] = {}  # source display -> full | resume | kept | held
         self._logs: dict[tuple[str, str | None], _Followed] = {}
-        self._captures: dict[LogPath, tuple[tuple, list[Recorded], list[Finding]]] = {}  # by revision
         self._last: tuple[tuple, CheckResult] | None = None  # the last round's inputs and result
 
     @property
@@ -171,7 +173,6 @@ class Follow:
                 self.policy,
                 problems=problems,
                 models=models,
-                read=self._read_capture,
                 keep_models=True,
             )
             self._last = (inputs, result)
@@ -253,18 +254,6 @@ class Follow:
             return _Mark(st.st_ino, st.st_dev, model.bytes, _tail_hash(src.path, model.bytes))
         except OSError:
             return None
-
-    def _read_capture(self, path: LogPath) -> tuple[list[Recorded], list[Finding]]:
-        """read_capture, again only when the capture file changed (a big capture is most of a resume's time)."""
-        rev = revision(path)
-        stamp = tuple(rev) if rev is not None else None
-        kept = self._captures.get(path)
-        if stamp is not None and kept is not None and kept[0] == stamp:
-            return kept[1], list(kept[2])
-        records, found = read_capture(path, self.options.max_line)
-        if stamp is not None:
-            self._captures[path] = (stamp, records, list(found))
-        return records, found
 
 
 def finding_key(f: Finding) -> tuple:

@@ -29,7 +29,6 @@ from invariants.gate.policy import FindingPolicy, report_order
 from invariants.gate.result import CheckOptions, CheckResult, RequestCheck, SessionSummary
 from invariants.gate.result_cache import ResultCache
 from invariants.gate.unit import (
-    CaptureReader,
     SourceProgress,
     Unit,
     UnitOutcome,
@@ -168,7 +167,6 @@ def check_sources(
     cache: ResultCache | None = None,
     stats: RunStats | None = None,
     models: list[SessionModel | str] | None = None,
-    read: CaptureReader | None = None,
     ledger: PathLike | None = None,
     keep_models: bool = False,
     progress: SourceProgress | None = None,
@@ -176,17 +174,16 @@ def check_sources(
     """:func:`check` from discovered ``sources`` on.
 
     ``models`` (one per source: a model, or the sentence why it could not be
-    read) replace the replays, and ``read`` reads capture files; both are
-    what a caller that follows a growing log supplies.  Either keeps the run
-    in this process.
+    read) replace the replays: what a caller that follows a growing log
+    supplies.  They keep the run in this process.
     """
     stats = stats if stats is not None else RunStats()
     units = plan_units(sources, options.captures)
     stats.units = len(units)
-    here = keep_models or models is not None or read is not None or progress is not None
+    here = keep_models or models is not None or progress is not None
     told = None if progress is None else _judged(progress, policy or FindingPolicy())
     outcomes = _run_units(
-        units, options, executor or executor_for(1), None if here else cache, stats, models, read, here, told
+        units, options, executor or executor_for(1), None if here else cache, stats, models, here, told
     )
     return _assemble(
         units, outcomes, list(problems), options, policy or FindingPolicy(), cache, stats, ledger, here, executor
@@ -200,7 +197,6 @@ def _run_units(
     cache: ResultCache | None,
     stats: RunStats,
     models: list[SessionModel | str] | None,
-    read: CaptureReader | None,
     here: bool,
     progress: SourceProgress | None = None,
 ) -> list[UnitOutcome]:
@@ -224,7 +220,7 @@ def _run_units(
     if here:
         for n in todo:
             given = [models[i] for i in units[n].indexes] if models is not None else None
-            outcomes[n] = check_unit(units[n], options, given, read, progress)
+            outcomes[n] = check_unit(units[n], options, given, progress)
     elif executor.jobs > 1 and options.captures is not None and todo:
         (n,) = todo  # explicit captures route globally: one unit, its replays spread over the workers
         sources = units[n].sources

@@ -31,9 +31,6 @@ from invariants.read.capture import Prover, Recorded, capture_problem, find_capt
 from invariants.read.source import LogPath, LogSource, absolute_name, log_path
 from invariants.replay.session import Progress, SessionModel, replay
 
-CaptureReader = Callable[[LogPath], tuple[Iterable[Recorded], list[Finding]]]
-"""A capture's records (a list, or an iterator read as the check goes) and the findings about its
-lines, which an iterator adds to as it is read."""
 SourceProgress = Callable[[LogSource, list[Finding], int], None]
 """A replay's progress (:data:`~invariants.replay.session.Progress`), told whose log it is."""
 
@@ -151,13 +148,12 @@ def check_unit(
     unit: Unit,
     options: CheckOptions,
     models: list[SessionModel | str] | None = None,
-    read: CaptureReader | None = None,
     progress: SourceProgress | None = None,
 ) -> UnitOutcome:
     """Replay the unit's logs (or take ``models``, one per source, a string for one that could not
-    be read), read its captures with ``read`` (default :func:`iter_capture`: each line compared as
-    it is read, so a capture is never held whole, and a request the log explains is compared as
-    bytes, never parsed), route and compare.  ``progress(source, findings, bytes_read)`` hears from
+    be read), read its captures with :func:`iter_capture` (each line compared as it is read, so a
+    capture is never held whole, and a request the log explains is compared as bytes, never
+    parsed), route and compare.  ``progress(source, findings, bytes_read)`` hears from
     each replay as it goes (:func:`~invariants.replay.session.replay`)."""
     problems: list[list] = []
     kept: list[SessionModel] = []
@@ -193,7 +189,7 @@ def check_unit(
     captures: list[dict[str, Any]] = []
     live: list[list[RequestCheck]] = []
     for cp, files, first in plan:
-        reads = [read(f) if read is not None else _streamed(f, options, router.prover(cp)) for f in files]
+        reads = [_streamed(f, options, router.prover(cp)) for f in files]
         checks, emitted = router.check_all(cp, chain.from_iterable(records for records, _ in reads))
         read_findings = [f for _, found in reads for f in found]
         live.append(checks)

@@ -113,26 +113,31 @@ def test_a_database_session_goes_through_a_full_check(tmp_path):
     assert fc.last_mode == "full" and result.sessions[0].id == "follow-unit"
 
 
-def test_an_unchanged_capture_is_not_read_again(tmp_path, monkeypatch):
-    import invariants.gate.follow as follow
+def test_a_round_parses_only_the_capture_lines_its_log_does_not_explain(tmp_path, monkeypatch):
+    import invariants.read.capture as capture
 
     b = _builder(60)
     log = b.write(tmp_path / "c.jsonl")
     write_capture(
         log, tmp_path / "c.requests.jsonl", {4: lambda r: r["messages"].append({"role": "user", "content": "x"})}
     )
-    reads = []
-    real = follow.read_capture
-    monkeypatch.setattr(follow, "read_capture", lambda *a, **k: reads.append(a[0]) or real(*a, **k))
+    parsed: list[bytes] = []
+    real = capture.parse_json
+    monkeypatch.setattr(capture, "parse_json", lambda data: parsed.append(data) or real(data))
     fc = Follow(log, CheckOptions())
     fc.check()
+    assert len(parsed) == 1  # the one line that differs; the others are proved by their bytes
     _grow(b, log)
-    _same(fc.check(), log)
-    assert fc.last_mode == "resume" and len(reads) == 1
+    parsed.clear()
+    result = fc.check()
+    assert fc.last_mode == "resume" and len(parsed) == 1  # read again, and again only that line parsed
+    _same(result, log)
     (tmp_path / "preview").mkdir()
     write_capture(
         b.write(tmp_path / "preview" / "c.jsonl"), tmp_path / "c.requests.jsonl", {4: lambda r: r.pop("tools")}
     )
     _grow(b, log)
-    _same(fc.check(), log)
-    assert fc.last_mode == "resume" and len(reads) == 2
+    parsed.clear()
+    result = fc.check()
+    assert fc.last_mode == "resume" and len(parsed) == 1  # a capture rewritten: its new differing line
+    _same(result, log)
