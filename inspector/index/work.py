@@ -35,7 +35,7 @@ from invariants.gate.policy import FindingPolicy, report_order
 from invariants.gate.requests import RequestRouter, attempt_numbers
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
-from invariants.read.capture import Recorded, read_capture
+from invariants.read.capture import Recorded, iter_capture
 from invariants.read.source import LogSource, log_path
 from invariants.replay.session import SessionModel, replay, resume
 
@@ -397,7 +397,19 @@ def _capture_plan(ct: CaptureTask) -> CaptureResult:
 
 def _check_capture(ct: CaptureTask, cr: CaptureResult, models: list[SessionModel], policy: FindingPolicy) -> None:
     path = log_path(ct.path)
-    records, file_findings = read_capture(path)
+    prev = ct.previous
+    checked = prev.checked_lines if prev is not None and not cr.all_lines else 0  # lines checked before
+    retry = set(prev.unexplained_lines) if prev is not None and not cr.all_lines else set()
+
+    def due(line: int) -> bool:
+        return line > checked or line in retry
+
+    router = RequestRouter(models, explicit=False)
+    prove = router.prover(path)
+    file_findings: list[Finding] = []
+    # Every line is read (attempts are numbered over the whole capture); those due are proved by their
+    # bytes as they are read, as a check proves them, and only the lines no proof covers are parsed.
+    records = list(iter_capture(path, file_findings, prove=lambda rec, s, e: due(rec.line) and prove(rec, s, e)))
     cr.records = len(records)
     cr.checked_lines = max((r.line for r in records), default=0)
     cr.file_findings = [R.finding_row(f) for f in judged(policy, file_findings)]
@@ -406,14 +418,8 @@ def _check_capture(ct: CaptureTask, cr: CaptureResult, models: list[SessionModel
             cr.head_hash, cr.tail_hash = window_hashes(ct.path, ct.stat.size)
         except OSError:
             pass
-    prev = ct.previous
-    if cr.all_lines or prev is None:
-        todo = records
-    else:
-        retry = set(prev.unexplained_lines)
-        todo = [r for r in records if r.line > prev.checked_lines or r.line in retry]
+    todo = [r for r in records if due(r.line)]
     cr.rechecked = [r.line for r in todo]
-    router = RequestRouter(models, explicit=False)
     attempts = attempt_numbers(records)  # over the whole capture, as a check numbers them
     emitted: list[tuple[int, str | None, Finding]] = []
     for rec in todo:

@@ -61,7 +61,8 @@ class RequestRouter:
             self.by_id.setdefault(m.id, []).append(m)
             self.by_folder.setdefault(m.source.path.parent, []).append(m)
         self._local: dict[LogPath | None, tuple[list[SessionModel], dict[str, SessionModel]]] = {}
-        self._proved: tuple[Recorded, StepState, RebuiltRequest] | None = None  # the record prove() just vouched for
+        # the records prove() vouched for (by id) that have not been checked yet, with their step and rebuilt request
+        self._proved: dict[int, tuple[Recorded, StepState, RebuiltRequest]] = {}
 
     def _sessions_for(self, capture: LogPath | None) -> tuple[list[SessionModel], dict[str, SessionModel]]:
         """The sessions a capture's lines may go to, and those by id (the last of an id wins)."""
@@ -80,10 +81,10 @@ class RequestRouter:
         return out
 
     def prover(self, capture: LogPath | None) -> Prover:
-        """The ``prove`` of :func:`~invariants.read.capture.iter_capture` for the lines of ``capture``,
-        to be checked (:meth:`check_all`) as they are read: it routes a record and rebuilds its
-        request as :meth:`check` will, and vouches for it when the line holds the rebuilt request's
-        bytes; the check that follows takes the rebuilt request from it."""
+        """The ``prove`` of :func:`~invariants.read.capture.iter_capture` for the lines of ``capture``:
+        it routes a record and rebuilds its request as :meth:`check` will, and vouches for it when
+        the line holds the rebuilt request's bytes; the record's check (:meth:`check` or
+        :meth:`check_all`, while the models stay as they are) takes the rebuilt request from it."""
 
         def prove(rec: Recorded, start: int, end: int) -> bool:
             model = self._model_for(capture, rec)
@@ -91,7 +92,7 @@ class RequestRouter:
             if located is None or not request_bytes_at(located[1].request, rec.text or b"", start, end):
                 return False
             rec.parsed, rec.text = located[1].request, None
-            self._proved = (rec, *located)
+            self._proved[id(rec)] = (rec, *located)
             return True
 
         return prove
@@ -102,7 +103,7 @@ class RequestRouter:
 
     def _compared(self, capture: LogPath | None, rec: Recorded) -> RecordOutcome | None:
         """:meth:`check` but for the findings of a difference, which wait for the attempt number."""
-        proved, self._proved = self._proved, None
+        proved = self._proved.pop(id(rec), None)
         model = self._model_for(capture, rec)
         if model is None:
             if not self.explicit and rec.session_id and _has_log_beside(capture, rec):

@@ -326,7 +326,7 @@ def test_grown_log_with_an_unchanged_capture_does_not_reread_it(tmp_path, monkey
     def boom(*a, **k):
         raise AssertionError("the capture did not change")
 
-    monkeypatch.setattr(work, "read_capture", boom)
+    monkeypatch.setattr(work, "iter_capture", boom)
     stats = build_index([tmp_path / "root"], db, jobs=1)
     assert stats.appended == 1 and stats.problems == []
     monkeypatch.undo()
