@@ -133,12 +133,6 @@ def capture_problems(paths: list[LogPath] | None) -> list[str]:
     return [p for p in (capture_problem(log_path(c)) for c in paths or []) if p is not None]
 
 
-def read_capture(path: LogPath, max_line: int | None = None) -> tuple[list[Recorded], list[Finding]]:
-    """Every record of a capture file, and the findings about its lines."""
-    findings: list[Finding] = []
-    return list(iter_capture(path, findings, max_line)), findings
-
-
 Prover = Callable[[Recorded, int, int], bool]
 """``prove(record, start, end)``: whether the request of a record read around it (its line in
 ``record.text``, the request at ``text[start:end]``, not read) is byte for byte the one its

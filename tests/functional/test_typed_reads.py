@@ -25,6 +25,12 @@ from tests.support.fuzz_strategies import capture_mutate, random_case, sample_se
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _read(path: Path) -> tuple[list, list]:
+    """Every record of a capture file, and the findings about its lines."""
+    findings: list = []
+    return list(capture.iter_capture(path, findings)), findings
+
+
 def _report(target: Path, typed: bool, monkeypatch) -> bytes:
     monkeypatch.setattr(load, "TYPED_AFTER", 0 if typed else 10**12)
     monkeypatch.setattr(capture, "TYPED_AFTER", 0 if typed else 10**12)
@@ -76,7 +82,7 @@ def test_typed_capture_records_match_the_general_reader(monkeypatch, tmp_path):
 
     def read(typed: bool) -> tuple[list, list]:
         monkeypatch.setattr(capture, "TYPED_AFTER", 0 if typed else 10**12)
-        records, findings = capture.read_capture(path)
+        records, findings = _read(path)
         split.append(sum(r.raw_fields is not None for r in records))
         fields = ("line", "session_id", "session_file", "log_length", "turn", "step", "loop_built", "time")
         rows = [([getattr(r, f) for f in fields], list(r.extra.items()), r.request) for r in records]
@@ -133,9 +139,9 @@ def test_a_long_message_repeated_at_its_place_is_scanned_for_depth_once(monkeypa
     real = capture_typed.too_deep
     monkeypatch.setattr(capture_typed, "too_deep", lambda data, limit: scanned.append(len(data)) or real(data, limit))
     monkeypatch.setattr(capture, "TYPED_AFTER", 0)
-    typed = capture.read_capture(path)
+    typed = _read(path)
     monkeypatch.setattr(capture, "TYPED_AFTER", 10**12)
-    general = capture.read_capture(path)
+    general = _read(path)
     assert [r.line for r in typed[0]] == [r.line for r in general[0]] == [1, 2]
     assert [f.to_json() for f in typed[1]] == [f.to_json() for f in general[1]]
     assert [f.line for f in typed[1]] == [3, 4]  # both deep lines reported, the repeated message no shield
@@ -174,7 +180,7 @@ def test_a_capture_file_larger_than_the_threshold_is_read_typed_from_its_first_l
     path = tmp_path / "requests.jsonl"
     path.write_bytes(b"\n".join([line] * 3) + b"\n")  # each line under the threshold, the file over it
     monkeypatch.setattr(capture, "TYPED_AFTER", after)
-    records, findings = capture.read_capture(path)
+    records, findings = _read(path)
     assert findings == [] and [r.raw_fields is not None for r in records] == typed
 
 
