@@ -13,9 +13,9 @@ model, and a round in which no log, capture or input changed gives the last
 result again.  Captures are read again in every other round, as a check reads
 them: a line byte for byte its rebuilt request is proved by its bytes and never
 parsed, which costs less than comparing records kept from the last round by
-value (their requests are the last round's objects).  Anything else (zstd, a SQLite database that changed, a shrunk or
-replaced file, a checkpoint that does not fit, appended lines that change the era
-verdict) is replayed in full.  :class:`FollowStats` counts what was
+value (their requests are the last round's objects).  Anything else (zstd, a
+SQLite database that changed, a shrunk or replaced file, a checkpoint that does
+not fit, appended lines that change the era verdict) is replayed in full.  :class:`FollowStats` counts what was
 replayed, in events, so a test can tell a resume from a replay without a clock.
 
 The TUI's ``--follow`` and ``inspector check --watch`` are its two users; the

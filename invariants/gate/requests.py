@@ -193,13 +193,18 @@ def _has_log_beside(capture_path: LogPath | None, rec: Recorded) -> bool:
     return any(n and "/" not in n and "\\" not in n and n not in (".", "..") and (folder / n).is_file() for n in names)
 
 
-def _located(model: SessionModel, rec: Recorded) -> tuple[StepState, RebuiltRequest] | None:
-    """The step a loop-built record anchors at and its rebuilt request, or None when there is none
-    (:func:`_compare_one` says why)."""
+def _anchor(model: SessionModel, rec: Recorded) -> StepState | None:
+    """The step a loop-built record anchors at: by its logLength (none past the log's end), else by
+    turn and step."""
     if rec.log_length is not None:
-        step = model.step_for_log_length(rec.log_length) if rec.log_length <= model.events else None
-    else:
-        step = model.step_for(rec.turn, rec.step)
+        return model.step_for_log_length(rec.log_length) if rec.log_length <= model.events else None
+    return model.step_for(rec.turn, rec.step)
+
+
+def _located(model: SessionModel, rec: Recorded) -> tuple[StepState, RebuiltRequest] | None:
+    """The record's step (:func:`_anchor`) and its rebuilt request, or None when there is none
+    (:func:`_compare_one` says why)."""
+    step = _anchor(model, rec)
     expected = model.rebuild_request(step, rec.log_length) if step is not None else None
     return (step, expected) if step is not None and expected is not None else None
 
@@ -223,21 +228,15 @@ def _compare_one(
         out.findings.append(make_finding(code, message, **{**where, **extra}, detail={"capture": cap}))
         return out
 
-    step: StepState | None
-    if located is not None:
-        step = located[0]
-    elif rec.log_length is not None:
-        if rec.log_length > model.events:
-            return fail(
-                "REQ005",
-                f"recorded request (capture {cap}) was sent at logLength {rec.log_length}, "
-                f"but the log has {model.events} events",
-                turn=rec.turn,
-                step=rec.step,
-            )
-        step = model.step_for_log_length(rec.log_length)
-    else:
-        step = model.step_for(rec.turn, rec.step)
+    if located is None and rec.log_length is not None and rec.log_length > model.events:
+        return fail(
+            "REQ005",
+            f"recorded request (capture {cap}) was sent at logLength {rec.log_length}, "
+            f"but the log has {model.events} events",
+            turn=rec.turn,
+            step=rec.step,
+        )
+    step = located[0] if located is not None else _anchor(model, rec)
     if step is None:
         return fail(
             "REQ002",
