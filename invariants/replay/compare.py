@@ -16,13 +16,16 @@ from typing import TYPE_CHECKING, Any, Callable
 import orjson
 
 from invariants.model.jsonvalue import (
+    MAX_DEPTH,
     MISSING,
     exact_bytes,
     first_difference,
     get_path,
     join_path,
     key_order_difference,
+    orjson_depth,
     shorten,
+    too_deep,
 )
 from invariants.model.record import Record
 from invariants.read.capture import Recorded
@@ -286,9 +289,10 @@ def request_bytes_at(request: dict, text: bytes, start: int, end: int) -> bool:
 
     A capture line split around its request (:mod:`invariants.read.capture_splice`) holds a valid
     request exactly when these bytes are a JSON value: equality with a valid encoding proves it,
-    so the recorded request is neither parsed nor scanned first.  Nor is it too deep for a line:
-    orjson encodes nothing deeper than ``ORJSON_DEPTH`` levels, well within the ``MAX_DEPTH - 3``
-    a message may nest inside ``line.request.messages``."""
+    so the recorded request is neither parsed nor scanned first.  Nor is it too deep for a line
+    while the installed orjson encodes nothing deeper than the ``MAX_DEPTH - 3`` levels a message
+    may nest inside ``line.request.messages`` (:func:`orjson_depth`, asked once); an orjson that
+    encodes deeper values has the bytes scanned for depth."""
     global _last_bytes
     before: list[bytes] = []  # "key":value of the fields before the messages, then '"messages":['
     after: list[bytes] = []
@@ -318,6 +322,7 @@ def request_bytes_at(request: dict, text: bytes, start: int, end: int) -> bool:
         text.startswith(first, start)
         and text.startswith(messages, middle)
         and text.startswith(last, middle + len(messages))
+        and (orjson_depth() <= MAX_DEPTH - 3 or not too_deep(text[start:end], MAX_DEPTH - 1))
     )
 
 
@@ -326,7 +331,6 @@ _last_bytes: tuple[list, list] = ([], [])
 _raw_fields: dict[str, tuple[Any, Any]] = {}
 _byte_fields: dict[str, tuple[Any, Any]] = {}
 _KEYS: dict[str, bytes] = {}
-ORJSON_DEPTH = 255  # orjson.dumps refuses a value nested deeper (a test pins it, and that it is below MAX_DEPTH - 3)
 
 
 def _reused(last: tuple[list, list], messages: list, encode: Callable[[Any], Any]) -> tuple[list, list] | None:
