@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from invariants.analysis.events_view import Match, RawEvent
     from invariants.gate.result import CheckResult
-    from invariants.replay.session import SessionModel
+    from invariants.replay.model import SessionModel
 
 
 # -- workers -> screens ---------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from invariants.model.findings import Finding
-from invariants.replay.session import SessionModel, StepState
+from invariants.replay.model import SessionModel, StepState
 
 MAX_MESSAGE_TEXT = 1 << 20  # characters of one message kept for full-text search
 _I64 = 1 << 63

@@ -11,7 +11,7 @@ log, between:
 
 - ``new`` / ``replace``: a full replay;
 - ``append``: the log only grew (same inode, larger, the bytes before the
-  old end unchanged): ``invariants.replay.session.resume`` from the stored
+  old end unchanged): ``invariants.replay.checkpoint.resume`` from the stored
   checkpoint reads only the appended bytes (a log shorter than the era
   sniff's head is sniffed again, and re-read in full if its era changed);
 - ``context``: unchanged, but a capture in the folder must be (re)checked
@@ -37,7 +37,9 @@ from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
 from invariants.read.capture import Recorded, iter_capture
 from invariants.read.source import LogSource, log_path
-from invariants.replay.session import SessionModel, replay, resume
+from invariants.replay.checkpoint import resume
+from invariants.replay.model import SessionModel
+from invariants.replay.session import replay
 
 from . import rows as R
 

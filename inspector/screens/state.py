@@ -23,7 +23,7 @@ from invariants.gate.result import CheckResult, RequestCheck, SessionSummary
 from invariants.model.findings import SEVERITY_RANK, Finding
 from invariants.replay.compare import Difference, compare
 from invariants.replay.header_fold import HeaderVersion
-from invariants.replay.session import RebuiltRequest, SessionModel, StepState
+from invariants.replay.model import RebuiltRequest, SessionModel, StepState
 
 TABS = ("request", "diff", "header", "prefix", "events", "findings")
 DISAGREE = "verdicts disagree"  # the timeline filter for steps where we and the harness judge a request differently

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable
 
 from invariants.model.jsonvalue import MISSING, js_equal
 from invariants.replay.header_fold import HeaderVersion, prefix_of
-from invariants.replay.session import RebuiltRequest, SessionModel
+from invariants.replay.model import RebuiltRequest, SessionModel
 
 HEADER_EVENT = {"delta": "request/header-delta"}  # any other kind is a request/header snapshot
 

@@ -1,6 +1,6 @@
 """Raw events read back on demand, for viewers.
 
-A :class:`~invariants.replay.session.SessionModel` keeps no chunk payloads, so a
+A :class:`~invariants.replay.model.SessionModel` keeps no chunk payloads, so a
 viewer that wants to show the events of one step reads them back from the
 log.  This module does that without re-reading the whole file: a sparse
 :class:`LineIndex` of byte offsets (plain files) lets :func:`read_events`

@@ -21,7 +21,7 @@ reads the previous instance's folded prefix before the new instance logs
 its own.
 
 :func:`token_findings` is the one entry point; it is pure over a replayed
-:class:`~invariants.replay.session.SessionModel` and loads the tokenizer only
+:class:`~invariants.replay.model.SessionModel` and loads the tokenizer only
 when called.
 """
 

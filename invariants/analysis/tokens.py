@@ -202,7 +202,7 @@ class TokenCounter:
 
 
 def rebuilt_tokens(counter: TokenCounter, rebuilt: Any) -> RequestTokens:
-    """Tokens of a :class:`~invariants.replay.session.RebuiltRequest`, split into its parts."""
+    """Tokens of a :class:`~invariants.replay.model.RebuiltRequest`, split into its parts."""
     return counter.request(rebuilt.request, rebuilt.prefix_len, rebuilt.derived_len)
 
 

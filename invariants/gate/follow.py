@@ -28,7 +28,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-import invariants.replay.session as replay_mod
+import invariants.replay.checkpoint as checkpoint_mod
 from invariants.gate.config import Config
 from invariants.gate.pipeline import PathLike, check_sources, cyclic_gc_paused, empty_inputs
 from invariants.gate.policy import FindingPolicy
@@ -41,7 +41,7 @@ from invariants.model.registry import make_finding
 from invariants.read.capture import find_capture
 from invariants.read.discover import discover
 from invariants.read.source import LogPath, LogSource, absolute_name
-from invariants.replay.session import SessionModel
+from invariants.replay.model import SessionModel
 
 TAIL_WINDOW = 4096  # bytes before the old end that must be unchanged for a resume
 POST_FOLD_RULES = ("LOG011",)  # findings replay() adds after the fold, which a resume does not redo
@@ -222,7 +222,7 @@ class Follow:
         except OSError:
             return None
         try:
-            resumed = replay_mod.resume(src, model.checkpoint)
+            resumed = checkpoint_mod.resume(src, model.checkpoint)
         except Exception:  # whatever went wrong, a full replay says it properly
             resumed = None
         if resumed is None:

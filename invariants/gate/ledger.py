@@ -33,7 +33,7 @@ from typing import Any, Iterable, Iterator
 
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
-from invariants.replay.session import SessionModel
+from invariants.replay.model import SessionModel
 
 LEDGER_VERSION = 1
 _BLOCK = 1 << 20

@@ -42,7 +42,7 @@ from invariants.gate.unit import (
 from invariants.model.findings import Finding
 from invariants.read.discover import discover
 from invariants.read.source import LogPath, LogSource, UrlPath, absolute_name, is_url
-from invariants.replay.session import SessionModel
+from invariants.replay.model import SessionModel
 
 PathLike = str | os.PathLike
 

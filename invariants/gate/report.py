@@ -19,7 +19,7 @@ import orjson
 from invariants.gate.result import CheckResult
 from invariants.model.findings import Finding
 from invariants.model.inert import inert
-from invariants.replay.session import SessionModel
+from invariants.replay.model import SessionModel
 
 
 def session_row(m: Any) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from invariants.model.registry import RULES, make_finding
 from invariants.read.capture import Prover, Recorded
 from invariants.read.source import LogPath
 from invariants.replay.compare import compare, request_bytes_at
-from invariants.replay.session import RebuiltRequest, SessionModel, StepState
+from invariants.replay.model import RebuiltRequest, SessionModel, StepState
 
 _RANK = {"unchecked": 0, "ok": 1, "header": 2, "diverges": 3, "unexplained": 3}
 

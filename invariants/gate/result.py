@@ -2,7 +2,7 @@
 
 Everything here is plain data that survives a trip through JSON, so a worker
 process, the result cache and an in-process run hand the pipeline's second
-half the same values.  The replayed :class:`~invariants.replay.session.SessionModel`
+half the same values.  The replayed :class:`~invariants.replay.model.SessionModel`
 objects are kept beside them only when a caller asks (``keep_models``).
 """
 
@@ -16,7 +16,7 @@ from invariants.gate.baseline import BaselineOutcome
 from invariants.model.findings import SEVERITY_RANK, Finding
 from invariants.read.capture import Recorded
 from invariants.read.source import LogPath, LogSource, log_path
-from invariants.replay.session import SessionModel
+from invariants.replay.model import SessionModel
 
 if TYPE_CHECKING:
     from invariants.analysis.token_rules import TokenSettings

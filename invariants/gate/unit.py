@@ -29,10 +29,12 @@ from invariants.model.findings import Finding
 from invariants.model.record import Record
 from invariants.read.capture import Prover, Recorded, capture_problem, find_capture, iter_capture
 from invariants.read.source import LogPath, LogSource, absolute_name, log_path
-from invariants.replay.session import Progress, SessionModel, replay
+from invariants.replay.fold import Progress
+from invariants.replay.model import SessionModel
+from invariants.replay.session import replay
 
 SourceProgress = Callable[[LogSource, list[Finding], int], None]
-"""A replay's progress (:data:`~invariants.replay.session.Progress`), told whose log it is."""
+"""A replay's progress (:data:`~invariants.replay.fold.Progress`), told whose log it is."""
 
 
 class Unit(Record):

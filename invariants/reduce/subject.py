@@ -14,7 +14,8 @@ from invariants.model.findings import Finding
 from invariants.read.source import LogSource, strip_log_suffix
 from invariants.reduce.logfile import LogData, kept_seqs, new_log_length, renumber, write_captures, write_log
 from invariants.reduce.patch import apply_patch, request_patch
-from invariants.replay.session import SessionModel, replay
+from invariants.replay.model import SessionModel
+from invariants.replay.session import replay
 
 CAPTURE_NAME = "requests.jsonl"
 

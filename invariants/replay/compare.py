@@ -30,8 +30,8 @@ from invariants.model.jsonvalue import (
 from invariants.model.record import Record
 from invariants.read.capture import Recorded
 from invariants.replay.diff_words import describe_field, describe_messages, detail_previews, with_source
+from invariants.replay.model import RebuiltRequest
 from invariants.replay.provenance import Source, field_source, message_source
-from invariants.replay.session import RebuiltRequest
 
 if TYPE_CHECKING:
     import logging

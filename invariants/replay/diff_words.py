@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from invariants.model.jsonvalue import get_path, shorten
 from invariants.model.record import Record
+from invariants.replay.model import RebuiltRequest
 from invariants.replay.provenance import Source, field_source, message_source
-from invariants.replay.session import RebuiltRequest
 
 if TYPE_CHECKING:
     from invariants.replay.diff_classify import ListEdit

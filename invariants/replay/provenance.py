@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from invariants.model.record import FrozenRecord
-from invariants.replay.session import RebuiltRequest
+from invariants.replay.model import RebuiltRequest
 
 # Request fields and the header part each comes from.
 FIELD_PARTS = {

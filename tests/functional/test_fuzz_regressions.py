@@ -404,7 +404,8 @@ def test_a_checkpoint_from_a_foreign_index_cannot_run_code(tmp_path):
     import zlib
 
     from invariants.read.source import LogSource
-    from invariants.replay.session import replay, resume
+    from invariants.replay.checkpoint import resume
+    from invariants.replay.session import replay
 
     log = Log()
     log.clean_turn(1, header_reason="initial")
@@ -424,7 +425,7 @@ def test_a_checkpoint_from_a_foreign_index_cannot_run_code(tmp_path):
 
     class Escape:  # reach a function's globals through getattr
         def __reduce__(self):
-            from invariants.replay.session import _Replay
+            from invariants.replay.fold import _Replay
 
             return (getattr, (_Replay.__init__, "__globals__"))
 
@@ -527,7 +528,7 @@ def test_capture_lines_find_their_step_in_constant_time(tmp_path):
 
 
 def test_step_for_compares_like_a_scan():
-    from invariants.replay.session import SessionModel, StepState
+    from invariants.replay.model import SessionModel, StepState
 
     steps = [
         StepState(i, t, s, i, i, (0, 0)) for i, (t, s) in enumerate([(1, 1), (1, 2), ([1], 1), (1.0, 1), ("1", 1)])

@@ -291,6 +291,7 @@ async def test_follow_picks_up_appended_events_and_keeps_a_selection_off_the_new
 
 async def test_follow_resumes_the_replay_and_matches_a_full_recheck(tmp_path, monkeypatch):
     """A plain log that grows is resumed from its checkpoint, not replayed; captures are matched again."""
+    import invariants.replay.checkpoint as checkpoint_mod
     import invariants.replay.session as replay_mod
     from inspector.screens.state import SessionState
     from invariants import check
@@ -310,7 +311,7 @@ async def test_follow_resumes_the_replay_and_matches_a_full_recheck(tmp_path, mo
     cap = tmp_path / "long-growing.requests.jsonl"
     write_capture(log, cap, {3: edit})
     calls = {"replay": 0, "resume": 0}
-    real_replay, real_resume = replay_mod.replay, replay_mod.resume
+    real_replay, real_resume = replay_mod.replay, checkpoint_mod.resume
 
     def counting_replay(*a, **k):
         calls["replay"] += 1
@@ -321,7 +322,7 @@ async def test_follow_resumes_the_replay_and_matches_a_full_recheck(tmp_path, mo
         return real_resume(*a, **k)
 
     monkeypatch.setattr("invariants.gate.unit.replay", counting_replay)  # every replay of a check goes through here
-    monkeypatch.setattr(replay_mod, "resume", counting_resume)
+    monkeypatch.setattr(checkpoint_mod, "resume", counting_resume)
     app = create_app(log, follow=True)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, rounds=1)

@@ -100,7 +100,7 @@ async def test_findings_fill_in_while_the_whole_log_is_checked(tmp_path, monkeyp
         zstandard = pytest.importorskip("zstandard", reason="zstandard is not installed")
         (tmp_path / name).write_bytes(zstandard.ZstdCompressor().compress((tmp_path / "story.jsonl").read_bytes()))
         (tmp_path / "story.jsonl").unlink()
-    monkeypatch.setattr("invariants.replay.session.PROGRESS_BYTES", 1)  # told after every event
+    monkeypatch.setattr("invariants.replay.fold.PROGRESS_BYTES", 1)  # told after every event
     held = threading.Event()
     told = SessionScreen._progress
     first: list[int] = []
@@ -140,7 +140,7 @@ async def test_the_user_s_own_status_is_not_overwritten_by_the_check_s_progress(
     monkeypatch.chdir(tmp_path)
     log, _ = story_log(tmp_path)
     gate, _ = _preview_turns_1_and_2(tmp_path, log, monkeypatch)
-    monkeypatch.setattr("invariants.replay.session.PROGRESS_BYTES", 1)
+    monkeypatch.setattr("invariants.replay.fold.PROGRESS_BYTES", 1)
     held = threading.Event()
     told = SessionScreen._progress
 

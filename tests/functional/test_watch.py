@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-import invariants.replay.session as replay_mod
+import invariants.replay.checkpoint as checkpoint_mod
 from inspector.cli import build_parser
 from inspector.commands.check import configuration
 from inspector.commands.check_watch import watch
@@ -91,7 +91,7 @@ def calls(monkeypatch):
     import invariants.gate.follow as follow_mod
 
     counted = {"replay": 0, "resume": 0}
-    real_replay, real_resume = follow_mod.replay_source, replay_mod.resume
+    real_replay, real_resume = follow_mod.replay_source, checkpoint_mod.resume
 
     def replay(*a, **k):
         counted["replay"] += 1
@@ -102,7 +102,7 @@ def calls(monkeypatch):
         return real_resume(*a, **k)
 
     monkeypatch.setattr(follow_mod, "replay_source", replay)
-    monkeypatch.setattr(replay_mod, "resume", resume)
+    monkeypatch.setattr(checkpoint_mod, "resume", resume)
     return counted
 
 

@@ -11,7 +11,7 @@ from tests.support.logs import story_log
 
 
 def _told(monkeypatch, tmp_path, every: int, config: Config | None = None) -> tuple[list, object]:
-    monkeypatch.setattr("invariants.replay.session.PROGRESS_BYTES", every)
+    monkeypatch.setattr("invariants.replay.fold.PROGRESS_BYTES", every)
     log, _ = story_log(tmp_path)
     calls: list = []
     result = check([log], config=config, progress=lambda src, found, at: calls.append((src.path.name, found, at)))

@@ -234,7 +234,7 @@ def test_garbage_never_raises(tmp_path, garbage):
 
 def _resumed_and_full(tmp_path) -> tuple:
     """A 4-turn log checkpointed after its first 12 lines, then written whole: (resumed, replayed from scratch)."""
-    from invariants.replay.session import resume
+    from invariants.replay.checkpoint import resume
 
     lines = _clean(4).lines()
     p = tmp_path / "grow.jsonl"
@@ -264,7 +264,7 @@ def test_a_checkpoint_of_another_format_is_replayed_not_resumed(tmp_path):
     import pickle
     import zlib
 
-    from invariants.replay.session import _load_checkpoint, resume
+    from invariants.replay.checkpoint import _load_checkpoint, resume
 
     log = _clean(2)
     p = tmp_path / "grow.jsonl"

@@ -10,7 +10,8 @@ from invariants import CheckOptions, check
 from invariants.gate.report import report_json
 from invariants.read.era import SNIFF_LINES
 from invariants.read.source import LogSource
-from invariants.replay.session import replay, resume
+from invariants.replay.checkpoint import resume
+from invariants.replay.session import replay
 from tests.support.logs import Log
 
 LATE_HEADER = {"config": {"provider": "p", "model": "m"}, "system": "sys"}
