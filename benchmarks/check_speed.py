@@ -126,7 +126,7 @@ def best_interleaved(
 
 
 def generate(out: Path, scale: int) -> tuple[Path, Path, dict]:
-    from invariants.simulate.seed_era import generate_large
+    from invariants.simulate.large import generate_large
 
     log, cap = out / f"bench-x{scale}.jsonl", out / f"bench-x{scale}.requests.jsonl"
     if not log.exists() or not cap.exists():

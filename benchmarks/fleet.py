@@ -2,7 +2,7 @@
 
 Generates N small sessions in the harness layout (one folder each, so one
 unit each; a ``requests.jsonl`` capture beside every fourth) with
-``invariants.simulate.seed_era.generate_large``, then runs
+``invariants.simulate.large.generate_large``, then runs
 ``inspector check ROOT --format json --no-cache -q`` in a fresh process per
 mode and prints, for each: wall time, peak RSS of the client process, peak
 RSS summed over the whole process tree (client + pool or Dask workers,
@@ -31,7 +31,7 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from invariants.simulate.seed_era import generate_large  # noqa: E402
+from invariants.simulate.large import generate_large  # noqa: E402
 
 
 def make_root(root: Path, sessions: int) -> None:

@@ -2,7 +2,7 @@
 
 Generates a sessions root in the harness layout
 (``<root>/--<project>--/<id>/session.jsonl[.zstd]``) of at least 200 sessions
-and 200 MB of log text with ``invariants.simulate.seed_era.generate_large`` (every
+and 200 MB of log text with ``invariants.simulate.large.generate_large`` (every
 fifth log zstd-compressed, one frame per 40 lines; a ``requests.jsonl``
 capture beside every ``--captures-every``-th session), then prints:
 
@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from inspector.index import build_index  # noqa: E402
 from inspector.index.build import default_jobs  # noqa: E402
 from invariants.read.zstdio import write_frames  # noqa: E402
-from invariants.simulate.seed_era import generate_large  # noqa: E402
+from invariants.simulate.large import generate_large  # noqa: E402
 
 BYTES_PER_EVENT = 185  # generate_large's average line, measured
 

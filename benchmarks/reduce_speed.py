@@ -1,7 +1,7 @@
 """How long does `inspector reduce` take on a large log?
 
 Generates a seed-era session with its capture (52,000 events or more, 600 recorded requests, through
-``invariants.simulate.seed_era.generate_large``), drops one message from the recorded request in the middle
+``invariants.simulate.large.generate_large``), drops one message from the recorded request in the middle
 (one DIV001), and reduces it in this process through ``invariants.reduce.reduce_log``: once plain, once with
 ``--redact``.  Prints, for each, the wall time to the written repro, the candidates checked, the events and
 capture lines before and after, and whether the time limit stopped the search.  Target: under 30 s each on
@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 def make_log(folder: Path, events: int) -> Path:
     """The generated log with one message dropped from its middle recorded request."""
-    from invariants.simulate.seed_era import generate_large
+    from invariants.simulate.large import generate_large
 
     log, cap = folder / "large.jsonl", folder / "requests.jsonl"
     generate_large(log, cap, events=events, steps=600)

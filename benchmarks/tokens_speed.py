@@ -1,7 +1,7 @@
 """What do token counts cost on top of a check?
 
 Generates a seed-era session of >= 52,000 events and 600 steps
-(``invariants.simulate.seed_era.generate_large``), replays it once, then
+(``invariants.simulate.large.generate_large``), replays it once, then
 times, in a fresh process each: the tokenizer load, and the token counts of
 every step's request plus the token rules (``token_findings``) on the
 replayed model.  Then the user's figure: ``inspector check LOG --no-cache``
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from invariants.simulate.seed_era import generate_large  # noqa: E402
+from invariants.simulate.large import generate_large  # noqa: E402
 
 _CHILD = """
 import sys, time

@@ -17,7 +17,7 @@ with its capture) for the next run.  The timed runs import a compiled copy
 of ``inspector/`` and ``invariants/`` (as installed: pip writes the bytecode),
 ``--source`` the worktree's sources as they are.
 
-The log (and its capture) come from ``invariants.simulate.seed_era.generate_large``.
+The log (and its capture) come from ``invariants.simulate.large.generate_large``.
 Three numbers:
 
 * headless first screen: from ``create_app`` (with ``--gb``: from launch) to
@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def make_log(folder: Path, events: int, steps: int) -> Path:
-    from invariants.simulate.seed_era import generate_large
+    from invariants.simulate.large import generate_large
 
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "big.jsonl"

@@ -31,19 +31,11 @@ from invariants.read.source import LogSource
 from invariants.read.zstdio import write_frames
 from invariants.replay.header_codec import canonical, diff_header
 from invariants.replay.session import replay
+from invariants.simulate.content import BASH, CWD, READ, SYSTEM
+from invariants.simulate.faults import diverge_message_text
 from invariants.simulate.late_era import sample_late_sqlite, sample_late_zstd
-from invariants.simulate.seed_era import (
-    BASH,
-    CWD,
-    READ,
-    SYSTEM,
-    MemoryLines,
-    Reply,
-    SessionRecorder,
-    ToolCall,
-    World,
-    diverge_message_text,
-)
+from invariants.simulate.recorder import Reply, SessionRecorder, ToolCall
+from invariants.simulate.world import MemoryLines, World
 
 SEED_TOOLS = [
     {"name": "read", "description": "read a file", "parameters": {"type": "object"}},

@@ -14,10 +14,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from invariants.replay.header_codec import apply_delta, canonical, header_equals
-from invariants.simulate import seed_era as simulator
+from invariants.replay.header_codec import apply_delta, canonical, diff_header, header_equals
+from invariants.simulate.large import generate_large
 from invariants.simulate.sample import Sample
 from invariants.simulate.samples import build_samples, write_samples
+from invariants.simulate.seed_era import sample_clean, sample_repaired_resume, sample_torn_tail
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
 SURFACE = {"user/message", "assistant/message", "tool/result", "context/message", "steering/message"}
@@ -171,7 +172,7 @@ def test_clean_capture_messages_equal_a_recomputation_from_the_log(built: list[S
 
 
 def test_clean_case_matches_a_hand_built_conversation() -> None:
-    sample = simulator.sample_clean()
+    sample = sample_clean()
     captures = [orjson.loads(line) for line in sample.files["clean-multi-turn.requests.jsonl"].splitlines()]
     last = captures[-1]["request"]["messages"]
     assert [m["role"] for m in last] == [
@@ -244,7 +245,7 @@ def test_deltas_round_trip_and_fallbacks_could_not(built: list[Sample]) -> None:
     for event in events:
         if event["type"] == "request/header" and event["data"]["reason"] == "fallback":
             new = canonical(event["data"]["header"])
-            delta = simulator.diff_header(fold_before, new)
+            delta = diff_header(fold_before, new)
             assert not header_equals(apply_delta(fold_before, delta).header, new)
         if event["type"] == "request/header":
             fold_before = canonical(event["data"]["header"])
@@ -328,11 +329,11 @@ def test_compaction_shape(built: list[Sample]) -> None:
 
 
 def test_torn_and_repaired_tails() -> None:
-    torn = simulator.sample_torn_tail().files["torn-tail.jsonl"]
+    torn = sample_torn_tail().files["torn-tail.jsonl"]
     assert not torn.endswith(b"\n")
     with pytest.raises(orjson.JSONDecodeError):
         orjson.loads(torn.rsplit(b"\n", 1)[1])
-    repaired = simulator.sample_repaired_resume().files["repaired-resume.jsonl"]
+    repaired = sample_repaired_resume().files["repaired-resume.jsonl"]
     events = [orjson.loads(line) for line in repaired.splitlines()[1:]]
     closers = [
         e
@@ -348,7 +349,7 @@ def test_torn_and_repaired_tails() -> None:
 
 def test_generate_large_streams_a_consistent_log(tmp_path: Path) -> None:
     log, capture = tmp_path / "big.jsonl", tmp_path / "big.requests.jsonl"
-    stats = simulator.generate_large(log, capture, events=6_000, steps=60, seed=7)
+    stats = generate_large(log, capture, events=6_000, steps=60, seed=7)
     assert stats["events"] >= 6_000 and stats["steps"] >= 60
     header, events = _parse(log.read_bytes())
     assert len(events) == stats["events"]
@@ -362,5 +363,5 @@ def test_generate_large_streams_a_consistent_log(tmp_path: Path) -> None:
         want = expected_request(events, capture_line["logLength"])
         assert orjson.dumps(capture_line["request"]) == orjson.dumps(want)
     again = tmp_path / "again.jsonl"
-    simulator.generate_large(again, None, events=6_000, steps=60, seed=7)
+    generate_large(again, None, events=6_000, steps=60, seed=7)
     assert again.read_bytes() == log.read_bytes()
