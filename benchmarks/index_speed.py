@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from inspector.index import build_index  # noqa: E402
-from inspector.index.build import default_jobs  # noqa: E402
+from inspector.index.schedule import default_jobs  # noqa: E402
 from invariants.read.zstdio import write_frames  # noqa: E402
 from invariants.simulate.large import generate_large  # noqa: E402
 

@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from inspector.index import IndexBuildError, build_index
-    from inspector.index.build import is_index
+    from inspector.index.connection import is_index
     from invariants.gate.baseline import BaselineError
     from invariants.gate.config import ConfigError
     from invariants.gate.policy import FindingPolicy
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         executor = None
         if args.scheduler is not None:
-            from inspector.index.build import lost_group
+            from inspector.index.schedule import lost_group
             from invariants.gate.executor_dask import SchedulerError, dask_executor
 
             try:

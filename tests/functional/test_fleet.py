@@ -231,7 +231,7 @@ def test_the_index_built_on_the_cluster_equals_the_serial_one_also_incrementally
 
 
 def test_a_lost_index_task_names_every_log_of_its_folder():
-    from inspector.index.build import indexed_group, lost_group
+    from inspector.index.schedule import indexed_group, lost_group
     from inspector.index.work import GroupTask, LogTask, Stat
 
     logs = [LogTask(LogSource(Path(f"a/{n}.jsonl"), Path("a")), Stat(1, 2, 3, 4), None, True) for n in "xy"]

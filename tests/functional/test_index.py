@@ -243,13 +243,13 @@ def test_sqlite3_shell_opens_the_index(indexed):
 
 def test_no_change_reindex_does_no_parsing(indexed, monkeypatch):
     base, db, written, _s = indexed
-    import inspector.index.build as build
+    import inspector.index.schedule as schedule
     import invariants.read.load as load
 
     def boom(*a, **k):
         raise AssertionError("an unchanged root must not be parsed")
 
-    monkeypatch.setattr(build, "process_group", boom)
+    monkeypatch.setattr(schedule, "process_group", boom)
     monkeypatch.setattr(load.LogReader, "iter_objects", boom)
     before = snapshot(db)
     t0 = time.perf_counter()

@@ -1,0 +1,140 @@
+"""Opening the index for writing: the schema check, the pragmas, the one-writer lock."""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import os
+import sqlite3
+from pathlib import Path
+
+import sqlite_utils
+
+from .schema import SCHEMA_VERSION, create_schema
+
+
+class IndexBuildError(RuntimeError):
+    """The database cannot be used as an index (not ours, wrong version, locked)."""
+
+
+def is_index(db_path: str | os.PathLike) -> bool:
+    """Whether ``db_path`` is an index this tool wrote (so --rebuild may delete it)."""
+    try:
+        conn = sqlite3.connect(f"file:{Path(db_path).resolve()}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        return conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() is not None
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _utf8(value):
+    if type(value) is str and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "replace").decode("utf-8")  # each lone surrogate becomes "?"
+    return value
+
+
+def _utf8_params(params):
+    if isinstance(params, dict):
+        return {k: _utf8(v) for k, v in params.items()}
+    return tuple(map(_utf8, params))
+
+
+class Utf8Connection(sqlite3.Connection):
+    """Binds every string as valid UTF-8.  Text from a log may hold a lone surrogate (JSON
+    allows ``"\\ud800"``) and a path undecodable bytes (``os.fsdecode`` turns them into
+    surrogates); SQLite would refuse the whole batch, so such a character is stored as ``?``."""
+
+    def execute(self, sql, parameters=(), /):
+        return super().execute(sql, _utf8_params(parameters))
+
+    def executemany(self, sql, seq_of_parameters, /):
+        return super().executemany(sql, map(_utf8_params, seq_of_parameters))
+
+
+def connect(db_path: str | os.PathLike) -> sqlite_utils.Database:
+    """A writable connection in WAL mode, autocommit (we issue BEGIN/COMMIT ourselves)."""
+    conn = sqlite3.connect(str(db_path), isolation_level=None, timeout=30, factory=Utf8Connection)
+    _pragmas(conn)
+    return sqlite_utils.Database(conn)
+
+
+def _pragmas(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA temp_store=MEMORY")
+    conn.execute("PRAGMA cache_size=-65536")
+
+
+def open_index(db_path: str | os.PathLike) -> sqlite_utils.Database:
+    """Open (creating when new) an index database and check its schema version.
+
+    A file that is not ours is refused before anything is written to it
+    (not even the switch to WAL mode).
+    """
+    conn = sqlite3.connect(str(db_path), isolation_level=None, timeout=30, factory=Utf8Connection)
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        version = (
+            conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() if "meta" in names else None
+        )
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise IndexBuildError(f"{db_path}: not an SQLite database ({exc}); refusing to write to it") from None
+    if names and version is None:
+        conn.close()
+        raise IndexBuildError(
+            f"{db_path}: this database has tables but is not an inspector index; refusing to write to it"
+        )
+    if version is not None and version[0] != str(SCHEMA_VERSION):
+        conn.close()
+        raise IndexBuildError(
+            f"{db_path}: index schema version {version[0]} is not {SCHEMA_VERSION}; "
+            "rebuild it with `inspector index --rebuild`"
+        )
+    _pragmas(conn)
+    db = sqlite_utils.Database(conn)
+    if not names:
+        create_schema(db)
+        db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('created_at', ?)", [now_iso()])
+    return db
+
+
+class _Lock:
+    """One writer at a time: an advisory ``flock`` on the database file.
+
+    SQLite's own locks are POSIX record locks, which ``flock`` does not touch,
+    so readers (the TUI, ``inspector query``) are never blocked by it.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # an empty file is an empty database
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            raise IndexBuildError(
+                f"{path}: another `inspector index` is writing this index; try again when it has finished"
+            ) from None
+
+    def release(self) -> None:
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+        finally:
+            os.close(self.fd)
+
+
+def _cannot_write(db_path: str, exc: BaseException) -> str:
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return f"{db_path}: cannot write the index ({reason})"

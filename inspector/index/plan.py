@@ -1,0 +1,170 @@
+"""Planning a run: which folders changed since the stored revisions, and what their workers need."""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+
+import sqlite_utils
+
+from invariants.read.capture import find_capture
+from invariants.read.source import LogSource, UrlPath, is_url, log_path
+
+from .stats import IndexStats
+from .work import CaptureTask, GroupTask, LogTask, Previous, Stat, source_stat
+
+
+def input_name(p: str | os.PathLike) -> str:
+    """How a path given to the index is kept: made absolute, or a URL as written (less trailing slashes)."""
+    return UrlPath.of(str(p)).url if is_url(p) else os.path.abspath(p)
+
+
+def _is_dir(name: str) -> bool:
+    try:
+        return log_path(name).is_dir()
+    except OSError:  # an unusable URL: discovery has said so
+        return False
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+# -- planning ------------------------------------------------------------------
+
+
+def _previous_logs(db: sqlite_utils.Database) -> dict[str, tuple]:
+    return {
+        r[0]: r
+        for r in db.execute(
+            "SELECT path, id, size, mtime_ns, inode, device, lines, steps, versions, head_hash, tail_hash, "
+            "turns, compactions FROM sessions"
+        )
+    }
+
+
+def _previous_captures(db: sqlite_utils.Database) -> dict[str, tuple]:
+    return {
+        r[0]: r
+        for r in db.execute(
+            "SELECT path, id, size, mtime_ns, inode, device, head_hash, tail_hash, checked_lines, dir FROM captures"
+        )
+    }
+
+
+def _stat(path: str) -> Stat | None:
+    try:
+        return Stat.of(path)
+    except OSError:
+        return None
+
+
+def _plan(
+    db: sqlite_utils.Database, sources: list[LogSource], full: bool, stats: IndexStats, dirty_folders: set[str]
+) -> list[GroupTask]:
+    """Folder tasks for everything that changed; unchanged folders cost a stat per file."""
+    prev_logs = _previous_logs(db)
+    prev_caps = _previous_captures(db)
+    caps_by_dir: dict[str, list[str]] = {}
+    for path, row in prev_caps.items():
+        caps_by_dir.setdefault(row[9], []).append(path)
+    groups: "OrderedDict[str, list[LogSource]]" = OrderedDict()
+    for src in sources:
+        groups.setdefault(str(src.path.parent), []).append(src)
+    tasks: list[GroupTask] = []
+    for folder, srcs in groups.items():
+        logs: list[LogTask] = []
+        for src in srcs:
+            path = src.display
+            try:
+                st = source_stat(src)
+            except OSError:
+                st = None
+            if st is None:
+                stats.problems.append(f"{path}: vanished while indexing")
+                continue
+            row = prev_logs.get(path)
+            prev = None
+            changed = True
+            if row is not None:
+                prev = Previous(
+                    Stat(row[2], row[3], row[4], row[5]),
+                    lines=row[6] or 0,
+                    steps=row[7] or 0,
+                    versions=row[8] or 0,
+                    head_hash=row[9],
+                    tail_hash=row[10],
+                    turns=row[11] or 0,
+                    compactions=row[12] or 0,
+                )
+                changed = full or prev.stat != st
+            logs.append(LogTask(src, st, prev, changed))
+            if not changed:
+                stats.unchanged += 1
+        cap_paths: list[str] = []
+        for src in srcs:
+            cp = find_capture(src.path)
+            if cp is not None and str(cp) not in cap_paths:
+                cap_paths.append(str(cp))
+        captures: list[CaptureTask] = []
+        for cp in cap_paths:
+            st = _stat(cp)
+            if st is None:
+                continue
+            row = prev_caps.get(cp)
+            prev = None
+            if row is not None:
+                prev = Previous(
+                    Stat(row[2], row[3], row[4], row[5]), head_hash=row[6], tail_hash=row[7], checked_lines=row[8] or 0
+                )
+            captures.append(CaptureTask(cp, st, prev, full or prev is None or prev.stat != st))
+        gone_caps = [p for p in caps_by_dir.get(folder, []) if p not in cap_paths]
+        recheck_all = folder in dirty_folders or bool(gone_caps)
+        stats.sessions += len(logs)
+        stats.captures += len(captures)
+        if not recheck_all and not any(lt.changed for lt in logs) and not any(ct.changed for ct in captures):
+            continue
+        tasks.append(GroupTask(folder, logs, captures, recheck_all, gone_caps))
+    return tasks
+
+
+def _attach_state(db: sqlite_utils.Database, task: GroupTask) -> None:
+    """Load checkpoints and counters a worker needs (only for folders that changed)."""
+    need_context = bool(task.captures)
+    for lt in task.logs:
+        prev = lt.previous
+        if prev is None or (not lt.changed and not need_context):
+            continue
+        sid = db.execute("SELECT id FROM sessions WHERE path = ?", [lt.path]).fetchone()[0]
+        ck = db.execute("SELECT data, bytes_at FROM checkpoints WHERE session_id = ?", [sid]).fetchone()
+        if ck is not None:
+            prev.checkpoint, prev.bytes_at = ck[0], ck[1]
+        if lt.changed:
+            prev.open_steps = tuple(
+                r[0]
+                for r in db.execute(
+                    "SELECT idx FROM steps WHERE session_id = ? AND end_seq IS NULL ORDER BY idx", [sid]
+                )
+            )
+            row = db.execute("SELECT max(seq) FROM messages WHERE session_id = ?", [sid]).fetchone()
+            prev.last_message_seq = row[0] if row and row[0] is not None else -1
+            prev.carry = [
+                tuple(r)
+                for r in db.execute(
+                    "SELECT rule, category, severity, seq, line, turn, step, path, file, message, detail FROM findings "
+                    "WHERE session_id = ? AND source = 'log' AND rule = 'LOG011'",
+                    [sid],
+                )
+            ]
+    for ct in task.captures:
+        if ct.previous is None:
+            continue
+        cid = db.execute("SELECT id FROM captures WHERE path = ?", [ct.path]).fetchone()[0]
+        ct.previous.unexplained_lines = tuple(
+            r[0]
+            for r in db.execute(
+                "SELECT line FROM requests WHERE capture_id = ? AND step_idx IS NULL "
+                "AND status IN ('unexplained', 'not-routed')",
+                [cid],
+            )
+        )

@@ -1,0 +1,59 @@
+"""Forgetting what is gone: logs and captures no longer under an indexed path, orphaned headers."""
+
+from __future__ import annotations
+
+import os
+
+import sqlite_utils
+
+from invariants.read.source import LogSource
+
+from .plan import _is_dir, _within
+from .stats import IndexStats
+from .writer import _delete_session, _drop_capture
+
+
+def _prune(db: sqlite_utils.Database, roots: list[str], sources: list[LogSource], stats: IndexStats) -> set[str]:
+    """Forget logs (and captures) that no longer exist under a path being indexed; returns their folders."""
+    seen = {s.display for s in sources}
+    folders = {str(s.path.parent) for s in sources}
+    dirs = [r for r in roots if _is_dir(r)]
+    files = [r for r in roots if r not in dirs]
+
+    def covered(path: str) -> bool:
+        return any(_within(path, d) for d in dirs) or path in files
+
+    gone = [
+        (sid, path) for sid, path in db.execute("SELECT id, path FROM sessions") if path not in seen and covered(path)
+    ]
+    # A capture goes with the last log of its folder (it is only ever looked up beside a log).
+    gone_caps = [
+        path
+        for (path, folder) in db.execute("SELECT path, dir FROM captures")
+        if (any(_within(path, d) for d in dirs) or folder in {os.path.dirname(f) for f in files})
+        and folder not in folders
+    ]  # a capture gone from a folder that keeps logs: see _plan
+    if not gone and not gone_caps:
+        return set()
+    conn = db.conn
+    conn.execute("BEGIN IMMEDIATE")
+    for sid, _path in gone:
+        _delete_session(conn, sid)
+    for path in gone_caps:
+        _drop_capture(conn, path)
+    conn.execute("COMMIT")
+    stats.removed += len(gone)
+    return {os.path.dirname(p) for _sid, p in gone}
+
+
+def _gc_headers(db: sqlite_utils.Database) -> None:
+    conn = db.conn
+    conn.execute("BEGIN IMMEDIATE")
+    orphan = (
+        "SELECT hash FROM headers WHERE hash NOT IN (SELECT header_hash FROM steps WHERE header_hash IS NOT NULL) "
+        "AND hash NOT IN (SELECT header_hash FROM versions WHERE header_hash IS NOT NULL) "
+        "AND hash NOT IN (SELECT header_hash FROM instances WHERE header_hash IS NOT NULL)"
+    )
+    conn.execute(f"DELETE FROM header_tools WHERE hash IN ({orphan})")
+    conn.execute(f"DELETE FROM headers WHERE hash IN ({orphan})")
+    conn.execute("COMMIT")

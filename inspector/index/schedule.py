@@ -1,0 +1,109 @@
+"""Scheduling the changed folders: local worker processes or an executor, results in order for the one writer."""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import sqlite_utils
+
+from invariants.gate.executor import Executor
+from invariants.gate.policy import FindingPolicy
+
+from .plan import _attach_state
+from .work import GroupResult, GroupTask, process_group, use_policy
+
+
+def _run_tasks(
+    db: sqlite_utils.Database, tasks: list[GroupTask], jobs: int | None, policy: FindingPolicy
+) -> Iterable[GroupResult]:
+    jobs = jobs if jobs is not None else default_jobs()
+    if jobs <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            _attach_state(db, task)
+            yield process_group(task, policy)
+        return
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    window = jobs * 4  # results are written in order; a deeper queue keeps workers busy past a slow folder
+    lock_fd = getattr(db, "_index_lock_fd", None)
+    with ProcessPoolExecutor(
+        max_workers=jobs, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(), lock_fd, policy)
+    ) as pool:
+        pending: deque[Future] = deque()
+        it = iter(tasks)
+        for task in it:
+            _attach_state(db, task)
+            pending.append(pool.submit(process_group, task))
+            if len(pending) >= window:
+                break
+        while pending:
+            result = pending.popleft().result()
+            nxt = next(it, None)
+            if nxt is not None:
+                _attach_state(db, nxt)
+                pending.append(pool.submit(process_group, nxt))
+            yield result
+
+
+@dataclass
+class LostGroup:
+    """A folder whose task could not finish on any worker: each log a problem line, nothing written
+    (so the next run finds it still changed and reads it again)."""
+
+    problems: list[str]
+
+
+def _run_on(
+    executor: Executor, db: sqlite_utils.Database, tasks: list[GroupTask], policy: FindingPolicy
+) -> Iterable[GroupResult | LostGroup]:
+    """The folders computed by ``executor`` a window at a time, yielded in order for the one writer.
+
+    A window is a few tasks per worker thread: enough to keep the workers busy, small enough that
+    results are written (and memory freed) as the run goes."""
+    window = max(1, executor.jobs * 16)
+    for start in range(0, len(tasks), window):
+        chunk = tasks[start : start + window]
+        for task in chunk:
+            _attach_state(db, task)
+        yield from executor.map(indexed_group, [(task, policy) for task in chunk])
+
+
+def indexed_group(job: tuple[GroupTask, FindingPolicy]) -> GroupResult:
+    """One folder's rows, on a worker (any process: the policy travels with the task)."""
+    task, policy = job
+    return process_group(task, policy)
+
+
+def lost_group(fn: Callable[[Any], Any], job: tuple[GroupTask, FindingPolicy], reason: str) -> LostGroup:
+    """What a folder gives when its task could not finish anywhere (the executor's ``lost`` hook)."""
+    task, _ = job
+    return LostGroup([f"{lt.path}: not indexed ({reason})" for lt in task.logs])
+
+
+def _worker_init(parent: int, lock_fd: int | None, policy: FindingPolicy) -> None:
+    """A worker never outlives a killed indexer, and never holds its lock or its database."""
+    use_policy(policy)
+    if lock_fd is not None:
+        try:
+            os.close(lock_fd)  # our copy only: the parent's lock stays
+        except OSError:
+            pass
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the parent (Linux)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def default_jobs() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
