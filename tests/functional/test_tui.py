@@ -257,7 +257,7 @@ async def test_search_finds_message_text_and_steps_through_matches(story):
 
 
 async def test_follow_picks_up_appended_events_and_keeps_a_selection_off_the_newest_step(tmp_path, monkeypatch):
-    monkeypatch.setattr("inspector.screens.session.FOLLOW_POLL", 0.05)
+    monkeypatch.setattr("inspector.screens.session.loading.FOLLOW_POLL", 0.05)
     b = story_session("growing")
     b.user_turn("first question")
     b.streamed_step("first answer", header_reason="initial", header=story_header())
@@ -296,7 +296,7 @@ async def test_follow_resumes_the_replay_and_matches_a_full_recheck(tmp_path, mo
     from inspector.screens.state import SessionState
     from invariants import check
 
-    monkeypatch.setattr("inspector.screens.session.FOLLOW_POLL", 0.05)
+    monkeypatch.setattr("inspector.screens.session.loading.FOLLOW_POLL", 0.05)
     b = story_session("long-growing")
     b.user_turn("first question")
     b.streamed_step("first answer", header_reason="initial", header=story_header())

@@ -20,8 +20,8 @@ def _preview_turns_1_and_2(tmp_path, log, monkeypatch) -> tuple[threading.Event,
     The list records, per head read, whether it ran on the main thread."""
     lines = (tmp_path / "story.jsonl").read_bytes().splitlines(keepends=True)
     turn3 = seq_of(log, "turn/start", turn=3)
-    monkeypatch.setattr("inspector.screens.session.PREVIEW_FROM", 0)
-    monkeypatch.setattr("inspector.screens.session.PREVIEW_BYTES", sum(len(x) for x in lines[: turn3 + 1]))
+    monkeypatch.setattr("inspector.screens.session.loading.PREVIEW_FROM", 0)
+    monkeypatch.setattr("inspector.screens.session.loading.PREVIEW_BYTES", sum(len(x) for x in lines[: turn3 + 1]))
     gate = threading.Event()
     check = SessionScreen._check
     read_in: list[bool] = []

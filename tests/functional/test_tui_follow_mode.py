@@ -71,7 +71,7 @@ async def _following(app, pilot) -> SessionScreen:
 
 
 async def test_the_newest_step_stays_selected_and_in_view(tmp_path, monkeypatch):
-    monkeypatch.setattr("inspector.screens.session.FOLLOW_POLL", 0.05)
+    monkeypatch.setattr("inspector.screens.session.loading.FOLLOW_POLL", 0.05)
     g = Growing(tmp_path, steps=30)
     app = create_app(g.log, follow=True)
     async with app.run_test(size=(100, 16)) as pilot:
@@ -88,7 +88,7 @@ async def test_the_newest_step_stays_selected_and_in_view(tmp_path, monkeypatch)
 
 
 async def test_the_first_new_error_rings_once_until_looked_at(tmp_path, monkeypatch):
-    monkeypatch.setattr("inspector.screens.session.FOLLOW_POLL", 0.05)
+    monkeypatch.setattr("inspector.screens.session.loading.FOLLOW_POLL", 0.05)
     g = Growing(tmp_path, steps=3)
     app = create_app(g.log, follow=True)
     rings: list[int] = []
