@@ -8,10 +8,12 @@ import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Callable
 
 from .common import add_config_flags, fail, load_configuration
 
 DEFAULT_DB = "inspector-index.db"  # same as inspector.index.DEFAULT_DB, without importing sqlite-utils for --help
+PAUSE_ENV = "INSPECTOR_INDEX_PAUSE_AT"  # test hook: "N" pauses inside the N-th folder's transaction
 
 
 def add_db_flag(p: argparse.ArgumentParser) -> None:
@@ -115,7 +117,14 @@ def run(args: argparse.Namespace) -> int:
                 return fail(str(exc))
         try:
             stats = build_index(
-                args.paths, db, jobs=args.jobs, full=args.full, progress=progress, config=config, executor=executor
+                args.paths,
+                db,
+                jobs=args.jobs,
+                full=args.full,
+                progress=progress,
+                config=config,
+                executor=executor,
+                after_folder=_pause_hook(),
             )
         except IndexBuildError as exc:
             return fail(str(exc))
@@ -149,3 +158,22 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     return 2 if stats.problems else 0
+
+
+def _pause_hook() -> Callable[[int], None] | None:
+    """The test hook: with ``INSPECTOR_INDEX_PAUSE_AT=N`` the run stops inside the N-th folder's
+    transaction (and says so on stderr), so a test can kill it there or read the index meanwhile."""
+    pause_at = int(os.environ.get(PAUSE_ENV, "0") or 0)
+    if not pause_at:
+        return None
+
+    def pause(written: int) -> None:
+        if written == pause_at:
+            print(
+                f"inspector index: paused inside the transaction of folder {written} (test hook {PAUSE_ENV})",
+                file=sys.stderr,
+                flush=True,
+            )
+            time.sleep(3600)
+
+    return pause

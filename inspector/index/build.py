@@ -38,7 +38,7 @@ from .plan import _plan, input_name
 from .prune import _gc_headers, _prune
 from .schedule import LostGroup, _run_on, _run_tasks
 from .stats import IndexStats
-from .writer import PAUSE_ENV, _Writer
+from .writer import _Writer
 
 __all__ = ["DEFAULT_DB", "IndexBuildError", "IndexStats", "build_index"]
 
@@ -54,6 +54,7 @@ def build_index(
     progress: Callable[[IndexStats], None] | None = None,
     config: Config | None = None,
     executor: Executor | None = None,
+    after_folder: Callable[[int], None] | None = None,
 ) -> IndexStats:
     """Index every log under ``paths`` into ``db_path``; only what changed is read.
 
@@ -62,6 +63,10 @@ def build_index(
 
     ``config`` decides which findings are stored, as it does for ``inspector check``
     (None: every finding); an unreadable baseline raises ``BaselineError`` before anything is written.
+
+    ``after_folder`` (a test hook) is called with the number of folders written so far, inside
+    the transaction of the last one, before it commits; given one, every folder commits on its
+    own, so a test that stops the run there sees the folders before it committed and this one not.
     """
     t0 = time.perf_counter()
     policy = FindingPolicy.of(config)
@@ -88,7 +93,9 @@ def build_index(
     db._index_lock_fd = lock.fd  # type: ignore[attr-defined]  # closed in worker processes
     try:
         run_id = _start_run(db, paths)
-        stats = _build(db, roots, sources, problems, jobs, full, progress, stats, run_id, policy, executor)
+        stats = _build(
+            db, roots, sources, problems, jobs, full, progress, stats, run_id, policy, executor, after_folder
+        )
         stats.seconds = time.perf_counter() - t0
         _finish_run(db, run_id, stats)
     except sqlite3.OperationalError as exc:  # a read-only file or folder, a full disk: what SQLite says
@@ -145,16 +152,14 @@ def _build(
     run_id: int,
     policy: FindingPolicy,
     executor: Executor | None = None,
+    after_folder: Callable[[int], None] | None = None,
 ) -> IndexStats:
     _adopt_policy(db, policy)
     stats.problems.extend(problems)
     dirty = _prune(db, roots, sources, stats)
     tasks = _plan(db, sources, full, stats, dirty)
     stats.groups = len(tasks)
-    pause_at = int(os.environ.get(PAUSE_ENV, "0") or 0)
-    writer = _Writer(db, stats, run_id, pause_at)
-    if pause_at:
-        writer.batch = 1  # the test hook commits folder by folder, so a kill shows partial progress
+    writer = _Writer(db, stats, run_id, after_folder)
     try:
         results = _run_on(executor, db, tasks, policy) if executor is not None else _run_tasks(db, tasks, jobs, policy)
         for result in results:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import sys
 import time
-from typing import Iterable
+from typing import Callable, Iterable
 
 import sqlite_utils
 
@@ -15,17 +14,8 @@ from .connection import now_iso
 from .stats import IndexStats
 from .work import GroupResult, SessionResult
 
-PAUSE_ENV = "INSPECTOR_INDEX_PAUSE_AT"
-
-
 BATCH_GROUPS = 64  # folders per transaction (a folder is never split)
-
-
-BATCH_SECONDS = (
-    0.5  # ...or this much writing, whichever comes first  # test hook: "N" pauses inside the N-th folder's transaction
-)
-
-
+BATCH_SECONDS = 0.5  # ...or this much writing, whichever comes first
 STATUS_RANK_SQL = (
     "CASE {col} WHEN 'unchecked' THEN 0 WHEN 'ok' THEN 1 WHEN 'one-shot' THEN 1 WHEN 'header' THEN 2 ELSE 3 END"
 )
@@ -78,16 +68,22 @@ _SESSION_FACT_COLS = (
 
 
 class _Writer:
-    def __init__(self, db: sqlite_utils.Database, stats: IndexStats, run_id: int, pause_at: int) -> None:
+    def __init__(
+        self,
+        db: sqlite_utils.Database,
+        stats: IndexStats,
+        run_id: int,
+        after_folder: Callable[[int], None] | None = None,
+    ) -> None:
         self.db = db
         self.conn = db.conn
         self.stats = stats
         self.run_id = run_id
-        self.pause_at = pause_at
+        self.after_folder = after_folder  # called in each folder's own transaction (see build_index)
         self.written = 0
         self.in_batch = 0
         self.began = 0.0
-        self.batch = BATCH_GROUPS
+        self.batch = 1 if after_folder is not None else BATCH_GROUPS
 
     def write(self, result: GroupResult) -> None:
         conn = self.conn
@@ -122,13 +118,8 @@ class _Writer:
             self._counts(touched)
             self.written += 1
             self.in_batch += 1
-            if self.pause_at and self.written == self.pause_at:
-                print(
-                    f"inspector index: paused inside the transaction of folder {self.written} (test hook {PAUSE_ENV})",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                time.sleep(3600)
+            if self.after_folder is not None:
+                self.after_folder(self.written)
             if self.in_batch >= self.batch or time.monotonic() - self.began > BATCH_SECONDS:
                 self.commit()
         except BaseException:

@@ -401,6 +401,30 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def test_after_folder_runs_inside_each_folders_own_transaction(root, tmp_path):
+    """The hook is called once per folder, inside that folder's transaction: what it sees of
+    another connection is the folders before it; a run stopped there keeps exactly those."""
+    base, written = root
+    db = tmp_path / "hooked.db"
+    seen: list[tuple[int, int]] = []
+
+    class Stop(Exception):
+        pass
+
+    def hook(n: int) -> None:
+        seen.append((n, q(db, "SELECT count(DISTINCT dir) FROM sessions")[0][0]))
+        if n == 3:
+            raise Stop
+
+    with pytest.raises(Stop):
+        build_index([base], db, jobs=1, after_folder=hook)
+    assert seen == [(1, 0), (2, 1), (3, 2)]
+    assert q(db, "SELECT count(DISTINCT dir) FROM sessions")[0][0] == 2
+    assert q(db, "SELECT status, groups_done FROM runs") == [("running", 2)]
+    stats = build_index([base], db, jobs=1)
+    assert stats.new + stats.unchanged == len(written) and stats.unchanged > 0
+
+
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_killed_indexer_leaves_a_usable_database(root, indexed, tmp_path, jobs):
     base, written = root
