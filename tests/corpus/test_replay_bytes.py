@@ -16,7 +16,7 @@ from tests.conftest import corpus_dir
 # Accepted requests that the log cannot rebuild byte for byte, and why.  The harness's own
 # invariant tests hand-built these three (origin "waterfall") without the provider the real
 # loop spreads from the header config; the invariant does not compare provider, so it accepted
-# them, and so do we (no DIV011: see test_trust_faces), but a replay sends what the loop sends.
+# them, and so do we (no DIV011: see test_request_compare), but a replay sends what the loop sends.
 HAND_BUILT_WITHOUT_PROVIDER = {
     f"upstream-late-era/core__agent-loop__invariant/{t}/requests.jsonl:1" for t in ("t00", "t01", "t02")
 }

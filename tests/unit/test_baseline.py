@@ -11,7 +11,7 @@ import orjson
 from inspector.cli import main
 from invariants import check
 from invariants.gate.baseline import apply_baseline, fingerprint, normalize_message, read_baseline
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, corpus_dir
 
 
 def run(capsys, *argv):
@@ -158,3 +158,65 @@ def test_a_broken_baseline_is_a_usage_error(capsys, tmp_path):
         )[0]
         == 2
     )
+
+
+# --------------------------------------------------------------------------- keyed per file, relative to the baseline
+
+INVARIANTS_TESTS = "upstream-seed-era/support__invariants__invariants"
+
+
+def _check_json(capsys, *argv) -> tuple[int, dict]:
+    from inspector.cli import main
+
+    code = main(["check", *argv, "--no-cache", "--format", "json", "-q"])
+    out = capsys.readouterr().out
+    return code, (json.loads(out) if out.strip() else {})
+
+
+def test_a_baseline_of_one_file_neither_hides_nor_expires_another_files_findings(capsys, tmp_path):
+    """t53 and t54 both hold session ``req-check``: t53's baseline must not absorb t54's findings."""
+    folder = corpus_dir(INVARIANTS_TESTS)
+    base = tmp_path / "baseline.json"
+    from inspector.cli import main
+
+    assert main(["check", str(folder / "t53"), "--no-cache", "-q", "--write-baseline", str(base)]) == 0
+    capsys.readouterr()
+    entries = json.loads(base.read_text())["findings"]
+    assert {e["session"] for e in entries} == {"req-check"}
+    assert all(e["file"].endswith("t53/req-check.jsonl") and not e["file"].startswith("/") for e in entries)
+
+    code, report = _check_json(capsys, str(folder / "t54"), "--baseline", str(base))
+    assert code == 1
+    assert sorted(f["rule"] for f in report["findings"]) == ["DIV010", "LOG006"]  # t54's own, both reported
+    assert report["baseline"]["suppressed"] == 0 and report["baseline"]["stale"] == []
+    assert report["baseline"]["unchecked"] == len(entries)
+
+    code, report = _check_json(capsys, str(folder / "t53"), "--baseline", str(base))
+    assert code == 0 and report["findings"] == [] and report["baseline"]["suppressed"] == len(entries)
+
+
+def test_baseline_entries_are_relative_to_the_baseline_so_another_working_directory_matches(
+    capsys, tmp_path, monkeypatch
+):
+    folder = corpus_dir(INVARIANTS_TESTS) / "t53"
+    base = tmp_path / "ci" / "baseline.json"
+    base.parent.mkdir()
+    from inspector.cli import main
+
+    assert main(["check", str(folder), "--no-cache", "-q", "--write-baseline", str(base)]) == 0
+    monkeypatch.chdir(tmp_path)
+    code, report = _check_json(capsys, os.path.relpath(folder), "--baseline", "ci/baseline.json")
+    assert code == 0 and report["findings"] == [] and report["baseline"]["suppressed"] == 2
+
+
+def test_a_version_1_baseline_is_rejected_with_how_to_rewrite_it(capsys, tmp_path):
+    folder = corpus_dir(INVARIANTS_TESTS) / "t53"
+    old = tmp_path / "old.json"
+    entry = {"session": "req-check", "rule": "LOG006", "fingerprint": "0123456789abcdef", "file": "x", "line": 5}
+    old.write_text(json.dumps({"version": 1, "tool": "inspector 0.1.0", "findings": [entry]}))
+    from inspector.cli import main
+
+    assert main(["check", str(folder), "--no-cache", "--baseline", str(old)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "version 1 baseline matches findings by session id alone" in err[0]
+    assert f"--write-baseline {old}" in err[0]
