@@ -1,4 +1,4 @@
-"""Findings users can trust, on real harness logs (../shared/corpus, read in place): issue 12."""
+"""Findings on real harness logs (../shared/corpus, read in place): one finding per defect, none for a sound value."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def _errors(lines: list[bytes], tmp_path) -> list:
     return [f for f in replay(LogSource(path, tmp_path)).findings if f.severity == "error"]
 
 
-# ---------------------------------------------------------------- item 3
+# ---------------------------------------------------------------- a turn closed in error with its step open
 def test_a_turn_closed_in_error_after_a_vetoed_step_end_is_a_warning():
     log = corpus_dir("upstream-late-era") / "core__agent-loop__coverage-edges/t11/stepend-double-veto.jsonl"
     result = check([log])
@@ -36,7 +36,7 @@ def test_a_turn_closed_in_error_after_a_vetoed_step_end_is_a_warning():
     assert [(f.rule, f.seq) for f in result.findings] == [("EVT012", 26)]
 
 
-# ---------------------------------------------------------------- item 4
+# ---------------------------------------------------------------- one root cause, one finding
 @pytest.mark.parametrize(("era", "name"), [("seed", SEED_LOG), ("late", LATE_LOG)])
 def test_one_wrong_turn_number_in_a_real_log_is_one_error(tmp_path, era, name):
     lines = _lines(era, name)
@@ -62,7 +62,7 @@ def test_one_damaged_line_of_a_real_log_is_one_error(tmp_path, era, name):
     assert one_finding_per_defect(_lines(era, name), tmp_path) == []
 
 
-# ---------------------------------------------------------------- item 7
+# ---------------------------------------------------------------- values the harness wrote
 def test_no_value_the_harness_wrote_is_flagged():
     """Every enumerated value and typed field in the real logs is one its era defines."""
     result = check([corpus_dir("fixtures-seed-era").parent])

@@ -1,4 +1,4 @@
-"""Issue 12, items 14, 15, 17, 19: the index appends any grown log, finds streamed text, and fails cleanly."""
+"""The index appends any grown log, finds streamed text, and fails cleanly on a missing or empty root."""
 
 from __future__ import annotations
 

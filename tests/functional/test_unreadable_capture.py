@@ -1,4 +1,4 @@
-"""Issue 12, item 10: a capture file that cannot be read must not look like an all-clear, in the TUI or in check."""
+"""A capture file that cannot be read must not look like an all-clear, in the TUI or in check."""
 
 from __future__ import annotations
 

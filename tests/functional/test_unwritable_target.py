@@ -1,4 +1,4 @@
-"""Issue 12, item 17: a command that cannot write where it was told to says so in one line and exits 2.
+"""A command that cannot write where it was told to says so in one line and exits 2.
 
 Tests run as root, which may write anywhere: the unwritable place is a path under an existing *file*
 (or a folder where a file must go), which no user can create."""

@@ -1,4 +1,4 @@
-"""``convert`` refuses a line nested deeper than the reader's limit, with one clear line (issue 12 item 16)."""
+"""``convert`` refuses a line nested deeper than the reader's limit, with one clear line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Era detection over the whole log, during the one pass (issue 12 item 6)."""
+"""Era detection over the whole log, during the one pass."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Findings users can trust: the event contract's edge cases (issue 12 items 3 and 4).
+"""The event contract's edge cases: a turn that fails with its step open, one finding per root cause.
 
 * A late-era turn that ends in ``error``/``aborted`` with its step still open is
   what the loop writes when its own step/end append was rejected (EVT012, a
@@ -27,7 +27,7 @@ def _errors(model) -> list:
     return [f for f in model.findings if f.severity == "error"]
 
 
-# ---------------------------------------------------------------- item 3: EVT012
+# ---------------------------------------------------------------- EVT012
 def _late_turn_with_open_step(reason: dict) -> Log:
     log = Log(era="late")
     log.turn_start(1)
@@ -85,7 +85,7 @@ def test_seed_turn_ending_in_error_with_its_step_open_stays_an_error(tmp_path):
     assert [f.rule for f in _errors(model)] == ["EVT006"]
 
 
-# ---------------------------------------------------------------- item 4: one root cause, one finding
+# ---------------------------------------------------------------- one root cause, one finding
 def _three_turns() -> Log:
     log = Log()
     log.clean_turn(1, "one", header_reason="initial")

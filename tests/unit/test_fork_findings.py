@@ -1,4 +1,4 @@
-"""Fork findings point at the fork seed event, in the child and in the parent (issue 12 item 5)."""
+"""Fork findings point at the fork seed event, in the child and in the parent."""
 
 from __future__ import annotations
 

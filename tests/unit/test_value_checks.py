@@ -1,4 +1,4 @@
-"""Unknown values do not pass silently: typed fields and enumerations per era (issue 12 item 7)."""
+"""Unknown values do not pass silently: typed fields and enumerations per era."""
 
 from __future__ import annotations
 
