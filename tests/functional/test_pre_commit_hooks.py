@@ -31,6 +31,10 @@ from inspector.cli import main
 from tests.conftest import ROOT, SAMPLES
 from tests.support.readme import block_named
 
+pytest.importorskip(
+    "pre_commit", reason="pre-commit is a development tool: install it with the dev group (--group dev)"
+)
+
 # What `pip install .` needs of the package (pyproject.toml names README.md as its readme).
 PACKAGE_FILES = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml", "invariants", "inspector")
 GIT_IDENTITY = {

@@ -1,10 +1,16 @@
 """SVG snapshots of the main TUI screens, so a layout regression shows up in review.
 
 Each case drives the real app to a screen and compares ``app.export_screenshot()``
-with the committed ``tests/snapshots/<name>.svg``.  After an intended change,
+with the committed ``tests/functional/snapshots/<name>.svg``.  After an intended change,
 regenerate them and look at the new pictures before committing::
 
-    TUI_SNAPSHOT_UPDATE=1 python -m pytest tests/functional/test_tui_snapshots.py tests/functional/test_tui_textdiff.py
+    TUI_SNAPSHOT_UPDATE=1 python -m pytest tests/functional/test_tui_snapshots.py \
+        tests/functional/test_tui_textdiff.py tests/functional/test_tui_blame.py
+
+The pictures depend on the Textual release that drew them (its widgets, borders
+and colours change between releases), so they are compared, or rewritten, only
+under the release pinned in ``pyproject.toml``'s ``dev`` dependency group; under
+any other the snapshot tests skip and say which release they need.
 
 On a mismatch the new SVG is written beside the test's tmp dir and the first
 differing screen line is shown.  Logs are opened by relative paths from a
@@ -17,6 +23,8 @@ import difflib
 import html
 import os
 import re
+import tomllib
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -26,6 +34,28 @@ from tests.support.tui_helpers import create_app, settle, wait_for
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("TUI_SNAPSHOT_UPDATE") == "1"
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
+
+def snapshot_textual() -> str:
+    """The Textual release the snapshots were drawn with: the ``textual==`` pin of the ``dev`` group."""
+    groups = tomllib.loads(PYPROJECT.read_text(encoding="utf-8")).get("dependency-groups", {})
+    for requirement in groups.get("dev", []):
+        pin = re.fullmatch(r"\s*textual\s*==\s*([^\s;,]+)\s*", requirement) if isinstance(requirement, str) else None
+        if pin:
+            return pin.group(1)
+    raise LookupError(f"{PYPROJECT} pins no textual== in its dev dependency group")
+
+
+def textual_mismatch() -> str | None:
+    """Why the snapshots cannot be compared here (another Textual release is installed), or None."""
+    wanted, installed = snapshot_textual(), version("textual")
+    if installed == wanted:
+        return None
+    return f"the SVG snapshots were drawn with textual {wanted} (the dev group's pin); textual {installed} is installed"
+
+
+drawn_by_the_pinned_textual = pytest.mark.skipif(textual_mismatch() is not None, reason=str(textual_mismatch()))
 
 NARROW = (100, 30)
 WIDE = (160, 45)
@@ -56,6 +86,9 @@ def screen_lines(svg: str) -> list[str]:
 
 
 def check_snapshot(name: str, svg: str, tmp_path: Path) -> None:
+    mismatch = textual_mismatch()
+    if mismatch is not None:
+        pytest.skip(mismatch)
     path = SNAPSHOTS / f"{name}.svg"
     if UPDATE:
         SNAPSHOTS.mkdir(exist_ok=True)
@@ -85,6 +118,7 @@ async def _shoot(app, keys: list[str], size: tuple[int, int]) -> str:
         return app.export_screenshot(title="inspector")
 
 
+@drawn_by_the_pinned_textual
 @pytest.mark.parametrize("name,size,keys", CASES, ids=[c[0] for c in CASES])
 async def test_session_screen_snapshot(name, size, keys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -93,6 +127,7 @@ async def test_session_screen_snapshot(name, size, keys, tmp_path, monkeypatch):
     check_snapshot(name, await _shoot(app, keys, size), tmp_path)
 
 
+@drawn_by_the_pinned_textual
 async def test_session_list_snapshot(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     root = tmp_path / "sessions"
@@ -110,3 +145,16 @@ async def test_session_list_snapshot(tmp_path, monkeypatch):
         await pilot.pause(0.2)
         svg = app.export_screenshot(title="inspector")
     check_snapshot("session-list-narrow", svg, tmp_path)
+
+
+def test_snapshots_skip_under_another_textual_and_say_which_they_need(monkeypatch, tmp_path):
+    """The pictures are compared only under the pinned release; any other skips, naming both releases."""
+    wanted = snapshot_textual()
+    assert re.fullmatch(r"\d+(\.\d+)*", wanted), wanted
+    monkeypatch.setattr(f"{__name__}.version", lambda name: "0.80.0")
+    reason = textual_mismatch()
+    assert reason is not None and f"textual {wanted}" in reason and "textual 0.80.0 is installed" in reason
+    with pytest.raises(pytest.skip.Exception, match="0.80.0"):
+        check_snapshot("help-narrow", "<svg>not compared</svg>", tmp_path)
+    monkeypatch.setattr(f"{__name__}.version", lambda name: wanted)
+    assert textual_mismatch() is None
