@@ -32,7 +32,7 @@ from invariants.read.discover import discover
 from invariants.read.source import LogSource
 
 from . import rows as R
-from .connection import IndexBuildError, _cannot_write, _Lock, now_iso, open_index
+from .connection import IndexBuildError, _cannot_write, _Lock, inserted_id, now_iso, open_index
 from .forks import _fork_phase
 from .plan import _plan, input_name
 from .prune import _gc_headers, _prune
@@ -116,7 +116,7 @@ def _start_run(db: sqlite_utils.Database, paths: Iterable[str | os.PathLike]) ->
         [now_iso(), R.dumps([input_name(p) for p in paths]), os.getpid()],
     )
     conn.execute("COMMIT")
-    return int(cur.lastrowid)
+    return inserted_id(cur)
 
 
 def _finish_run(db: sqlite_utils.Database, run_id: int, stats: IndexStats) -> None:

@@ -31,6 +31,14 @@ def is_index(db_path: str | os.PathLike) -> bool:
         conn.close()
 
 
+def inserted_id(cur: sqlite3.Cursor) -> int:
+    """The rowid the INSERT just run on ``cur`` gave its row (``lastrowid`` is None only before any insert)."""
+    rowid = cur.lastrowid
+    if rowid is None:
+        raise sqlite3.InterfaceError("the statement inserted no row")
+    return rowid
+
+
 def now_iso() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 

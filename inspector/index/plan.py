@@ -66,8 +66,8 @@ def _plan(
     prev_logs = _previous_logs(db)
     prev_caps = _previous_captures(db)
     caps_by_dir: dict[str, list[str]] = {}
-    for path, row in prev_caps.items():
-        caps_by_dir.setdefault(row[9], []).append(path)
+    for cap_path, cap in prev_caps.items():
+        caps_by_dir.setdefault(cap[9], []).append(cap_path)
     groups: "OrderedDict[str, list[LogSource]]" = OrderedDict()
     for src in sources:
         groups.setdefault(str(src.path.parent), []).append(src)
@@ -103,21 +103,24 @@ def _plan(
                 stats.unchanged += 1
         cap_paths: list[str] = []
         for src in srcs:
-            cp = find_capture(src.path)
-            if cp is not None and str(cp) not in cap_paths:
-                cap_paths.append(str(cp))
+            found = find_capture(src.path)
+            if found is not None and str(found) not in cap_paths:
+                cap_paths.append(str(found))
         captures: list[CaptureTask] = []
         for cp in cap_paths:
-            st = _stat(cp)
-            if st is None:
+            cap_st = _stat(cp)
+            if cap_st is None:
                 continue
-            row = prev_caps.get(cp)
-            prev = None
-            if row is not None:
-                prev = Previous(
-                    Stat(row[2], row[3], row[4], row[5]), head_hash=row[6], tail_hash=row[7], checked_lines=row[8] or 0
+            cap_row = prev_caps.get(cp)
+            cap_prev = None
+            if cap_row is not None:
+                cap_prev = Previous(
+                    Stat(cap_row[2], cap_row[3], cap_row[4], cap_row[5]),
+                    head_hash=cap_row[6],
+                    tail_hash=cap_row[7],
+                    checked_lines=cap_row[8] or 0,
                 )
-            captures.append(CaptureTask(cp, st, prev, full or prev is None or prev.stat != st))
+            captures.append(CaptureTask(cp, cap_st, cap_prev, full or cap_prev is None or cap_prev.stat != cap_st))
         gone_caps = [p for p in caps_by_dir.get(folder, []) if p not in cap_paths]
         recheck_all = folder in dirty_folders or bool(gone_caps)
         stats.sessions += len(logs)

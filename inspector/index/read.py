@@ -13,7 +13,7 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Mapping, Sequence
 from urllib.parse import quote
 
 from invariants.read.source import UrlPath, absolute_name, log_path
@@ -95,7 +95,7 @@ def open_readonly(db_path: str | os.PathLike, timeout: float | None = None) -> s
 def run_query(
     db_path: str | os.PathLike,
     sql: str,
-    params: Iterable[Any] | dict = (),
+    params: Sequence[Any] | Mapping[str, Any] = (),
     *,
     limit: int | None = None,
     timeout: float | None = 60.0,

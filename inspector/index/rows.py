@@ -142,7 +142,9 @@ def header_parts(header: dict) -> tuple[str, tuple, list[str]]:
     """(hash, headers row, tool names) for one folded header."""
     text = dumps(header)
     h = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    config = header.get("config") if isinstance(header.get("config"), dict) else {}
+    config = header.get("config")
+    if not isinstance(config, dict):
+        config = {}
     tools = header.get("tools")
     names: list[str] = []
     if isinstance(tools, list):
@@ -406,8 +408,10 @@ def stream_rows(model: SessionModel, start: int = 0) -> list[tuple]:
     index = LineIndex(model.source)
     rows = []
     for st in steps:
-        last = st.end_seq if st.end_seq is not None else st.last_seq
-        events = read_events(model.source, st.first_chunk_seq, last, start_line=st.line, index=index)
+        first, last = st.first_chunk_seq, st.end_seq if st.end_seq is not None else st.last_seq
+        if first is None:  # unheld_streams names streamed steps only
+            continue
+        events = read_events(model.source, first, last, start_line=st.line, index=index)
         for attempt, (seq, line, text) in enumerate(_streamed_attempts(events), 1):
             truncated = int(len(text) > MAX_MESSAGE_TEXT)
             rows.append((st.index, attempt, seq, line, text[:MAX_MESSAGE_TEXT], truncated))

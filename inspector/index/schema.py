@@ -510,12 +510,12 @@ def create_schema(db: sqlite_utils.Database) -> None:
     """Create every table, index, FTS table and view that is missing."""
     for name, columns, pk, fks, not_null in TABLES:
         if not db[name].exists():
-            db[name].create(columns, pk=pk, foreign_keys=fks or None, not_null=not_null or None)
+            db.table(name).create(columns, pk=pk, foreign_keys=fks or None, not_null=not_null or None)
     for table, cols, unique in INDEXES:
-        db[table].create_index(cols, unique=unique, if_not_exists=True)
+        db.table(table).create_index(cols, unique=unique, if_not_exists=True)
     for table, cols, triggers in FTS:
         if not db[f"{table}_fts"].exists():
-            db[table].enable_fts(cols, create_triggers=triggers, tokenize="unicode61")
+            db.table(table).enable_fts(cols, create_triggers=triggers, tokenize="unicode61")
     for name, sql in VIEWS.items():
         db.create_view(name, sql.strip(), replace=True)
-    db["meta"].insert({"key": "schema_version", "value": str(SCHEMA_VERSION)}, replace=True)
+    db.table("meta").insert({"key": "schema_version", "value": str(SCHEMA_VERSION)}, replace=True)

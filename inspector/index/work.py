@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import traceback
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from invariants.gate.policy import FindingPolicy, report_order
@@ -36,7 +35,7 @@ from invariants.gate.requests import RequestRouter, attempt_numbers
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
 from invariants.read.capture import Recorded, iter_capture
-from invariants.read.source import LogSource, log_path
+from invariants.read.source import LogPath, LogSource, log_path
 from invariants.replay.checkpoint import resume
 from invariants.replay.model import SessionModel
 from invariants.replay.session import replay
@@ -72,7 +71,7 @@ class Stat:
     device: int
 
     @classmethod
-    def of(cls, path: str | Path) -> "Stat":
+    def of(cls, path: str | LogPath) -> "Stat":
         st = log_path(path).stat()
         return cls(st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
 

@@ -10,7 +10,7 @@ from typing import Callable, Iterable
 import sqlite_utils
 
 from . import rows as R
-from .connection import now_iso
+from .connection import inserted_id, now_iso
 from .stats import IndexStats
 from .work import GroupResult, SessionResult
 
@@ -176,7 +176,7 @@ class _Writer:
                 f"INSERT INTO sessions({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                 [values[c] for c in cols],
             )
-            sid = int(cur.lastrowid)
+            sid = inserted_id(cur)
         else:
             if res.action != "append":
                 _delete_session(conn, sid, keep_row=True)
@@ -288,11 +288,11 @@ class _Writer:
             )
             cols = list(values)
             if row is None:
-                cid = int(
+                cid = inserted_id(
                     conn.execute(
                         f"INSERT INTO captures({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
                         [values[c] for c in cols],
-                    ).lastrowid
+                    )
                 )
             else:
                 cid = row[0]
