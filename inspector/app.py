@@ -23,7 +23,7 @@ from inspector import settings
 from inspector.deeplink import At
 from invariants.gate.config import Config
 from invariants.gate.result import CheckOptions
-from invariants.read.source import LogSource, log_path
+from invariants.read.source import LogPath, LogSource, log_path
 
 DARK_THEME = "textual-dark"
 LIGHT_THEME = "textual-light"
@@ -36,7 +36,7 @@ class InspectorApp(App):
 
     def __init__(
         self,
-        path: str | os.PathLike,
+        path: str | LogPath,
         *,
         captures: list | None = None,
         session: str | None = None,
@@ -174,7 +174,7 @@ class InspectorApp(App):
 
 
 def create_app(
-    path: str | os.PathLike,
+    path: str | LogPath,
     captures: list | None = None,
     session: str | None = None,
     follow: bool = False,

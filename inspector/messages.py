@@ -9,7 +9,6 @@ selectors match the widget that sent it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
@@ -19,6 +18,7 @@ if TYPE_CHECKING:
 
     from invariants.analysis.events_view import Match, RawEvent
     from invariants.gate.result import CheckResult
+    from invariants.read.source import LogPath
     from invariants.replay.model import SessionModel
 
 
@@ -134,5 +134,5 @@ class BlockActivated(_BlockMessage):
 class SessionChosen(Message):
     """Enter on a row of the session list."""
 
-    path: Path
+    path: LogPath
     session_id: str

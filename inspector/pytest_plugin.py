@@ -243,7 +243,7 @@ class InputsItem(_Explained):
         return self.path, None, f"{_rel(self)}: unusable input"
 
 
-def _rel(node: pytest.Node) -> str:
+def _rel(node: pytest.Item) -> str:
     try:
         return Path(os.path.relpath(node.path, node.config.rootpath)).as_posix()
     except ValueError:

@@ -15,8 +15,12 @@ import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .common import add_config_flags, add_input_flags, fail, missing_captures, split_codes
+
+if TYPE_CHECKING:
+    from invariants.analysis.token_rules import TokenSettings
 
 FORMATS = ("text", "json", "jsonl", "junit", "sarif", "github")
 
@@ -174,7 +178,7 @@ def configuration(args: argparse.Namespace):
     from .common import load_configuration
 
     cfg = load_configuration(args)
-    select = validate_selectors(split_codes(args.select), "--select") if args.select is not None else cfg.select
+    select = validate_selectors(split_codes(args.select) or [], "--select") if args.select is not None else cfg.select
     ignore = validate_selectors(split_codes(args.ignore) or [], "--ignore") if args.ignore is not None else cfg.ignore
     baseline = args.baseline or (cfg.baseline if not args.write_baseline else None)
     profile = args.profile if args.profile is not None else cfg.profile
@@ -323,7 +327,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if result.failed(fail_on) else 0
 
 
-def token_settings(args: argparse.Namespace, cfg) -> tuple[object | None, str | None]:
+def token_settings(args: argparse.Namespace, cfg) -> tuple[TokenSettings | None, str | None]:
     """What ``--tokens`` / ``tokens = true`` asks for, or the one-line reason it cannot be had."""
     wanted = args.tokens if args.tokens is not None else bool(cfg.tokens)
     if not wanted:

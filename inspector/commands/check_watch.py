@@ -62,7 +62,7 @@ def watch(
     from invariants.gate.follow import Follow, Watch
     from invariants.gate.formats import ReportContext, render
     from invariants.gate.report import finding_lines, summary_line
-    from invariants.gate.result import CheckOptions
+    from invariants.gate.result import CheckOptions, CheckResult
 
     out = out or sys.stdout
     err = err or sys.stderr
@@ -73,10 +73,16 @@ def watch(
     w = Watch(follow)
     ctx = ReportContext(fail_on=cfg.fail_on, verbose=args.verbose, base_dir=cfg.root if cfg.path else Path.cwd())
 
+    def last() -> CheckResult:
+        """The result of the round just run (every caller runs after one)."""
+        if w.result is None:
+            raise RuntimeError("the watch has run no round yet")
+        return w.result
+
     def show(new: list) -> None:
         if not new:
             return
-        partial = replace(w.result, findings=new)
+        partial = replace(last(), findings=new)
         text = "\n".join(finding_lines(partial, args.verbose)) if fmt == "text" else render(partial, fmt, ctx)
         out.write(text + "\n")
         out.flush()
@@ -88,7 +94,7 @@ def watch(
     problems: set[str] = set()
 
     def report_problems() -> None:
-        for p in w.result.problems:
+        for p in last().problems:
             if p not in problems:
                 problems.add(p)
                 fail(p)
@@ -99,7 +105,7 @@ def watch(
             show(new)
             stats = follow.stats
             if stats.rounds == 1:
-                s = w.result.summary()
+                s = last().summary()
                 note(
                     f"watching {', '.join(args.paths)}: {s['sessions']} session(s), {s['events']} events (Ctrl-C stops)"
                 )
@@ -109,7 +115,7 @@ def watch(
         pass
     show(w.round(final=True))
     report_problems()
-    result = w.result
+    result = last()
     if fmt == "text":
         out.write(summary_line(result) + "\n")
     stats = follow.stats

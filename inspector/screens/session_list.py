@@ -38,12 +38,12 @@ from invariants.gate.pipeline import check
 from invariants.gate.result import CheckOptions
 from invariants.read.discover import discover
 from invariants.read.load import LogReader
-from invariants.read.source import LogSource, absolute_name, log_path
+from invariants.read.source import LogPath, LogSource, UrlPath, absolute_name, log_path
 
 SORT_KEYS = ["order"] + [key for key, _, _, _ in COLUMNS]
 
 
-def _sort_value(s: SessionRow, key: str, root: Path | None = None):
+def _sort_value(s: SessionRow, key: str, root: LogPath | None = None):
     if key == "order":
         return s.order
     if key == "errors":
@@ -59,7 +59,7 @@ def _sort_value(s: SessionRow, key: str, root: Path | None = None):
 
 
 def arrange(
-    summaries: list[SessionRow], key: str, reverse: bool, needle: str, root: Path | None = None
+    summaries: list[SessionRow], key: str, reverse: bool, needle: str, root: LogPath | None = None
 ) -> list[tuple[SessionRow, int]]:
     """Sorted, filtered rows with forked children under their parent (a matching child keeps its parent shown)."""
     by_id = {s.id: s for s in summaries}
@@ -118,7 +118,7 @@ class SessionListScreen(Screen):
 
     def __init__(
         self,
-        root: Path,
+        root: LogPath,
         *,
         options: CheckOptions | None = None,
         config: Config | None = None,
@@ -233,7 +233,7 @@ class SessionListScreen(Screen):
                     self.post_message(SessionSummaryReady(s))
         sources, problems = discover([self.root])
         heads: list[SessionRow] = []
-        fresh: set[tuple[Path, str | None]] = set()  # rows the index answered: no live check
+        fresh: set[tuple[LogPath, str | None]] = set()  # rows the index answered: no live check
         for i, src in enumerate(sources):
             member = src.member
             known = indexed.pop((absolute_name(src.path), member), None)
@@ -259,13 +259,13 @@ class SessionListScreen(Screen):
                 self.post_message(SessionChosen(target.path, target.id))
             elif self.wanted is not None:
                 problems.append(f"no session with id {self.wanted!r} under {self.root}")
-        by_path: dict[Path, list[SessionRow]] = {}
+        by_path: dict[LogPath, list[SessionRow]] = {}
         for s in heads:
             if not s.problem and (s.path, s.member) not in fresh:
                 by_path.setdefault(s.path, []).append(s)
         for path, group in by_path.items():  # one check per file: a database holds many sessions
             try:
-                result = check([path], self.options, config=self.config)
+                result = check([str(path) if isinstance(path, UrlPath) else path], self.options, config=self.config)
             except Exception as exc:  # one bad log must not stop the list
                 for s in group:
                     self.post_message(

@@ -21,6 +21,7 @@ from invariants.analysis.blame import BlameLine, blame_request
 from invariants.analysis.verdicts import one_shot_steps, verdicts
 from invariants.gate.result import CheckResult, RequestCheck, SessionSummary
 from invariants.model.findings import SEVERITY_RANK, Finding
+from invariants.read.capture import Recorded
 from invariants.replay.compare import Difference, compare
 from invariants.replay.header_fold import HeaderVersion
 from invariants.replay.model import RebuiltRequest, SessionModel, StepState
@@ -67,6 +68,19 @@ class StepDiff:
     check: RequestCheck
     expected: RebuiltRequest | None
     differences: list[Difference] = field(default_factory=list)
+
+    @property
+    def recorded(self) -> Recorded:
+        """The recorded request itself (see :func:`kept`)."""
+        return kept(self.check)
+
+
+def kept(check: RequestCheck) -> Recorded:
+    """The recorded request ``check`` was made of: the screens check with ``keep_models``, so every
+    request check they hold keeps its record (only a cached, JSON-read result drops it)."""
+    if check.recorded is None:
+        raise LookupError(f"{check.file}:{check.line}: the recorded request was not kept")
+    return check.recorded
 
 
 def session_findings(result: CheckResult, session: SessionModel | SessionSummary) -> list[Finding]:
@@ -217,7 +231,7 @@ class SessionState:
     def rebuilt(self, index: int) -> RebuiltRequest | None:
         """The request the loop must have sent for step ``index`` (at its recorded dispatch when known)."""
         recs = self.recorded(index)
-        ll = recs[0].recorded.log_length if recs else None
+        ll = kept(recs[0]).log_length if recs else None
         return self.rebuild_request(index, ll)
 
     def diffs(self, index: int) -> list[StepDiff]:
@@ -227,14 +241,11 @@ class SessionState:
             out = []
             compared = self.recorded(index)
             for rc in compared:
-                exp = self.rebuild_request(index, rc.recorded.log_length)
-                out.append(
-                    StepDiff(
-                        rc, exp, compare(exp, rc.recorded.request) if exp is not None and rc.recorded.loop_built else []
-                    )
-                )
+                rec = kept(rc)
+                exp = self.rebuild_request(index, rec.log_length)
+                out.append(StepDiff(rc, exp, compare(exp, rec.request) if exp is not None and rec.loop_built else []))
             out += [StepDiff(rc, None) for rc in self.one_shots.get(index, []) if all(rc is not c for c in compared)]
-            out.sort(key=lambda sd: (sd.check.recorded.file, sd.check.recorded.line))
+            out.sort(key=lambda sd: (sd.recorded.file, sd.recorded.line))
             self._diffs[index] = out
         return self._diffs[index]
 

@@ -131,7 +131,7 @@ class DiffView(DocumentView):
             return
         first_key = None
         for r, sd in enumerate(diffs):
-            rec = sd.check.recorded
+            rec = sd.recorded
             blocks.append(Block(Text(""), selectable=False))
             head = styled(f"recorded request {r + 1} of {len(diffs)}", "bold")
             head.append(f" · capture {safe(Path(rec.file).name)}:{rec.line}", "dim")
@@ -186,10 +186,10 @@ class DiffView(DocumentView):
             summary.append_text(pieces_text(both.expected, EXPECTED_MARK))
             summary.append("\n  recorded  ", "bold")
             summary.append_text(pieces_text(both.recorded, RECORDED_MARK))
-            key = ("diff", r, 0)
-            blocks.append(Block(summary, key=key))
-            self.sources[key] = d0.detail.get("source_seq")
-            first_key = first_key or key
+            summary_key = ("diff", r, 0)
+            blocks.append(Block(summary, key=summary_key))
+            self.sources[summary_key] = d0.detail.get("source_seq")
+            first_key = first_key or summary_key
             if len(sd.differences) > 1:
                 blocks.append(Block(Text(f"all differences ({len(sd.differences)}):", style="bold"), selectable=False))
                 for n, d in enumerate(sd.differences[1:], start=1):

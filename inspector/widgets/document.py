@@ -214,7 +214,7 @@ class DocumentView(Recolored, ScrollView, can_focus=True):
             return Strip.blank(width, base)
         strip = self._cache.get(index)
         if strip is None:
-            strip = self._render(index, base)
+            strip = self._render_row(index, base)
             self._cache[index] = strip
         block = self._lines[index][0]
         if block == self.cursor and self.blocks[block].selectable:
@@ -223,7 +223,7 @@ class DocumentView(Recolored, ScrollView, can_focus=True):
             )
         return strip.apply_style(base).crop_extend(0, width, base)
 
-    def _render(self, index: int, base: Style) -> Strip:
+    def _render_row(self, index: int, base: Style) -> Strip:
         block_index, left, right, col = self._lines[index]
         block = self.blocks[block_index]
         console = self.app.console

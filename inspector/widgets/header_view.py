@@ -108,10 +108,11 @@ class HeaderView(DocumentView):
         contradicted: dict[str, list[tuple[str, Any]]] = {}
         if diverging is not None and diverging[1].expected is not None:
             k, sd = diverging
-            contradicted = header_differences(sd.expected, sd.check.recorded.request)
+            rec = sd.recorded
+            contradicted = header_differences(diverging[1].expected, rec.request)
             if contradicted:
                 warn = styled(f"\n≠ {len(contradicted)} field(s) differ from recorded request {k + 1}", "bold #f7768e")
-                warn.append(f" ({safe(Path(sd.check.recorded.file).name)}:{sd.check.recorded.line})", "")
+                warn.append(f" ({safe(Path(rec.file).name)}:{rec.line})", "")
                 blocks.append(Block(warn, selectable=False))
         blocks.append(Block(Text("\nfields:", style="bold"), selectable=False))
         for name in names:
@@ -147,11 +148,11 @@ class HeaderView(DocumentView):
             lines = unified(value_as_lines(old), value_as_lines(new) if new is not None else [])
             return join_lines(lines, "  ")
         if name == "system" and isinstance(new, str):
-            lines = [clip(x) for x in new.split("\n")]
-            shown = lines[:MAX_FIELD_LINES]
-            out = join_lines([Text(x, style="#9ece6a") for x in shown], "  ")
-            if len(lines) > len(shown):
-                out.append(f"\n  … {len(lines) - len(shown)} more lines", "italic dim")
+            prompt = [clip(x) for x in new.split("\n")]
+            kept = prompt[:MAX_FIELD_LINES]
+            out = join_lines([Text(x, style="#9ece6a") for x in kept], "  ")
+            if len(prompt) > len(kept):
+                out.append(f"\n  … {len(prompt) - len(kept)} more lines", "italic dim")
             return out
         if name == "tools" and isinstance(new, list):
             out = Text()
@@ -172,11 +173,11 @@ class HeaderView(DocumentView):
             return out
         if name in ("messagePrefix", "messageSuffix"):
             return value_block(new, "  ", MAX_FIELD_LINES)
-        lines = json_lines(new)
-        shown = lines[:MAX_FIELD_LINES]
+        rows = json_lines(new)
+        shown = rows[:MAX_FIELD_LINES]
         out = join_lines([t for _, t in shown], "  ")
-        if len(lines) > len(shown):
-            out.append(f"\n  … {len(lines) - len(shown)} more lines", "italic dim")
+        if len(rows) > len(shown):
+            out.append(f"\n  … {len(rows) - len(shown)} more lines", "italic dim")
         return out
 
     def field_of(self, key: Any) -> str | None:

@@ -85,7 +85,7 @@ class RequestView(DocumentView):
         if diverging is not None:
             k, sd = diverging
             marks = marked(state.blame(index), [d.path for d in sd.differences])
-            rec = sd.check.recorded
+            rec = sd.recorded
             n = len(marks)
             warn = styled(f"≠ {n} part{' differs' if n == 1 else 's differ'}", "bold #f7768e")
             warn.append(

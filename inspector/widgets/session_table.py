@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from rich.text import Text
 from textual import events
@@ -22,6 +21,7 @@ from textual.strip import Strip
 from inspector.messages import SessionChosen
 from inspector.widgets.jsontext import safe, styled
 from inspector.widgets.palette import Recolored
+from invariants.read.source import LogPath, UrlPath
 
 
 @dataclass
@@ -29,7 +29,7 @@ class SessionRow:
     """One log of a folder: what its header says, then (``loaded``) what its check found."""
 
     order: int
-    path: Path
+    path: LogPath
     id: str
     member: str | None = None  # the session's id inside a SQLite database
     cwd: str | None = None
@@ -96,20 +96,29 @@ def layout(width: int) -> list[tuple[int, int]]:
     return [(i, w if w > 0 else max(4, rest * -w // shares)) for i, w in zip(shown, own)]
 
 
-def shown_path(s: SessionRow, root: Path | None) -> str:
+def shown_path(s: SessionRow, root: LogPath | None) -> str:
     """The file as the list shows it (and sorts it): relative to the opened root, ``#id`` for a database session."""
     return _relative(s.path, s.member, root)
 
 
 @functools.lru_cache(maxsize=65536)
-def _relative(path: Path, member: str | None, root: Path | None) -> str:
+def _relative(path: LogPath, member: str | None, root: LogPath | None) -> str:
     name = path.name
     if root is not None and root.is_dir():
         try:
-            name = path.resolve().relative_to(root.resolve()).as_posix()
+            name = _below(path, root)
         except (ValueError, OSError):
             name = str(path)
     return name if member is None else f"{name}#{member}"
+
+
+def _below(path: LogPath, root: LogPath) -> str:
+    """``path`` relative to ``root``; a ValueError when it is not below it (a local file is never below a URL)."""
+    if isinstance(path, UrlPath):
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    if isinstance(root, UrlPath):
+        raise ValueError(f"{path} is not below {root}")
+    return path.resolve().relative_to(root.resolve()).as_posix()
 
 
 def _cell(text: Text, width: int, align: str, keep_end: bool = False) -> Text:
@@ -136,7 +145,7 @@ def header_text(width: int, sort_key: str, reverse: bool) -> Text:
     return out
 
 
-def row_text(s: SessionRow, depth: int, width: int, root: Path | None = None) -> Text:
+def row_text(s: SessionRow, depth: int, width: int, root: LogPath | None = None) -> Text:
     out = Text("  ")
     cells: list[Text] = []
     ident = styled(("  " * (depth - 1) + "└ " if depth else "") + safe(s.id), "bold" if not depth else "")
@@ -182,7 +191,7 @@ class SessionTable(Recolored, ScrollView, can_focus=True):
     SessionTable > .session-table--cursor { background: $primary 55%; }
     """
 
-    def __init__(self, *, id: str | None = None, root: Path | None = None) -> None:
+    def __init__(self, *, id: str | None = None, root: LogPath | None = None) -> None:
         super().__init__(id=id)
         self.root = root  # file paths are shown relative to it
         self.rows: list[tuple[SessionRow, int]] = []

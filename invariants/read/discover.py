@@ -28,7 +28,7 @@ from invariants.read.source import (
 )
 
 
-def discover(paths: Iterable[str | os.PathLike]) -> tuple[list[LogSource], list[str]]:
+def discover(paths: Iterable[str | os.PathLike | UrlPath]) -> tuple[list[LogSource], list[str]]:
     """Logs under ``paths`` in a stable order, and sentences for paths that are unusable.
 
     A path that is a URL (``memory://``, ``file://``, ``s3://``...) is listed through fsspec
@@ -38,7 +38,7 @@ def discover(paths: Iterable[str | os.PathLike]) -> tuple[list[LogSource], list[
     problems: list[str] = []
     seen: set = set()
     for raw in paths:
-        if is_url(raw):
+        if isinstance(raw, UrlPath) or is_url(raw):
             _discover_url(found, seen, problems, UrlPath.of(str(raw)))
             continue
         p = Path(raw)
