@@ -29,7 +29,7 @@ from textual.widgets import Footer, Input
 
 from inspector.deeplink import At
 from inspector.messages import SessionChosen, SessionScanFinished, SessionSummaryReady
-from inspector.screens.state import session_findings
+from inspector.screens.state import check_input, session_findings
 from inspector.widgets.jsontext import safe
 from inspector.widgets.session_table import COLUMNS, SessionRow, SessionTable, header_text, layout, shown_path
 from inspector.widgets.status import SessionBar
@@ -38,7 +38,7 @@ from invariants.gate.pipeline import check
 from invariants.gate.result import CheckOptions
 from invariants.read.discover import discover
 from invariants.read.load import LogReader
-from invariants.read.source import LogPath, LogSource, UrlPath, absolute_name, log_path
+from invariants.read.source import LogPath, LogSource, absolute_name, log_path
 
 SORT_KEYS = ["order"] + [key for key, _, _, _ in COLUMNS]
 
@@ -265,7 +265,7 @@ class SessionListScreen(Screen):
                 by_path.setdefault(s.path, []).append(s)
         for path, group in by_path.items():  # one check per file: a database holds many sessions
             try:
-                result = check([str(path) if isinstance(path, UrlPath) else path], self.options, config=self.config)
+                result = check([check_input(path)], self.options, config=self.config)
             except Exception as exc:  # one bad log must not stop the list
                 for s in group:
                     self.post_message(

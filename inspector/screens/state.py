@@ -15,6 +15,7 @@ from __future__ import annotations
 import bisect
 import itertools
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from invariants.analysis.blame import BlameLine, blame_request
@@ -22,6 +23,7 @@ from invariants.analysis.verdicts import one_shot_steps, verdicts
 from invariants.gate.result import CheckResult, RequestCheck, SessionSummary
 from invariants.model.findings import SEVERITY_RANK, Finding
 from invariants.read.capture import Recorded
+from invariants.read.source import LogPath, UrlPath
 from invariants.replay.compare import Difference, compare
 from invariants.replay.header_fold import HeaderVersion
 from invariants.replay.model import RebuiltRequest, SessionModel, StepState
@@ -73,6 +75,12 @@ class StepDiff:
     def recorded(self) -> Recorded:
         """The recorded request itself (see :func:`kept`)."""
         return kept(self.check)
+
+
+def check_input(path: LogPath) -> str | Path:
+    """``path`` as :func:`~invariants.gate.pipeline.check` is given its inputs: a URL as the text the user
+    wrote (check reads it through fsspec again), a local path as it is."""
+    return str(path) if isinstance(path, UrlPath) else path
 
 
 def kept(check: RequestCheck) -> Recorded:

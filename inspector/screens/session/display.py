@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -23,7 +23,7 @@ from textual.widgets import TabbedContent
 
 from inspector.deeplink import At
 from inspector.messages import EventsRead, SessionLoadFailed, StepSelected
-from inspector.screens.state import STATUS_LABEL, TABS, SessionState
+from inspector.screens.state import STATUS_LABEL, TABS, SessionState, check_input, kept
 from inspector.widgets.diff_view import DiffView, one_shot_blocks, verdict_line
 from inspector.widgets.document import Block, DocumentView
 from inspector.widgets.events_view import EventsView
@@ -40,6 +40,9 @@ from invariants.analysis.verdicts import NOT_OURS, request_counts, verdicts
 from invariants.gate.config import Config
 from invariants.gate.result import CheckOptions
 from invariants.read.source import LogSource
+
+if TYPE_CHECKING:
+    from invariants.gate.follow import Follow
 
 TAB_TITLES = {
     "request": "Request",
@@ -108,7 +111,7 @@ class SessionDisplay(Screen):
         self._collected_at = time.perf_counter()
         self.previewing = False  # the state is a replay of the log's head; the whole check is still running
         self._preview: tuple[int, int, int] = (0, 0, 0)  # while previewing: head bytes, log size, bytes checked
-        self._checker = None  # a Follow while following: re-checks resume the replay
+        self._checker: Follow | None = None  # while following: re-checks resume the replay
         self.check_mode = "none"  # how the last check ran: check, or (following) full | resume | kept | none
         self._rang = False  # following: the bell rang for a new error the user has not looked at yet
         self._announced: tuple | None = None  # ... and that error (_finding_id), where n goes next
@@ -134,9 +137,9 @@ class SessionDisplay(Screen):
         return self.tabs.active or "request"
 
     # -- loading -----------------------------------------------------------------------
-    def _paths(self) -> list[Path]:
+    def _paths(self) -> list[str | Path]:
         # One log (or its database); the library finds a forked child's parent by itself.
-        return [self.source.path]
+        return [check_input(self.source.path)]
 
     def _compressed(self) -> bool:
         return self.source.path.name.endswith((".zst", ".zstd"))
@@ -211,10 +214,11 @@ class SessionDisplay(Screen):
             t.append("  filter: " + safe(self.category), "bold #e0af68")
         self.query_one(SessionBar).show(t)
 
-    def _update_tab_labels(self, width: int | None = None) -> None:
+    def _update_tab_labels(self, width: float | None = None) -> None:
         """Tab titles, short ones when the full ones do not fit the tab bar (80 columns)."""
         if width is None:
-            width = self.tabs.size.width or (self.size.width - self.timeline.styles.width.value)
+            timeline = self.timeline.styles.width
+            width = self.tabs.size.width or (self.size.width - (timeline.value if timeline is not None else 0))
         n = len(self.state.findings) if self.state is not None else 0
         for titles in (TAB_TITLES, SHORT_TAB_TITLES):
             labels = {t: titles[t] + (f" {n}" if t == "findings" and n else "") for t in TABS}
@@ -237,7 +241,7 @@ class SessionDisplay(Screen):
     def _show_tokens(self) -> None:
         state, bar = self.state, self.query_one(TokenBar)
         step = getattr(self, "_tokens", {}).get(self.step_index) if state is not None else None
-        if step is None or not bar.wanted:
+        if state is None or step is None or not bar.wanted:
             bar.show(None)
             return
         from invariants.analysis.token_rules import TokenSettings, window_for
@@ -302,7 +306,7 @@ class SessionDisplay(Screen):
         if loose and self.active_tab in ("request", "diff"):
             blocks.append(Block(Text(f"\n{request_counts(state.model.requests)}", style="bold"), selectable=False))
             for rc in loose:
-                rec = rc.recorded
+                rec = kept(rc)
                 head = styled(f"\n{safe(Path(rec.file).name)}:{rec.line}", "bold")
                 head.append(" · one-shot: shown, not checked", "green")
                 blocks.append(Block(head, selectable=False))

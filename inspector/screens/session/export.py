@@ -12,11 +12,12 @@ from rich.text import Text
 from textual import work
 
 from inspector.screens.session.display import SessionDisplay
+from inspector.screens.state import kept
 from inspector.widgets.jsontext import safe
-from invariants.read.source import strip_log_suffix
+from invariants.read.source import LogPath, strip_log_suffix
 
 
-def _log_suffix_free(path: Path) -> str:
+def _log_suffix_free(path: LogPath) -> str:
     return strip_log_suffix(path.name)
 
 
@@ -72,10 +73,13 @@ class SessionExport(SessionDisplay):
         from invariants.reduce import FindingNotFound, ReduceInputError, reduce_log
         from invariants.reduce import write_repro as write
 
-        captures = self.options.captures[0] if self.options.captures else None
+        log, captures = self.source.path, self.options.captures[0] if self.options.captures else None
+        if not isinstance(log, Path) or not (captures is None or isinstance(captures, Path)):
+            self.app.call_from_thread(self.say, Text("no repro: a repro is reduced from local files, not URLs", "red"))
+            return
         try:
             at = None if finding.seq is None else str(finding.seq)
-            reduction = reduce_log(self.source.path, finding.rule, at=at, captures=captures, redact=True)
+            reduction = reduce_log(log, finding.rule, at=at, captures=captures, redact=True)
         except (FindingNotFound, ReduceInputError) as e:
             self.app.call_from_thread(self.say, Text(f"no repro: {e}", style="bold red"))
             return
@@ -94,7 +98,7 @@ class SessionExport(SessionDisplay):
         exp = state.rebuilt(self.step_index)
         if exp is None:
             return
-        inputs = [*self._paths(), *(Path(r.recorded.file) for r in state.model.requests)]
+        inputs = [Path(p) for p in self._paths()] + [Path(kept(r).file) for r in state.model.requests]
         if path.resolve() in {p.resolve() for p in inputs}:
             self.say(Text("refusing to overwrite an input (a session log or a capture)", style="bold red"))
             return

@@ -133,8 +133,7 @@ class SessionNavigation(SessionDisplay):
                 (
                     i
                     for i in order
-                    if state.finding_step[i] is not None
-                    and (state.finding_step[i] >= here if direction > 0 else state.finding_step[i] <= here)
+                    if (s := state.finding_step[i]) is not None and (s >= here if direction > 0 else s <= here)
                 ),
                 0 if direction > 0 else n - 1,
             )
@@ -175,7 +174,7 @@ class SessionNavigation(SessionDisplay):
             capture = f.detail.get("capture") if isinstance(f.detail, dict) else None
             fallback = None
             for r, sd in enumerate(state.diffs(step)):
-                here = f"{sd.check.recorded.file}:{sd.check.recorded.line}"
+                here = f"{sd.recorded.file}:{sd.recorded.line}"
                 for n, d in enumerate(sd.differences):
                     if d.code == f.rule and d.path == f.path:
                         if capture is None or capture == here:
@@ -317,19 +316,19 @@ class SessionNavigation(SessionDisplay):
             seq = view.origin_of(key)
             what = _part_name(key)
         elif tab == "diff":
-            view = self.query_one(DiffView)
-            key = view.selected_key
-            seq = view.source_of(key)
+            diff = self.query_one(DiffView)
+            key = diff.selected_key
+            seq = diff.source_of(key)
             if seq is None and isinstance(key, tuple) and key and key[0] == "line":
                 seq = self._origin_from_path(key[2])
             what = "the difference"
         elif tab == "header":
-            view = self.query_one(HeaderView)
-            seq = view.target_of(view.selected_key)
-            what = "the header field" if view.field_of(view.selected_key) else "the header event"
+            header = self.query_one(HeaderView)
+            seq = header.target_of(header.selected_key)
+            what = "the header field" if header.field_of(header.selected_key) else "the header event"
         elif tab == "prefix":
-            view = self.query_one(PrefixView)
-            seq = view.target_of(view.selected_key)
+            prefix = self.query_one(PrefixView)
+            seq = prefix.target_of(prefix.selected_key)
             what = "the prefix"
         elif tab == "findings":
             i = FindingsView.index_of_key(self.query_one(FindingsView).selected_key)
@@ -371,8 +370,8 @@ class SessionNavigation(SessionDisplay):
                 return
         field = "messagePrefix"
         if self.active_tab == "header":
-            view = self.query_one(HeaderView)
-            field = view.field_of(view.selected_key) or field
+            header = self.query_one(HeaderView)
+            field = header.field_of(header.selected_key) or field
         vi = state.step_version(self.step_index)
         j = state.last_change(field, vi)
         if j is None:
