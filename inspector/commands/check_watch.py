@@ -20,7 +20,7 @@ from typing import Iterable, Iterator, TextIO
 
 from .common import fail
 
-STREAM_FORMATS = ("text", "jsonl", "github")  # a finding per line (or a few): they can be printed as they come
+STREAM_FORMATS = ("text", "jsonl", "github", "concise")  # a finding per line (or a few): they can be printed as they come
 
 
 def usage_problem(args: argparse.Namespace, fmt: str) -> str | None:
@@ -71,7 +71,9 @@ def watch(
         args.paths, CheckOptions(captures=args.captures, profile=cfg.profile), config=cfg, allow_empty=args.allow_empty
     )
     w = Watch(follow)
-    ctx = ReportContext(fail_on=cfg.fail_on, verbose=args.verbose, base_dir=cfg.root if cfg.path else Path.cwd())
+    from .check import report_root
+
+    ctx = ReportContext(fail_on=cfg.fail_on, verbose=args.verbose, base_dir=report_root(args, cfg))
 
     def show(new: list) -> None:
         if not new:
