@@ -20,7 +20,8 @@ from typing import Iterable, Iterator, TextIO
 
 from .common import fail
 
-STREAM_FORMATS = ("text", "jsonl", "github", "concise")  # a finding per line (or a few): they can be printed as they come
+# a finding per line (or a few): they can be printed as they come
+STREAM_FORMATS = ("text", "jsonl", "github", "concise")
 
 
 def usage_problem(args: argparse.Namespace, fmt: str) -> str | None:
