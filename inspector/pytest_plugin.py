@@ -6,11 +6,19 @@
   ``fail-on``, else ``error``), explained by
   :mod:`invariants.gate.formats.explain`.  Findings about a file that is not
   a checked log (a capture line naming no checked session) get an item of
-  their own, and so do unusable inputs.  DIR is checked once, as a whole, by
-  :func:`invariants.check`, so fork seeds and captures are judged as the gate
-  judges them.
+  their own, and so do unusable inputs.
 * the ``inspector_check`` fixture: ``result = inspector_check(path); assert
   result.ok, result.explain()``.
+
+As pytest-mypy does: every item carries the ``inspector`` marker (``-m
+inspector``), and each session item has its findings' rule codes and names
+as keywords (``-k DIV001``, ``-k DIV``, ``-k messages-diverge``).  What is
+checked is what the command line names: DIR as a whole (so fork seeds and
+captures are judged as the gate judges them), or only the files, folders and
+node ids given under it (``pytest logs/a.jsonl``).  The check runs once per
+run: in-process at collection, or under pytest-xdist on the controller before
+the workers start, each worker reading its result from a file the controller
+names in ``workerinput`` (workers never check).
 
 Both read the configuration the CLI reads (``inspector.toml`` /
 ``[tool.inspector]``, found from pytest's rootdir up, or
@@ -22,7 +30,9 @@ the fixture is called.
 
 from __future__ import annotations
 
+import json
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
@@ -31,8 +41,15 @@ import pytest
 
 if TYPE_CHECKING:
     from invariants import CheckResult, Config, Finding
+    from invariants.gate.result import SessionSummary
+
+MARKER = "inspector"
+WORKER_INPUT = "inspector_results"  # the xdist workerinput key naming the controller's result file
 
 _DIRS = pytest.StashKey[frozenset]()
+_SCOPES = pytest.StashKey[dict]()  # DIR -> the paths under it this run checks
+_CHECKED = pytest.StashKey[dict]()  # DIR -> Checked
+_RESULTS_FILE = pytest.StashKey[str]()  # on an xdist worker: the controller's result file
 _SETTINGS = pytest.StashKey[tuple]()
 
 
@@ -43,7 +60,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         metavar="DIR",
-        help="check every session log under DIR as a test item (repeatable)",
+        help="check every session log under DIR as a test item (repeatable); paths and node ids under DIR "
+        "on the command line narrow the check to them",
     )
     group.addoption(
         "--inspector-fail-on",
@@ -62,6 +80,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{MARKER}: a dsh-inspector session-log check (--inspector-logs items, reduce --as-test repros)"
+    )
     named = config.getoption("inspector_logs") or []
     dirs = []
     for raw in named:
@@ -71,18 +92,36 @@ def pytest_configure(config: pytest.Config) -> None:
         dirs.append(d)
     dirs = list(dict.fromkeys(dirs))
     config.stash[_DIRS] = frozenset(dirs)
-    if dirs:
-        settings(config)  # a bad configuration is a usage error before anything runs
-        _collect_too(config, dirs)
+    if not dirs:
+        return
+    settings(config)  # a bad configuration is a usage error before anything runs
+    config.stash[_SCOPES] = _scopes(config, dirs)
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and WORKER_INPUT in workerinput:  # an xdist worker: the controller has checked
+        config.stash[_RESULTS_FILE] = workerinput[WORKER_INPUT]
+    elif hasattr(config.pluginmanager.hook, "pytest_configure_node"):  # xdist's hook: it is loaded, by any name
+        config.pluginmanager.register(_XdistController(), "inspector-xdist-controller")
 
 
-def _collect_too(config: pytest.Config, dirs: list[Path]) -> None:
-    """Add each DIR to the paths pytest collects, unless a path it collects already holds it."""
+def _scopes(config: pytest.Config, dirs: list[Path]) -> dict[Path, list[Path]]:
+    """What to check under each DIR: all of it when a command-line path holds it (or none is under it,
+    and then DIR is added to the paths pytest collects), else the paths and node ids given under it."""
+    from invariants.read.source import is_capture_name
+
     here = config.invocation_params.dir
     given = [(here / a.split("::", 1)[0]).resolve() for a in config.args]
+    scopes: dict[Path, list[Path]] = {}
     for d in dirs:
-        if not any(d == g or g in d.parents for g in given):
-            config.args.append(str(d))
+        inside = [g for g in given if d in g.parents]
+        if any(d == g or g in d.parents for g in given) or not inside:
+            scopes[d] = [d]
+            if not any(d == g or g in d.parents for g in given):
+                config.args.append(str(d))
+            continue
+        # a capture named alone is judged with the logs of its folder
+        narrowed = {g.parent if g.is_file() and is_capture_name(g.name) else g for g in inside}
+        scopes[d] = sorted(narrowed)
+    return scopes
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -117,6 +156,83 @@ def settings(config: pytest.Config) -> tuple[Config, str]:
     return config.stash[_SETTINGS]
 
 
+# -- the check, once per run ----------------------------------------------------------------------
+@dataclass
+class Checked:
+    """What the items of one DIR need of its check (plain data: it travels to xdist workers as JSON)."""
+
+    sessions: list[SessionSummary]
+    findings: list[Finding]  # every reported finding, whatever its severity
+    problems: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sessions": [s.to_json() for s in self.sessions],
+            "findings": [f.to_json() for f in self.findings],
+            "problems": list(self.problems),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Checked:
+        from invariants.gate.result import SessionSummary
+        from invariants.model.findings import Finding
+
+        return cls(
+            [SessionSummary.from_json(s) for s in d["sessions"]],
+            [Finding(**f) for f in d["findings"]],
+            list(d["problems"]),
+        )
+
+
+def checked(config: pytest.Config) -> dict[Path, Checked]:
+    """Each DIR's check: read from the controller's file on an xdist worker, else run here (once)."""
+    if _CHECKED not in config.stash:
+        named = config.stash.get(_RESULTS_FILE, None)
+        if named is not None:
+            data = json.loads(Path(named).read_text(encoding="utf-8"))
+            config.stash[_CHECKED] = {Path(d): Checked.from_json(c) for d, c in data.items()}
+        else:
+            config.stash[_CHECKED] = {d: _check(config, paths) for d, paths in config.stash[_SCOPES].items()}
+    return config.stash[_CHECKED]
+
+
+def _check(config: pytest.Config, paths: list[Path]) -> Checked:
+    from invariants import CheckOptions, check
+
+    cfg, _ = settings(config)
+    named = []
+    for p in paths:
+        rel = os.path.relpath(p)  # findings name files as a check from here would
+        named.append(rel if not rel.startswith("..") else str(p))
+    result = check(
+        named if len(named) > 1 else named[0],
+        CheckOptions(profile=cfg.profile),
+        config=cfg,
+        jobs=cfg.jobs if cfg.jobs is not None else 1,
+    )
+    return Checked(list(result.sessions), list(result.findings), list(result.problems))
+
+
+class _XdistController:
+    """Registered on an xdist controller only: checks before the first worker starts and names the
+    result file in every worker's ``workerinput`` (the workers collect the same items from it)."""
+
+    def __init__(self) -> None:
+        self.file: str | None = None
+
+    def pytest_configure_node(self, node: Any) -> None:
+        if self.file is None:
+            data = {str(d): c.to_json() for d, c in checked(node.config).items()}
+            fd, self.file = tempfile.mkstemp(prefix="inspector-pytest-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(data, fh)
+        node.workerinput[WORKER_INPUT] = self.file
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.file is not None:
+            Path(self.file).unlink(missing_ok=True)
+
+
 # -- collected logs -------------------------------------------------------------------------------
 class LogFindings(Exception):
     """A log's item failed; ``report`` is what the test report shows."""
@@ -127,33 +243,61 @@ class LogFindings(Exception):
 
 
 class InspectorLogs(pytest.Directory):
-    """One ``--inspector-logs`` folder: checked once, then one node per log file (or other reported file)."""
+    """A folder of an ``--inspector-logs`` DIR: a node per checked log (or other reported file) in it, a node
+    per subfolder holding some (so ``pytest DIR/sub`` finds its way), and at DIR the unusable inputs."""
+
+    def __init__(self, *, root: Path | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.root = root if root is not None else self.path.resolve()
 
     def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
-        from invariants import CheckOptions, check
         from invariants.gate.formats.explain import at_or_above
 
-        cfg, fail_on = settings(self.config)
-        rel = os.path.relpath(self.path)  # findings name files as a check from here would
-        result = check(
-            rel if not rel.startswith("..") else self.path,
-            CheckOptions(profile=cfg.profile),
-            config=cfg,
-            jobs=cfg.jobs if cfg.jobs is not None else 1,
-        )
-        failing = at_or_above(result.findings, fail_on)
+        done = checked(self.config)[self.root]
+        _, fail_on = settings(self.config)
+        here = self.path.resolve()
+        at_root = here == self.root
+        subfolders: set[Path] = set()
+
+        def mine(path: Path) -> bool:
+            """Whether ``path`` is a child of this node (a path outside DIR hangs under DIR itself)."""
+            p = path.resolve()
+            if p.parent == here or (at_root and self.root not in p.parents):
+                return True
+            if here in p.parents:
+                subfolders.add(here / p.relative_to(here).parts[0])
+            return False
+
         by_file: dict[str, list[Finding]] = {}
-        for f in failing:
+        for f in done.findings:
             by_file.setdefault(f.file or "", []).append(f)
         files: dict[Path, list] = {}
-        for s in result.sessions:
-            files.setdefault(Path(s.path).absolute(), []).append((s, by_file.pop(s.file, [])))
+        for s in done.sessions:
+            files.setdefault(Path(s.path).absolute(), []).append(s)
         for path, sessions in files.items():
-            yield SessionLogFile.from_parent(self, path=path, sessions=sessions, fail_on=fail_on)
+            found = by_file.pop(sessions[0].file, [])
+            if mine(path):
+                yield SessionLogFile.from_parent(
+                    self, path=path, sessions=_per_session(sessions, found), fail_on=fail_on
+                )
         for file, found in by_file.items():  # a capture's lines that no checked log explains, ...
-            yield ReportedFile.from_parent(self, path=Path(file).absolute(), findings=found, fail_on=fail_on)
-        if result.problems:
-            yield InputsItem.from_parent(self, name="unusable-input", problems=list(result.problems))
+            path = Path(file).absolute()
+            if at_or_above(found, fail_on) and mine(path):
+                yield ReportedFile.from_parent(self, path=path, findings=found, fail_on=fail_on)
+        for sub in sorted(subfolders):
+            yield InspectorLogs.from_parent(self, path=sub, root=self.root)
+        if at_root and done.problems:
+            yield InputsItem.from_parent(self, name="unusable-input", problems=list(done.problems))
+
+
+def _per_session(sessions: list, findings: list) -> list[tuple[Any, list]]:
+    """Each session of one file with its findings (a SQLite database holds several; a finding that names none
+    of them goes to the first)."""
+    ids = {s.session for s in sessions}
+    out: dict[str, list] = {s.session: [] for s in sessions}
+    for f in findings:
+        out[f.session if f.session in ids else sessions[0].session].append(f)
+    return [(s, out[s.session]) for s in sessions]
 
 
 class SessionLogFile(pytest.File):
@@ -173,7 +317,20 @@ class SessionLogFile(pytest.File):
 
 
 class _Explained(pytest.Item):
-    """An item that fails with an explained report (no traceback)."""
+    """An item that fails with an explained report (no traceback); marked ``inspector``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.add_marker(MARKER)
+
+    def keyword_findings(self, findings: list) -> None:
+        """Rule codes and names of the findings as keywords: ``-k DIV001`` (or ``-k DIV``) selects this item."""
+        from invariants.model.registry import RULES
+
+        for f in findings:
+            self.extra_keyword_matches.add(f.rule)
+            if f.rule in RULES:
+                self.extra_keyword_matches.add(RULES[f.rule].name)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> Any:
         if isinstance(excinfo.value, LogFindings):
@@ -185,10 +342,13 @@ class SessionItem(_Explained):
     """One session: fails with its findings at or above fail-on."""
 
     def __init__(self, *, summary, findings: list, fail_on: str, **kwargs: Any) -> None:
+        from invariants.gate.formats.explain import at_or_above
+
         super().__init__(**kwargs)
         self.summary = summary
-        self.findings = findings
+        self.findings = at_or_above(findings, fail_on)
         self.fail_on = fail_on
+        self.keyword_findings(findings)
 
     def runtest(self) -> None:
         if self.findings:
@@ -214,14 +374,18 @@ class ReportedFile(pytest.File):
 
 class FindingsItem(_Explained):
     def __init__(self, *, findings: list, fail_on: str, **kwargs: Any) -> None:
+        from invariants.gate.formats.explain import at_or_above
+
         super().__init__(**kwargs)
-        self.findings = findings
+        self.findings = at_or_above(findings, fail_on)
         self.fail_on = fail_on
+        self.keyword_findings(findings)
 
     def runtest(self) -> None:
-        from invariants.gate.formats.explain import explain_findings
+        if self.findings:
+            from invariants.gate.formats.explain import explain_findings
 
-        raise LogFindings(explain_findings(self.findings, (), self.fail_on))
+            raise LogFindings(explain_findings(self.findings, (), self.fail_on))
 
     def reportinfo(self) -> tuple[Path, None, str]:
         return self.path, None, _rel(self)

@@ -1,18 +1,18 @@
 """What the TUI remembers between runs (the theme), in the user's configuration folder.
 
 ``$INSPECTOR_CONFIG_DIR`` if set (the tests point it at a temporary folder),
-else the platform's place for configuration: ``$XDG_CONFIG_HOME/inspector``
-(``~/.config/inspector``) on Linux and other Unixes,
-``~/Library/Application Support/inspector`` on macOS, ``%APPDATA%\\inspector``
-on Windows.  A missing, unreadable or malformed file means the defaults; a
-file that cannot be written is not an error (the choice lasts for the run).
+else the platform's place for configuration as :mod:`platformdirs` knows it
+(``user_config_dir``): ``$XDG_CONFIG_HOME/inspector`` (``~/.config/inspector``)
+on Linux and other Unixes, ``~/Library/Application Support/inspector`` on
+macOS, ``%APPDATA%\\inspector`` on Windows (roaming, no author folder).
+A missing, unreadable or malformed file means the defaults; a file that
+cannot be written is not an error (the choice lasts for the run).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -25,13 +25,9 @@ def config_dir() -> Path:
     override = os.environ.get(ENV)
     if override:
         return Path(override)
-    if sys.platform == "win32":
-        base = os.environ.get("APPDATA") or str(Path.home() / "AppData" / "Roaming")
-    elif sys.platform == "darwin":
-        base = str(Path.home() / "Library" / "Application Support")
-    else:
-        base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "inspector"
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("inspector", appauthor=False, roaming=True))
 
 
 def load() -> dict[str, Any]:

@@ -22,7 +22,7 @@ from .common import add_config_flags, add_input_flags, fail, missing_captures, s
 if TYPE_CHECKING:
     from invariants.analysis.token_rules import TokenSettings
 
-FORMATS = ("text", "json", "jsonl", "junit", "sarif", "github")
+FORMATS = ("text", "json", "jsonl", "junit", "sarif", "github", "gitlab", "concise")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -64,7 +64,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=FORMATS,
         default=None,
         help="text (default), json (report version 1), jsonl (one finding per line), "
-        "junit (one test case per session), sarif (SARIF 2.1.0), github (workflow annotations)",
+        "junit (JUnit XML, pytest's xunit2 shape: one test case per session), sarif (SARIF 2.1.0), "
+        "github (workflow annotations), gitlab (GitLab Code Quality JSON), "
+        "concise (path:line:col: CODE message, one line per finding)",
+    )
+    out.add_argument(
+        "--project-root",
+        metavar="DIR",
+        type=Path,
+        help="sarif and gitlab paths are relative to DIR (default: the git repository around the working "
+        "directory, else the configuration file's folder, else the working directory)",
     )
     out.add_argument("--output", "-o", metavar="FILE", type=Path, help="write the report here instead of stdout")
     out.add_argument("--statistics", action="store_true", help="count findings per rule (text: instead of the listing)")
@@ -293,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         statistics=args.statistics,
         baseline=result.baseline,
-        base_dir=cfg.root if cfg.path is not None else Path.cwd(),
+        base_dir=report_root(args, cfg),
         tool_version=__version__,
     )
     text = render(result, fmt, ctx)
@@ -325,6 +334,13 @@ def run(args: argparse.Namespace) -> int:
     if args.exit_zero:
         return 0
     return 1 if result.failed(fail_on) else 0
+
+
+def report_root(args: argparse.Namespace, cfg) -> Path:
+    """What report paths are relative to (:func:`invariants.gate.formats.project_root`)."""
+    from invariants.gate.formats import project_root
+
+    return project_root(getattr(args, "project_root", None), cfg.root if cfg.path is not None else None, Path.cwd())
 
 
 def token_settings(args: argparse.Namespace, cfg) -> tuple[TokenSettings | None, str | None]:

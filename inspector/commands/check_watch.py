@@ -20,7 +20,8 @@ from typing import Iterable, Iterator, TextIO
 
 from .common import fail
 
-STREAM_FORMATS = ("text", "jsonl", "github")  # a finding per line (or a few): they can be printed as they come
+# a finding per line (or a few): they can be printed as they come
+STREAM_FORMATS = ("text", "jsonl", "github", "concise")
 
 
 def usage_problem(args: argparse.Namespace, fmt: str) -> str | None:
@@ -71,7 +72,9 @@ def watch(
         args.paths, CheckOptions(captures=args.captures, profile=cfg.profile), config=cfg, allow_empty=args.allow_empty
     )
     w = Watch(follow)
-    ctx = ReportContext(fail_on=cfg.fail_on, verbose=args.verbose, base_dir=cfg.root if cfg.path else Path.cwd())
+    from .check import report_root
+
+    ctx = ReportContext(fail_on=cfg.fail_on, verbose=args.verbose, base_dir=report_root(args, cfg))
 
     def last() -> CheckResult:
         """The result of the round just run (every caller runs after one)."""

@@ -59,8 +59,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         nargs=2,
         metavar=("FORMAT", "DIR"),
         default=None,
-        help="after indexing, write the findings, steps and requests tables to DIR (FORMAT: parquet; needs pyarrow, "
-        "the fleet extra)",
+        help="after indexing, write the sessions, findings, steps and requests tables to DIR, typed (booleans, "
+        "UTC timestamps, JSON as lists and structs) (FORMAT: parquet; needs pyarrow, the fleet extra)",
     )
     add_config_flags(p)
     p.add_argument("--full", action="store_true", help="re-read every log even when its revision is unchanged")

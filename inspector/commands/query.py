@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from inspector.index import QueryError, run_query
-    from inspector.index.table import render
+    from inspector.index.table import cell_width, render
     from invariants.gate.report import dumps_json
 
     sql = sys.stdin.read() if args.sql == "-" else args.sql
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         out = [{c: (v.hex() if isinstance(v, bytes) else v) for c, v in zip(cols, r)} for r in rows]
         sys.stdout.write(dumps_json(out, indent=True) + "\n")
     else:
-        sys.stdout.write(render(cols, rows) + "\n")
+        sys.stdout.write(render(cols, rows, max_width=cell_width(60)) + "\n")
         sys.stdout.write(
             f"{len(rows)} row{'s' if len(rows) != 1 else ''}"
             + (f" (first {args.limit}; --limit 0 for all)" if truncated else "")

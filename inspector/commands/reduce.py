@@ -21,7 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", required=True, metavar="DIR", help="folder for the repro")
     p.add_argument("--redact", action="store_true", help="pseudonymise every string the finding does not need")
     p.add_argument(
-        "--as-test", action="store_true", help="also write DIR/test_repro.py (uses the inspector_check fixture)"
+        "--as-test",
+        action="store_true",
+        help="also write DIR/test_repro_<rule>_<digest>.py (the inspector_check fixture, judged by the default "
+        "configuration, not the project's)",
     )
     p.add_argument("--max-seconds", type=float, metavar="N", help="stop after N seconds with the best result so far")
 

@@ -59,7 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from inspector.index import QueryError, list_sessions
-    from inspector.index.table import render
+    from inspector.index.table import cell_width, render
     from invariants.gate.report import dumps_json
 
     try:
@@ -89,6 +89,6 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(dumps_json(rows, indent=True) + "\n")
         return 0
     table = [[_parent(r) if c == "parent" else _short(r) if c == "path" else r.get(c) for c in COLUMNS] for r in rows]
-    sys.stdout.write(render(COLUMNS, table, max_width=72) + "\n")
+    sys.stdout.write(render(COLUMNS, table, max_width=cell_width(72)) + "\n")
     sys.stdout.write(f"{len(rows)} session{'s' if len(rows) != 1 else ''}\n")
     return 0

@@ -1,11 +1,14 @@
 """Plain-text tables for ``inspector sessions`` and ``inspector query``.
 
 Every cell comes from the index, which holds log text: it goes through
-``invariants.model.inert.inert`` before it reaches a terminal.
+``invariants.model.inert.inert`` before it reaches a terminal.  Long cells
+are cut with "…" only for a terminal: piped or redirected output keeps every
+character, so ``inspector sessions | grep`` and scripts see whole paths.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Iterable, Sequence
 
 from invariants.model.inert import inert
@@ -26,7 +29,15 @@ def cell(value: Any, width: int | None = None) -> str:
     return text
 
 
-def render(columns: Sequence[str], rows: Iterable[Sequence[Any]], max_width: int = 60) -> str:
+def cell_width(width: int) -> int | None:
+    """``width`` when stdout is a terminal, else None (no cell is cut)."""
+    try:
+        return width if sys.stdout.isatty() else None
+    except (AttributeError, ValueError):  # a replaced or closed stdout
+        return None
+
+
+def render(columns: Sequence[str], rows: Iterable[Sequence[Any]], max_width: int | None = 60) -> str:
     body = [[cell(v, max_width) for v in r] for r in rows]
     head = [cell(c, max_width) for c in columns]
     widths = [len(h) for h in head]

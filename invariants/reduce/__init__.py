@@ -162,23 +162,43 @@ def _written_lines(subject: Subject, keep: list[int], keep_lines: list[int]) -> 
         return cap.read_text(encoding="utf-8").splitlines() if cap.exists() else []
 
 
-TEST_TEMPLATE = '''"""Regression test written by `inspector reduce --as-test`: this log must show {rule}."""
+TEST_TEMPLATE = '''"""Regression test written by `inspector reduce --as-test`: this log must show {rule}.
+
+It judges the log by the default configuration, not the project's: an `ignore` or `severity` in the
+surrounding inspector.toml / [tool.inspector] must not hide the finding this test exists for.
+"""
 
 from pathlib import Path
+
+import pytest
+
+from invariants import Config
+
+pytestmark = pytest.mark.inspector
 
 RULE = {rule!r}
 LOG = Path(__file__).parent / {name!r}
 
 
-def test_repro_shows_{lower}(inspector_check):
-    result = inspector_check(LOG)
+def test_repro_shows_{lower}_{digest}(inspector_check):
+    result = inspector_check(LOG, config=Config())
     assert any(f.rule == RULE for f in result.findings), [f.rule for f in result.findings]
 '''
 
 
+def repro_test_name(rule: str, files: list[Path]) -> str:
+    """``test_repro_<rule>_<8 hex>.py``: the digest of the repro's log and capture, so two repros in one tree
+    never share a module name (pytest refuses two ``test_repro.py`` without packages) and the same repro
+    always gets the same name."""
+    digest = hashlib.sha256()
+    for f in sorted(files, key=lambda p: p.name):
+        digest.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return f"test_repro_{rule.lower()}_{digest.hexdigest()[:8]}.py"
+
+
 def write_repro(reduction: Reduction, folder: Path, as_test: bool = False) -> list[Path]:
     """Write the reduced log (under its original name), requests.jsonl when captures are involved, repro.json
-    and, with ``as_test``, test_repro.py into ``folder``; the files written."""
+    and, with ``as_test``, a test (:func:`repro_test_name`) into ``folder``; the files written."""
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="inspector-reduce-") as tmp:
         materialise(reduction.subject, reduction.keep, reduction.keep_lines, Path(tmp))
@@ -186,12 +206,15 @@ def write_repro(reduction: Reduction, folder: Path, as_test: bool = False) -> li
         for f in sorted(Path(tmp).iterdir()):
             shutil.copyfile(f, folder / f.name)
             written.append(folder / f.name)
+    data = list(written)
     manifest = folder / "repro.json"
     manifest.write_text(json.dumps(reduction.manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     written.append(manifest)
     if as_test:
-        test = folder / "test_repro.py"
         rule = reduction.target.rule
-        test.write_text(TEST_TEMPLATE.format(rule=rule, name=reduction.subject.log.name, lower=rule.lower()))
+        test = folder / repro_test_name(rule, data)
+        digest = test.stem.rsplit("_", 1)[1]
+        name = reduction.subject.log.name
+        test.write_text(TEST_TEMPLATE.format(rule=rule, name=name, lower=rule.lower(), digest=digest))
         written.append(test)
     return written

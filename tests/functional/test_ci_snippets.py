@@ -135,13 +135,17 @@ def test_gitlab_job_reports_junit_and_fails_only_on_a_new_finding(workspace, cap
     assert job["artifacts"]["when"] == "always"
     script = inspector_commands(job["script"])
     assert len(script) == 2
-    sarif_line, gate_line = script  # a job stops at its first failing line: the report that never fails comes first
-    assert "--exit-zero" in sarif_line and "--exit-zero" not in gate_line
+    quality_line, gate_line = script  # a job stops at its first failing line: the report that never fails comes first
+    assert "--exit-zero" in quality_line and "--exit-zero" not in gate_line
     junit = Path(job["artifacts"]["reports"]["junit"])
     assert f"-o {junit}" in gate_line and str(junit) in job["artifacts"]["paths"]
+    quality = Path(job["artifacts"]["reports"]["codequality"])
+    assert f"--format gitlab -o {quality}" in quality_line and str(quality) in job["artifacts"]["paths"]
 
     write_baseline(capsys)
     assert [run(capsys, line)[0] for line in script] == [0, 0]
+    issues = json.loads(quality.read_text())
+    assert issues and all(i["location"]["path"].startswith("recordings/") for i in issues)
     suite = ET.parse(junit).getroot()
     assert suite.get("failures") == "0" and int(suite.get("tests")) > 10
     assert Path(DEFAULT_CACHE_DIR).is_dir()

@@ -1,7 +1,8 @@
 """The shipped `.pre-commit-hooks.yaml`, run by pre-commit itself on real commits.
 
 One temporary git repository holds a copy of this package's source with the
-hook manifest, tagged ``v0.1.0`` (what a user's ``repo:``/``rev:`` point at);
+hook manifest, tagged ``v<version>`` as a release is (docs/RELEASING.md; what a
+user's ``repo:``/``rev:`` point at);
 another holds recorded sessions and the ``.pre-commit-config.yaml`` that
 README.md documents, with ``repo:`` pointed at the first.  ``pre-commit
 install`` puts the git hook in place and every test commits through it.
@@ -28,6 +29,7 @@ import pytest
 import yaml
 
 from inspector.cli import main
+from invariants import __version__
 from tests.conftest import ROOT, SAMPLES
 from tests.support.readme import block_named
 
@@ -67,7 +69,7 @@ def hooks(tmp_path_factory):
             shutil.copytree(src, repo / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         else:
             shutil.copy2(src, repo / name)
-    for args in (("init", "-q"), ("add", "-A"), ("commit", "-q", "-m", "hooks"), ("tag", "v0.1.0")):
+    for args in (("init", "-q"), ("add", "-A"), ("commit", "-q", "-m", "hooks"), ("tag", f"v{__version__}")):
         done = git(repo, *args, env=env)
         assert done.returncode == 0, done.stderr
     return repo, env
@@ -78,7 +80,7 @@ def project(tmp_path: Path, hooks, hook_id: str) -> Path:
     hook_repo, env = hooks
     config = yaml.safe_load(block_named(ROOT / "README.md", "yaml", "# .pre-commit-config.yaml"))
     (entry,) = config["repos"]
-    assert entry["rev"] == "v0.1.0" and [h["id"] for h in entry["hooks"]] == ["inspector-check"]
+    assert entry["rev"] == f"v{__version__}" and [h["id"] for h in entry["hooks"]] == ["inspector-check"]
     entry["repo"] = str(hook_repo)
     entry["hooks"][0]["id"] = hook_id
     proj = tmp_path / "proj"
@@ -174,3 +176,14 @@ def test_baseline_hook_fails_only_on_findings_missing_from_the_baseline(tmp_path
     assert "error   HDR002" in out and "recordings/corrupt-delta.jsonl" in out
     assert "DIV001" not in out  # known: in the baseline
     assert commits(proj, env) == 1
+
+
+def test_hook_runs_when_a_sqlite_session_store_is_committed(tmp_path, hooks):
+    """A store is read like a sessions root; the hook's file pattern names it (and its WAL journal)."""
+    _, env = hooks
+    proj = project(tmp_path, hooks, "inspector-check")
+    shutil.copy2(SAMPLES / "late" / "db" / "sessions.sqlite", proj / "recordings" / "sessions.db")
+    code, out = commit(proj, env, ".pre-commit-config.yaml", "recordings/sessions.db")
+    assert code == 0, out
+    assert hook_line(out, HOOK_NAME).endswith("Passed")
+    assert "(no files to check)" not in hook_line(out, HOOK_NAME)

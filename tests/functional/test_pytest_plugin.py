@@ -8,6 +8,7 @@ outcome counts and the report text.  Expected counts come from
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -149,6 +150,117 @@ def test_the_corpus_a_folder_of_harness_sessions(pytester):
     for f in expected.findings:
         if f.severity == "error" and f.path:
             assert f"{f.rule} " in out and f"path      {f.path}" in out and f"turn.step {f.turn}.{f.step}" in out
+
+
+# -- like pytest-mypy: a marker, rule codes as keywords, narrowing, one check under xdist ----------------
+COUNTING = """
+import json
+import os
+
+import invariants
+
+_check = invariants.check
+
+
+def counting(paths, *args, **kwargs):
+    named = paths if isinstance(paths, (list, tuple)) else [paths]
+    with open(os.environ["INSPECTOR_CHECK_RUNS"], "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"pid": os.getpid(), "paths": [os.path.normpath(str(p)) for p in named]}) + "\\n")
+    return _check(paths, *args, **kwargs)
+
+
+invariants.check = counting
+"""
+
+
+@pytest.fixture
+def check_runs(pytester, monkeypatch):
+    """A conftest that records every call of ``invariants.check`` (in any process); returns a reader."""
+    pytester.makeconftest(COUNTING)
+    runs = pytester.path / "check-runs.jsonl"
+    monkeypatch.setenv("INSPECTOR_CHECK_RUNS", str(runs))
+
+    def read() -> list[dict]:
+        calls = [json.loads(x) for x in runs.read_text().splitlines()] if runs.exists() else []
+        runs.unlink(missing_ok=True)
+        return calls
+
+    return read
+
+
+def test_every_item_carries_the_registered_inspector_marker(pytester, logs):
+    pytester.makepyfile(test_unit="def test_unit():\n    pass\n")
+    run(pytester, "--strict-markers", "--inspector-logs", "logs", "-m", "inspector").assert_outcomes(
+        passed=1, failed=1, deselected=1
+    )
+    run(pytester, "--strict-markers", "--inspector-logs", "logs", "-m", "not inspector").assert_outcomes(
+        passed=1, deselected=2
+    )
+    markers = run(pytester, "--markers").stdout.str()
+    assert "@pytest.mark.inspector: a dsh-inspector session-log check" in markers
+
+
+def test_rule_codes_and_names_are_keywords(pytester, logs):
+    broken = session_id(logs / f"{BROKEN}.jsonl")
+    copy_sample(WARNS, logs)  # a warning below fail-on: a passing item, still found by its code
+    for expression, outcome in (
+        ("DIV001", dict(failed=1, deselected=2)),
+        ("DIV010 and DIV001", dict(failed=1, deselected=2)),
+        ("DIV", dict(failed=1, deselected=2)),
+        ("messages-diverge", dict(failed=1, deselected=2)),
+        ("PFX002", dict(passed=1, deselected=2)),
+        ("not DIV", dict(passed=2, deselected=1)),
+        ("NOPE999", dict(deselected=3)),
+    ):
+        result = run(pytester, "--inspector-logs", "logs", "-k", expression, "-v")
+        result.assert_outcomes(**outcome)
+        if "DIV" in expression and "not" not in expression:
+            assert f"logs/{BROKEN}.jsonl::{broken} FAILED" in result.stdout.str()
+
+
+def test_a_file_a_node_id_or_a_subfolder_narrows_what_is_checked(pytester, logs, check_runs):
+    copy_sample(WARNS, logs / "team")
+    broken = session_id(logs / f"{BROKEN}.jsonl")
+    run(pytester, "--inspector-logs", "logs", "-v").assert_outcomes(passed=2, failed=1)
+    assert [c["paths"] for c in check_runs()] == [["logs"]]  # the whole DIR, once
+
+    result = run(pytester, "--inspector-logs", "logs", f"logs/{SOUND}.jsonl", "-v")
+    result.assert_outcomes(passed=1)
+    assert [c["paths"] for c in check_runs()] == [[f"logs/{SOUND}.jsonl"]]
+
+    result = run(pytester, "--inspector-logs", "logs", f"logs/{BROKEN}.jsonl::{broken}", "-v")
+    result.assert_outcomes(failed=1)
+    assert f"logs/{BROKEN}.jsonl::{broken} FAILED" in result.stdout.str()
+    assert [c["paths"] for c in check_runs()] == [[f"logs/{BROKEN}.jsonl"]]
+
+    result = run(pytester, "--inspector-logs", "logs", "logs/team", "-v")
+    result.assert_outcomes(passed=1)
+    assert f"logs/team/{WARNS}.jsonl::" in result.stdout.str()
+    assert [c["paths"] for c in check_runs()] == [["logs/team"]]
+
+    run(pytester, "--inspector-logs", "logs", "logs/team", f"logs/{SOUND}.jsonl").assert_outcomes(passed=2)
+    assert [sorted(c["paths"]) for c in check_runs()] == [sorted(["logs/team", f"logs/{SOUND}.jsonl"])]
+
+
+def test_under_xdist_the_check_runs_once_on_the_controller(pytester, logs, check_runs):
+    pytest.importorskip("xdist", reason="pytest-xdist (a test dependency) is not installed")
+    for i in range(3):  # enough items for both workers
+        copy_sample(SOUND, logs / f"more{i}")
+    xdist = ("-p", "xdist.plugin", "-n", "2")
+    serial = run(pytester, "--inspector-logs", "logs")
+    serial.assert_outcomes(passed=4, failed=1)
+    assert len(check_runs()) == 1
+    result = run(pytester, *xdist, "--inspector-logs", "logs", "-v")
+    result.assert_outcomes(passed=4, failed=1)
+    out = result.stdout.str()
+    assert "[gw0]" in out and "[gw1]" in out  # two workers ran items
+    calls = check_runs()
+    assert len(calls) == 1 and calls[0]["paths"] == ["logs"], calls
+    assert "DIV001 messages-diverge" in out  # the explained report reached the controller's output
+    # narrowed and keyword-selected, still once
+    result = run(pytester, *xdist, "--inspector-logs", "logs", "logs/more0", f"logs/{BROKEN}.jsonl", "-k", "DIV001")
+    result.assert_outcomes(failed=1)  # (xdist's summary does not count what its workers deselected)
+    assert [sorted(c["paths"]) for c in check_runs()] == [sorted(["logs/more0", f"logs/{BROKEN}.jsonl"])]
 
 
 # -- the fixture --------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ content and, with --as-test, yields a passing regression test (run here with a c
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -21,13 +22,9 @@ CORPUS = ROOT.parent / "shared" / "corpus"
 CORPUS_LOG = (
     CORPUS / "upstream-seed-era/core__agent-loop__loop/t16/a1-session-1ec47675-8deb-403e-9880-90b6ee31c5ff.jsonl"
 )
-CONFTEST = """import pytest
-from invariants import check
-
-@pytest.fixture
-def inspector_check():
-    return lambda path: check(path)
-"""
+# The project around a repro ignores the very rule the repro is for: the repro must not care.
+PROJECT_CONFIG = 'ignore = ["DIV001", "request-divergence"]\n'
+PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "inspector.pytest_plugin")
 
 
 def _reduce(*args: str) -> subprocess.CompletedProcess:
@@ -100,11 +97,28 @@ def test_as_test_repro_passes_under_pytest_and_fails_without_the_fault(tmp_path)
     log = _generated(tmp_path)
     out = tmp_path / "out"
     assert _reduce(str(log), "--rule", "DIV001", "--output", str(out), "--as-test", "--redact").returncode == 0
-    (out / "conftest.py").write_text(CONFTEST)
-    run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(out / "test_repro.py")]
-    assert subprocess.run(run, capture_output=True, text=True, cwd=out).returncode == 0
+    (out / "inspector.toml").write_text(PROJECT_CONFIG)
+    (test,) = out.glob("test_repro_*.py")
+    assert re.fullmatch(r"test_repro_div001_[0-9a-f]{8}\.py", test.name)
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    run = [*PYTEST, "-m", "inspector", str(test)]
+    done = subprocess.run(run, capture_output=True, text=True, cwd=out, env=env)
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout + done.stderr
     (out / "requests.jsonl").unlink()  # no recorded request: no divergence
-    assert subprocess.run(run, capture_output=True, text=True, cwd=out).returncode == 1
+    assert subprocess.run(run, capture_output=True, text=True, cwd=out, env=env).returncode == 1
+
+
+def test_two_repros_in_one_tree_have_their_own_names_and_both_run(tmp_path):
+    """Without packages, pytest refuses two test modules of one name; each repro's name carries its digest."""
+    log = _generated(tmp_path)
+    for out, extra in ((tmp_path / "tree" / "a", ()), (tmp_path / "tree" / "b", ("--redact",))):
+        assert _reduce(str(log), "--rule", "DIV001", "--output", str(out), "--as-test", *extra).returncode == 0
+    names = [p.name for p in sorted((tmp_path / "tree").glob("*/test_repro_*.py"))]
+    assert len(names) == 2 and len(set(names)) == 2, names
+    (tmp_path / "tree" / "inspector.toml").write_text(PROJECT_CONFIG)
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    done = subprocess.run([*PYTEST, "tree"], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout + done.stderr
 
 
 def test_a_finding_not_in_the_log_exits_1_and_lists_the_findings(tmp_path):
@@ -140,7 +154,7 @@ def test_readme_worked_example_runs(tmp_path):
         "capture-divergence.jsonl",
         "requests.jsonl",
         "repro.json",
-        "test_repro.py",
+        next(p.name for p in (tmp_path / "repro").glob("test_repro_div001_*.py")),
     }
 
 

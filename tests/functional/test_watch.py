@@ -225,7 +225,10 @@ def test_the_cli_prints_new_findings_once_and_ctrl_c_ends_with_the_gates_summary
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["--format", "json"], "--watch prints findings as they come: use --format text, jsonl, github, not json"),
+        (
+            ["--format", "json"],
+            "--watch prints findings as they come: use --format text, jsonl, github, concise, not json",
+        ),
         (["--output", "x.txt"], "cannot be combined with --output"),
         (["--write-baseline", "b.json"], "cannot be combined with --write-baseline"),
     ],

@@ -8,7 +8,12 @@ this package adds the CI formats and dispatches between all of them:
   ``fail_on``), for CI test-report UIs;
 * ``sarif``: SARIF 2.1.0 with the rule table as ``tool.driver.rules``, for
   code-scanning UIs;
-* ``github``: GitHub Actions workflow commands (``::error file=…,line=…::…``).
+* ``github``: GitHub Actions workflow commands (``::error file=…,line=…::…``);
+* ``gitlab``: GitLab Code Quality JSON (one issue per finding), for merge requests;
+* ``concise``: ``path:line:col: CODE message``, one line per finding, as ruff's.
+
+SARIF and GitLab paths are relative to ``ReportContext.base_dir``, the
+repository root (:func:`~invariants.gate.formats.context.project_root`).
 
 Every renderer takes a :class:`~invariants.gate.pipeline.CheckResult` (its sessions
 may be ``SessionModel`` objects or cached summaries) and a
@@ -18,10 +23,17 @@ to stderr in the CLI, never into a machine format.
 
 from __future__ import annotations
 
-from invariants.gate.formats.context import FORMATS, MACHINE_FORMATS, ReportContext, statistics, statistics_text
+from invariants.gate.formats.context import (
+    FORMATS,
+    MACHINE_FORMATS,
+    ReportContext,
+    project_root,
+    statistics,
+    statistics_text,
+)
 from invariants.gate.result import CheckResult
 
-__all__ = ["FORMATS", "MACHINE_FORMATS", "ReportContext", "render", "statistics", "statistics_text"]
+__all__ = ["FORMATS", "MACHINE_FORMATS", "ReportContext", "project_root", "render", "statistics", "statistics_text"]
 
 
 def render(result: CheckResult, fmt: str, ctx: ReportContext | None = None) -> str:
@@ -57,4 +69,13 @@ def render(result: CheckResult, fmt: str, ctx: ReportContext | None = None) -> s
         from invariants.gate.formats.github import render_github
 
         return render_github(result, ctx)
+    if fmt == "gitlab":
+        from invariants.gate.formats.gitlab import gitlab_issues
+        from invariants.gate.report import dumps_json
+
+        return dumps_json(gitlab_issues(result, ctx), indent=True)
+    if fmt == "concise":
+        from invariants.gate.formats.concise import render_concise
+
+        return render_concise(result, ctx)
     raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")

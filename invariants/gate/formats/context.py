@@ -10,7 +10,7 @@ from invariants.gate.result import CheckResult
 from invariants.model.record import Record
 from invariants.model.registry import RULES
 
-FORMATS = ("text", "json", "jsonl", "junit", "sarif", "github")
+FORMATS = ("text", "json", "jsonl", "junit", "sarif", "github", "gitlab", "concise")
 MACHINE_FORMATS = frozenset(FORMATS) - {"text"}
 
 
@@ -31,9 +31,30 @@ class ReportContext(Record):
         self.verbose = verbose
         self.statistics = statistics
         self.baseline = baseline  # invariants.gate.baseline.BaselineOutcome
-        self.base_dir = base_dir  # SARIF: paths are made relative to this
+        self.base_dir = base_dir  # SARIF, GitLab: paths are made relative to this (see project_root)
         self.tool_version = tool_version
         self.extra = {} if extra is None else extra
+
+
+def repository_root(start: Path) -> Path | None:
+    """The nearest folder from ``start`` up that holds ``.git`` (a folder, or a worktree's ``.git`` file)."""
+    here = start.resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def project_root(explicit: Path | None, config_root: Path | None, start: Path) -> Path:
+    """What report paths are relative to: ``--project-root``, else the git repository around ``start``,
+    else the folder of the configuration file in force, else ``start`` (the working directory).
+
+    Code-scanning and merge-request UIs match a report's paths against the repository's files,
+    so a run from a subfolder must still name ``recordings/a.jsonl`` from the repository's top.
+    """
+    if explicit is not None:
+        return explicit.resolve()
+    return repository_root(start) or (config_root.resolve() if config_root is not None else start.resolve())
 
 
 def statistics(result: CheckResult) -> list[dict[str, Any]]:
