@@ -159,10 +159,19 @@ def _written_input(args: argparse.Namespace) -> str | None:
     sources, _ = discover(args.paths)
     inputs = {s.path.resolve() for s in sources} | {c.resolve() for c in args.captures or []}
     inputs |= {c.resolve() for s in sources if s.member is None and (c := find_capture(s.path)) is not None}
+    inodes = {ino for p in inputs if (ino := _inode(p)) is not None}
     for flag, target in targets:
-        if Path(target).resolve() in inputs:
+        if Path(target).resolve() in inputs or _inode(Path(target)) in inodes:  # a hard link is the same file
             return f"{flag} {target}: that is one of the inputs; logs and captures are never written"
     return None
+
+
+def _inode(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def configuration(args: argparse.Namespace):
@@ -279,7 +288,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             n = write_baseline(args.write_baseline, result.findings, __version__)
         except OSError as exc:
-            return fail(f"{args.write_baseline}: cannot write baseline ({exc.strerror or exc})")
+            from invariants.model.atomic import write_error
+
+            return fail(write_error(args.write_baseline, "baseline", exc))
         if not args.quiet:
             print(f"inspector: wrote {n} finding(s) to baseline {args.write_baseline}", file=sys.stderr)
         return 2 if result.problems else 0
@@ -294,10 +305,12 @@ def run(args: argparse.Namespace) -> int:
     )
     text = render(result, fmt, ctx)
     if args.output:
+        from invariants.model.atomic import write_atomic, write_error
+
         try:
-            args.output.write_text(text + "\n" if text else "", encoding="utf-8")
+            write_atomic(args.output, text + "\n" if text else "")
         except OSError as exc:
-            return fail(f"{args.output}: cannot write report ({exc.strerror or exc})")
+            return fail(write_error(args.output, "report", exc))
     elif text:
         sys.stdout.write(text + "\n")
 

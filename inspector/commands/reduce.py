@@ -54,6 +54,10 @@ def run(args: argparse.Namespace) -> int:
         )
     except ReduceInputError as e:
         return fail(str(e))
+    except RecursionError:  # a structure deeper than the reducer's rewriting can walk
+        return fail(f"{log}: too deeply nested for the reducer")
+    except OSError as exc:
+        return fail(f"{exc.filename or log}: cannot read ({exc.strerror or exc})")
     except FindingNotFound as e:
         print(f"inspector reduce: {e}", file=sys.stderr)
         for f in e.findings:
@@ -61,7 +65,12 @@ def run(args: argparse.Namespace) -> int:
         if not e.findings:
             print("  (the log has no findings)", file=sys.stderr)
         return 1
-    write_repro(reduction, out, as_test=args.as_test)
+    from invariants.model.atomic import write_error
+
+    try:
+        write_repro(reduction, out, as_test=args.as_test)
+    except OSError as exc:
+        return fail(write_error(out, "the repro", exc))
     m = reduction.manifest
     note = " (time limit reached: best so far)" if m["timed_out"] else ""
     print(

@@ -31,6 +31,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from invariants.model.atomic import write_atomic, write_error
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
 from invariants.replay.model import SessionModel
@@ -165,14 +166,11 @@ def apply_ledger(ledger_file: str | os.PathLike, sessions: Iterable[Any], update
             entries[m.id] = new
             changed = True
     if update and changed:
-        target = Path(ledger_file)
-        tmp = target.with_name(target.name + ".tmp")
         try:
-            tmp.write_text(
+            write_atomic(
+                ledger_file,
                 json.dumps({"version": LEDGER_VERSION, "sessions": dict(sorted(entries.items()))}, indent=1) + "\n",
-                encoding="utf-8",
             )
-            os.replace(tmp, target)
         except OSError as exc:
-            raise LedgerError(f"{ledger_file}: cannot write ledger ({exc.strerror or exc})") from None
+            raise LedgerError(write_error(ledger_file, "ledger", exc)) from None
     return findings
