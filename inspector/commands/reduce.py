@@ -27,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
     import sys
 
     from invariants.reduce import FindingNotFound, ReduceInputError, reduce_log, write_repro
@@ -40,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     if captures is not None and not captures.is_file():
         return fail(f"{captures}: not a file")
     out = Path(args.output)
-    if out.resolve() in (log.parent.resolve(), (captures or log).parent.resolve()):
+    real = os.path.realpath  # never raises on a symlink loop
+    if real(out) in (real(log.parent), real((captures or log).parent)):
         return fail(f"{out}: the output folder must not be the input's folder")
     try:
         reduction = reduce_log(
@@ -76,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"{m['rule']} reproduced{note}: {m['events']['before']} -> {m['events']['after']} events, "
         f"{m['captures']['before']} -> {m['captures']['after']} capture lines, {m['candidates']} candidates, "
-        f"{m['seconds']} s{', redacted' if m['redacted'] else ''}; written to {out.resolve()}"
+        f"{m['seconds']} s{', redacted' if m['redacted'] else ''}; written to {os.path.realpath(out)}"
     )
     if args.redact and not m["redacted"]:
         print("inspector reduce: redaction lost the finding; the repro is NOT redacted", file=sys.stderr)
