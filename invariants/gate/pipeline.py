@@ -311,8 +311,9 @@ def _assemble(
         forks, hits = fork_findings(summaries, cache, None if keep else executor)
         stats.fork_hits += hits
         found.extend(forks)
+    notes: list[str] = []
     if ledger is not None:
-        found.extend(apply_ledger(ledger, summaries))
+        found.extend(apply_ledger(ledger, summaries, notes=notes))
     found.sort(key=report_order(m.file for m in summaries))
     kept = policy.filter(found)
     checked = checked_owners(summaries, kept, options.captures) if policy.baseline_entries is not None else ()
@@ -324,4 +325,5 @@ def _assemble(
         problems + [msg for _, _, msg in source_problems],
         [m for _, m in models],
         baseline_outcome,
+        notes,
     )
