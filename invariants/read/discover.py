@@ -86,7 +86,7 @@ def discover(paths: Iterable[str | os.PathLike], notes: list[str] | None = None)
             if is_log_name(name):
                 _add(found, seen, LogSource(fp, p), key)
             elif name.endswith(SQLITE_SUFFIXES):
-                _add_database(found, seen, problems, fp, p, explicit=False)
+                _add_database(found, seen, problems, fp, p, explicit=False, notes=notes)
     return found, problems
 
 
@@ -186,16 +186,39 @@ def _add(found: list[LogSource], seen: set, src: LogSource, real: str | None = N
 
 
 def _add_database(
-    found: list[LogSource], seen: set, problems: list[str], path: Path, root: Path, explicit: bool
+    found: list[LogSource],
+    seen: set,
+    problems: list[str],
+    path: Path,
+    root: Path,
+    explicit: bool,
+    notes: list[str] | None = None,
 ) -> None:
-    """Every session of a harness SQLite database (read-only); a foreign .db in a folder is skipped quietly."""
-    from invariants.read.sqlite_backend import NotASessionDatabase, list_sessions
+    """Every session of a harness SQLite database (read-only).
+
+    Named on the command line, anything but a readable session store is a problem.  Inside a folder,
+    another tool's database (readable SQLite without the harness tables) or a file that is not SQLite
+    at all is skipped with a note; a SQLite file that cannot be read (a damaged store) is a problem
+    wherever it was found, so a folder's damaged store never passes the gate unseen."""
+    from invariants.read.sqlite_backend import ForeignDatabase, NotASessionDatabase, list_sessions
 
     try:
         members = list_sessions(path, root)
     except (NotASessionDatabase, OSError) as exc:
-        if explicit:
-            problems.append(f"{path}: not a harness session database ({exc})" if isinstance(exc, OSError) else str(exc))
+        message = f"{path}: not a harness session database ({exc})" if isinstance(exc, OSError) else str(exc)
+        if explicit or (not isinstance(exc, ForeignDatabase) and _has_sqlite_magic(path)):
+            problems.append(message if explicit else f"{message}; a damaged session store is never skipped")
+        elif notes is not None:
+            notes.append(f"{message}; skipped")
         return
     for src in members:
         _add(found, seen, src)
+
+
+def _has_sqlite_magic(path: Path) -> bool:
+    """The file begins as every SQLite database does (so a failure to read it is damage, not a foreign file)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
