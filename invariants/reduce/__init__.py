@@ -142,7 +142,7 @@ def _redacted(subject: Subject, keep: list[int], keep_lines: list[int]) -> tuple
     parent = None
     if log.parent is not None:
         p = log.parent
-        parent = LogData(p.name, r.value(p.header), [r.value(e) if i in kept else e for i, e in enumerate(p.events)])
+        parent = LogData(p.name, r.value(p.header), [r.value(e) for e in p.events])  # written whole: all redacted
     lines = []
     written = set(keep_lines)
     for k, cl in enumerate(subject.lines):
