@@ -161,10 +161,12 @@ def run(args: argparse.Namespace) -> int:
         )
         text = "\n".join(lines)
     if args.output:
+        from invariants.model.atomic import write_atomic, write_error
+
         try:
-            args.output.write_text(text + "\n", encoding="utf-8")
+            write_atomic(args.output, text + "\n")
         except OSError as exc:
-            return fail(f"{args.output}: cannot write report ({exc.strerror or exc})")
+            return fail(write_error(args.output, "report", exc))
     else:
         sys.stdout.write(text + "\n")
     return 2 if problems else 0

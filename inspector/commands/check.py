@@ -11,6 +11,7 @@ then defaults.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from contextlib import ExitStack
@@ -170,12 +171,30 @@ def _written_input(args: argparse.Namespace) -> str | None:
     from invariants.read.discover import discover
 
     sources, _ = discover(args.paths)
-    inputs = {s.path.resolve() for s in sources} | {c.resolve() for c in args.captures or []}
-    inputs |= {c.resolve() for s in sources if s.member is None and (c := find_capture(s.path)) is not None}
+    inputs = {_real(s.path) for s in sources} | {_real(c) for c in args.captures or []}
+    inputs |= {_real(c) for s in sources if s.member is None and (c := find_capture(s.path)) is not None}
+    inodes = {ino for p in inputs if (ino := _inode(p)) is not None}
     for flag, target in targets:
-        if Path(target).resolve() in inputs:
+        if _real(target) in inputs or _inode(Path(target)) in inodes:  # a hard link is the same file
             return f"{flag} {target}: that is one of the inputs; logs and captures are never written"
     return None
+
+
+def _real(path):
+    """The path with links resolved, never raising (a symlink loop stays as named); a URL as it is."""
+    if not isinstance(path, (str, os.PathLike)):
+        return path.resolve()
+    return Path(os.path.realpath(path))
+
+
+def _inode(path) -> tuple[int, int] | None:
+    if not isinstance(path, (str, os.PathLike)):
+        return None
+    try:
+        st = path.stat()
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def configuration(args: argparse.Namespace):
@@ -285,6 +304,11 @@ def run(args: argparse.Namespace) -> int:
             return fail(str(exc))
     for problem in result.problems:
         fail(problem)
+    if not args.quiet:
+        from invariants.model.inert import inert
+
+        for note in result.notes:
+            print(f"inspector: note: {inert(note)}", file=sys.stderr)
 
     if args.write_baseline:
         from invariants.gate.baseline import write_baseline
@@ -292,7 +316,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             n = write_baseline(args.write_baseline, result.findings, __version__)
         except OSError as exc:
-            return fail(f"{args.write_baseline}: cannot write baseline ({exc.strerror or exc})")
+            from invariants.model.atomic import write_error
+
+            return fail(write_error(args.write_baseline, "baseline", exc))
         if not args.quiet:
             print(f"inspector: wrote {n} finding(s) to baseline {args.write_baseline}", file=sys.stderr)
         return 2 if result.problems else 0
@@ -307,10 +333,12 @@ def run(args: argparse.Namespace) -> int:
     )
     text = render(result, fmt, ctx)
     if args.output:
+        from invariants.model.atomic import write_atomic, write_error
+
         try:
-            args.output.write_text(text + "\n" if text else "", encoding="utf-8")
+            write_atomic(args.output, text + "\n" if text else "")
         except OSError as exc:
-            return fail(f"{args.output}: cannot write report ({exc.strerror or exc})")
+            return fail(write_error(args.output, "report", exc))
     elif text:
         sys.stdout.write(text + "\n")
 

@@ -37,6 +37,15 @@ def run(args: argparse.Namespace) -> int:
     from invariants.gate.report import dumps_json
 
     sql = sys.stdin.read() if args.sql == "-" else args.sql
+    if args.format == "json" and not args.limit:  # every row: streamed, never held
+        from inspector.index.read import stream_query
+
+        try:
+            with stream_query(args.db, sql, args.param, timeout=args.timeout) as (cols, rows):
+                write_json_rows(cols, rows, sys.stdout)
+        except QueryError as exc:
+            return fail(str(exc))
+        return 0
     try:
         cols, rows, truncated = run_query(args.db, sql, args.param, limit=args.limit or None, timeout=args.timeout)
     except QueryError as exc:
@@ -54,3 +63,15 @@ def run(args: argparse.Namespace) -> int:
     if truncated:
         print(f"inspector: note: output stopped at {args.limit} rows", file=sys.stderr)
     return 0
+
+
+def write_json_rows(cols: list[str], rows, out) -> None:
+    """The rows as the JSON array ``dumps_json(list, indent=True)`` gives, written one row at a time."""
+    from invariants.gate.report import dumps_json
+
+    first = True
+    for r in rows:
+        obj = dumps_json({c: (v.hex() if isinstance(v, bytes) else v) for c, v in zip(cols, r)}, indent=True)
+        out.write(("[\n" if first else ",\n") + "\n".join("  " + ln for ln in obj.split("\n")))
+        first = False
+    out.write("[]\n" if first else "\n]\n")

@@ -30,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
     import sys
 
     from invariants.reduce import FindingNotFound, ReduceInputError, reduce_log, write_repro
@@ -43,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
     if captures is not None and not captures.is_file():
         return fail(f"{captures}: not a file")
     out = Path(args.output)
-    if out.resolve() in (log.parent.resolve(), (captures or log).parent.resolve()):
+    real = os.path.realpath  # never raises on a symlink loop
+    if real(out) in (real(log.parent), real((captures or log).parent)):
         return fail(f"{out}: the output folder must not be the input's folder")
     try:
         reduction = reduce_log(
@@ -57,6 +59,10 @@ def run(args: argparse.Namespace) -> int:
         )
     except ReduceInputError as e:
         return fail(str(e))
+    except RecursionError:  # a structure deeper than the reducer's rewriting can walk
+        return fail(f"{log}: too deeply nested for the reducer")
+    except OSError as exc:
+        return fail(f"{exc.filename or log}: cannot read ({exc.strerror or exc})")
     except FindingNotFound as e:
         print(f"inspector reduce: {e}", file=sys.stderr)
         for f in e.findings:
@@ -64,13 +70,18 @@ def run(args: argparse.Namespace) -> int:
         if not e.findings:
             print("  (the log has no findings)", file=sys.stderr)
         return 1
-    write_repro(reduction, out, as_test=args.as_test)
+    from invariants.model.atomic import write_error
+
+    try:
+        write_repro(reduction, out, as_test=args.as_test)
+    except OSError as exc:
+        return fail(write_error(out, "the repro", exc))
     m = reduction.manifest
     note = " (time limit reached: best so far)" if m["timed_out"] else ""
     print(
         f"{m['rule']} reproduced{note}: {m['events']['before']} -> {m['events']['after']} events, "
         f"{m['captures']['before']} -> {m['captures']['after']} capture lines, {m['candidates']} candidates, "
-        f"{m['seconds']} s{', redacted' if m['redacted'] else ''}; written to {out.resolve()}"
+        f"{m['seconds']} s{', redacted' if m['redacted'] else ''}; written to {os.path.realpath(out)}"
     )
     if args.redact and not m["redacted"]:
         print("inspector reduce: redaction lost the finding; the repro is NOT redacted", file=sys.stderr)

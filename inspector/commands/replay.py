@@ -60,6 +60,11 @@ def run(args: argparse.Namespace) -> int:
         ids = ", ".join(m.id for m in models[:10])
         return fail(f"{args.log} holds {len(models)} sessions; pick one with --session ({ids})")
     model = models[0]
+    if not model.steps:  # empty, random bytes, a log without steps: nothing rebuilt is no success
+        why = next((f.message for f in model.findings if f.severity == "error"), None)
+        if model.header is None or why is not None:
+            return fail(f"{model.source.display}: not a readable session log ({why or 'no session header'})")
+        return fail(f"{model.source.display}: session {model.id} has no steps: no request to rebuild")
     if args.attempt is not None and args.turn is None:
         return fail("--attempt needs --turn (and --step): it picks one attempt of one step")
     if args.turn is not None:

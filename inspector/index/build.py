@@ -35,7 +35,7 @@ from . import rows as R
 from .connection import IndexBuildError, _cannot_write, _Lock, inserted_id, now_iso, open_index
 from .forks import _fork_phase
 from .plan import _plan, input_name
-from .prune import _gc_headers, _prune
+from .prune import _gc_headers, _prune, _refresh_roots
 from .schedule import LostGroup, _run_on, _run_tasks
 from .stats import IndexStats
 from .writer import _Writer
@@ -157,6 +157,7 @@ def _build(
     _adopt_policy(db, policy)
     stats.problems.extend(problems)
     dirty = _prune(db, roots, sources, stats)
+    _refresh_roots(db, sources)
     tasks = _plan(db, sources, full, stats, dirty)
     stats.groups = len(tasks)
     writer = _Writer(db, stats, run_id, after_folder)

@@ -57,3 +57,20 @@ def _gc_headers(db: sqlite_utils.Database) -> None:
     conn.execute(f"DELETE FROM header_tools WHERE hash IN ({orphan})")
     conn.execute(f"DELETE FROM headers WHERE hash IN ({orphan})")
     conn.execute("COMMIT")
+
+
+def _refresh_roots(db: sqlite_utils.Database, sources: list) -> None:
+    """``sessions.root`` of every log found again under another root (indexed first under a subfolder, then
+    under the folder above it): the row is unchanged otherwise, so only its root is written."""
+    stored = dict(db.execute("SELECT path, root FROM sessions").fetchall())
+    moved = [
+        (str(src.root), src.display)
+        for src in sources
+        if src.display in stored and stored[src.display] != str(src.root)
+    ]
+    if not moved:
+        return
+    conn = db.conn
+    conn.execute("BEGIN IMMEDIATE")
+    conn.executemany("UPDATE sessions SET root = ? WHERE path = ?", moved)
+    conn.execute("COMMIT")

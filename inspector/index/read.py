@@ -12,8 +12,9 @@ import datetime as dt
 import os
 import sqlite3
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import quote
 
 from invariants.read.source import UrlPath, absolute_name, log_path
@@ -115,6 +116,34 @@ def run_query(
         except sqlite3.DatabaseError as exc:
             raise QueryError(_explain(exc)) from None
         return cols, rows[:limit], len(rows) > limit
+    finally:
+        conn.close()
+
+
+@contextmanager
+def stream_query(
+    db_path: str | os.PathLike, sql: str, params: Iterable[Any] | dict = (), *, timeout: float | None = 60.0
+) -> Iterator[tuple[list[str], Iterator[tuple]]]:
+    """Run one read-only statement: its column names and its rows as they come (a batch at a time, never
+    all held), for output without a row limit; the connection closes when the block ends."""
+    conn = open_readonly(db_path, timeout)
+    try:
+        try:
+            cur = conn.execute(sql, params)
+        except (sqlite3.DatabaseError, sqlite3.Warning, ValueError) as exc:
+            raise QueryError(_explain(exc)) from None
+
+        def rows() -> Iterator[tuple]:
+            while True:
+                try:
+                    batch = cur.fetchmany(512)
+                except sqlite3.DatabaseError as exc:
+                    raise QueryError(_explain(exc)) from None
+                if not batch:
+                    return
+                yield from batch
+
+        yield [d[0] for d in cur.description or []], rows()
     finally:
         conn.close()
 

@@ -231,7 +231,9 @@ class SessionListScreen(Screen):
                 self.index_stale = sum(1 for s in indexed.values() if s.stale)
                 for s in indexed.values():
                     self.post_message(SessionSummaryReady(s))
-        sources, problems = discover([self.root])
+        notes: list[str] = []  # a FIFO or device named like a log: skipped, and said in the status bar
+        sources, problems = discover([self.root], notes)
+        problems.extend(notes)
         heads: list[SessionRow] = []
         fresh: set[tuple[LogPath, str | None]] = set()  # rows the index answered: no live check
         for i, src in enumerate(sources):

@@ -41,6 +41,7 @@ from collections import Counter
 from pathlib import Path, PurePath
 from typing import Any, Iterable
 
+from invariants.model.atomic import write_atomic
 from invariants.model.findings import Finding
 from invariants.model.record import Record
 from invariants.read.source import UrlPath, is_url
@@ -138,10 +139,7 @@ def write_baseline(path: str | os.PathLike, findings: Iterable[Finding], tool_ve
     """Write the baseline of ``findings`` to ``path`` (files relative to its folder); the entry count."""
     doc = baseline_document(findings, tool_version, _root_of(path))
     text = json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
-    target = Path(path)
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, target)
+    write_atomic(path, text)
     return len(doc["findings"])
 
 

@@ -108,17 +108,23 @@ def _as_list(value: str | list[str]) -> list[str]:
 
 
 def find_config(start: Path | None = None) -> Path | None:
-    """The nearest ``inspector.toml`` or ``pyproject.toml`` with ``[tool.inspector]``."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
+    """The nearest ``inspector.toml`` or ``pyproject.toml`` with ``[tool.inspector]``.
+
+    The search is confined: inside a git repository it goes from ``start`` (the working directory) up to
+    the repository root (the nearest folder holding ``.git``); outside any repository it looks in ``start``
+    alone.  It never climbs into folders the user does not own the meaning of: a stray ``inspector.toml``
+    in a shared temporary folder above the logs, or at ``/``, cannot change a gate's verdict.
+    """
+    here = Path(os.path.realpath(start or Path.cwd()))
+    chain = [here, *here.parents]
+    top = next((i for i, folder in enumerate(chain) if (folder / ".git").exists()), None)
+    for folder in chain[: top + 1] if top is not None else [here]:
         own = folder / "inspector.toml"
         if own.is_file():
             return own
         py = folder / "pyproject.toml"
         if py.is_file() and _has_tool_section(py):
             return py
-        if (folder / ".git").exists():
-            return None
     return None
 
 

@@ -106,14 +106,19 @@ class _Followed:
     stamp: tuple | None
     mark: _Mark | None = None
     carry: list[Finding] = field(default_factory=list)  # POST_FOLD_RULES findings of the full replay
+    # While the last line is being written: the last state that ended on a whole line (the next round resumes
+    # from its checkpoint); None when this one did.
+    base: _Followed | None = None
 
 
 class Follow:
     """Check ``paths`` again and again as their logs grow; ``modes`` says how each log was read last.
 
-    ``hold_partial`` in :meth:`check` keeps the previous model of a plain log
-    whose last line is still being written (no final newline), so a line cut
-    in half by an append in progress is not reported as a torn tail.
+    ``hold_partial`` in :meth:`check`: a plain log whose last line is still
+    being written (no final newline) is read up to that line (the complete
+    lines before it are folded this round; the fragment is a torn tail, which a
+    watch reports only when it stops), and the next round continues from the
+    last checkpoint that ended on a whole line, so only the partial line waits.
     """
 
     def __init__(
@@ -156,7 +161,7 @@ class Follow:
                 self.modes[src.display] = mode
                 replayed += events
                 setattr(self.stats, mode, getattr(self.stats, mode) + 1)
-            unchanged = list(logs) == list(self._logs) and all(m in ("kept", "held") for m in self.modes.values())
+            unchanged = list(logs) == list(self._logs) and all(m == "kept" for m in self.modes.values())
             self._logs = logs
             self.stats.rounds += 1
             self.stats.last_events_replayed = replayed
@@ -188,17 +193,21 @@ class Follow:
     def _read(self, src: LogSource, prev: _Followed | None, hold_partial: bool) -> tuple[_Followed, str, int]:
         """The log's model for this round, how it was made, and how many events were folded for it."""
         stamp = _stamp(src)
-        if prev is not None and stamp is not None:
-            if stamp == prev.stamp:
-                return prev, "kept", 0
-            if hold_partial and src.resumable and _ends_mid_line(src.path):
-                return prev, "held", 0
-        if prev is not None and isinstance(prev.model, SessionModel):
-            resumed = self._resume(src, prev, stamp)
-            if resumed is not None:
-                return resumed, "resume", _events(resumed.model) - _events(prev.model)
-        followed = self._full(src, stamp)
-        return followed, "full", followed.model.events if isinstance(followed.model, SessionModel) else 0
+        if prev is not None and stamp is not None and stamp == prev.stamp:
+            return prev, "kept", 0
+        base = prev.base if prev is not None and prev.base is not None else prev
+        now, mode, events = None, "full", 0
+        if base is not None and isinstance(base.model, SessionModel):
+            now = self._resume(src, base, stamp)
+            if now is not None:
+                mode, events = "resume", _events(now.model) - _events(base.model)
+        if now is None:
+            now = self._full(src, stamp)
+            events = _events(now.model)
+        if prev is not None and hold_partial and src.resumable and now.mark is None and _ends_mid_line(src.path):
+            # the complete lines are in this round's model; the next resumes from the last whole-line checkpoint
+            return _Followed(now.model, stamp, base=base), "held", events
+        return now, mode, events
 
     def _full(self, src: LogSource, stamp: tuple | None) -> _Followed:
         checkpoint = src.resumable and self.options.max_line is None

@@ -16,12 +16,22 @@ events and bytes and the SHA-256 of those bytes (decompressed for
 longer begins with the recorded bytes gets RSM001 (an error), naming the
 resume anchors that now continue a history the previous instance did not
 write.  Like ``known_hosts``, a mismatching entry is kept, not overwritten:
-delete it (or the ledger) to accept the rewritten log.  Entries of sessions
+delete it (or the ledger) to accept the rewritten log.  Entries of logs
 not checked in a run are kept as they are.
+
+Entries are keyed per file: the log's path relative to the root it was found
+under (the folder named on the command line; for a log named alone, its
+folder), then its session id.  Two files that carry one id (a copy, a fork
+gone wrong) are two entries, never one that each run overwrites.
 
 Ledger file (JSON)::
 
-    {"version": 1, "sessions": {"<id>": {"file", "events", "bytes", "sha256"}}}
+    {"version": 2, "logs": {"<path under its root>": {"<id>": {"events", "bytes", "sha256"}}}}
+
+A version-1 ledger (keyed by session id alone, each entry naming its
+absolute ``file``) is migrated when read: an entry whose file is one this run
+checks is keyed by that file's path under its root, any other by the absolute
+path it recorded; the run says so once (a note) and writes version 2.
 """
 
 from __future__ import annotations
@@ -31,11 +41,12 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from invariants.model.atomic import write_atomic, write_error
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
 from invariants.replay.model import SessionModel
 
-LEDGER_VERSION = 1
+LEDGER_VERSION = 2
 _BLOCK = 1 << 20
 
 
@@ -79,16 +90,48 @@ def prefix_digest(path: str | os.PathLike, nbytes: int) -> tuple[str, int]:
 
 
 def read_ledger(path: str | os.PathLike) -> dict[str, Any]:
+    """The ledger as ``{"version": 2, "logs": {...}}``; a version-1 document is returned as read (see
+    :func:`_migrate`); :class:`LedgerError` for anything that is not a ledger."""
     p = Path(path)
     if not p.exists():
-        return {"version": LEDGER_VERSION, "sessions": {}}
+        return {"version": LEDGER_VERSION, "logs": {}}
     try:
         doc = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise LedgerError(f"{path}: not a readable ledger ({exc})") from None
-    if not isinstance(doc, dict) or doc.get("version") != LEDGER_VERSION or not isinstance(doc.get("sessions"), dict):
+    if isinstance(doc, dict) and doc.get("version") == 1 and isinstance(doc.get("sessions"), dict):
+        return doc
+    if (
+        not isinstance(doc, dict)
+        or doc.get("version") != LEDGER_VERSION
+        or not isinstance(doc.get("logs"), dict)
+        or not all(isinstance(v, dict) for v in doc["logs"].values())
+    ):
         raise LedgerError(f"{path}: not an inspector log ledger")
     return doc
+
+
+def ledger_key(source: Any) -> str:
+    """A log's key in the ledger: its path relative to the root it was found under (``/`` separated)."""
+    path, root = source.path, source.root
+    if not isinstance(path, (str, os.PathLike)) or not isinstance(root, (str, os.PathLike)):
+        return str(path)  # a URL: as written
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    return rel.replace(os.sep, "/")
+
+
+def _migrate(doc: dict[str, Any], sessions: list[Any]) -> dict[str, dict[str, Any]]:
+    """Version-1 entries (by id, with an absolute ``file``) keyed by file: the path under its root when
+    this run checks that file, else the absolute path recorded."""
+    by_file = {os.path.abspath(str(m.source.path)): ledger_key(m.source) for m in sessions if m.source.member is None}
+    logs: dict[str, dict[str, Any]] = {}
+    for sid, entry in doc["sessions"].items():
+        if not isinstance(entry, dict):
+            continue
+        file = str(entry.get("file", ""))
+        key = by_file.get(file, file)
+        logs.setdefault(key, {})[sid] = {k: v for k, v in entry.items() if k != "file"}
+    return logs
 
 
 def _resume_seqs(m: Any) -> list[int]:
@@ -138,15 +181,29 @@ def _verify(m: Any, entry: dict, ledger_file: str) -> Finding | None:
     )
 
 
-def apply_ledger(ledger_file: str | os.PathLike, sessions: Iterable[Any], update: bool = True) -> list[Finding]:
-    """RSM001 findings for ``sessions`` (SessionModel or SessionSummary), then record them."""
+def apply_ledger(
+    ledger_file: str | os.PathLike, sessions: Iterable[Any], update: bool = True, notes: list[str] | None = None
+) -> list[Finding]:
+    """RSM001 findings for ``sessions`` (SessionModel or SessionSummary), then record them.  A sentence
+    about a migrated ledger is appended to ``notes`` when given."""
+    sessions = list(sessions)
     doc = read_ledger(ledger_file)
-    entries: dict[str, Any] = doc["sessions"]
-    findings: list[Finding] = []
     changed = False
+    if doc.get("version") == 1:
+        logs = _migrate(doc, sessions)
+        changed = True
+        if notes is not None:
+            notes.append(
+                f"{ledger_file}: ledger migrated from version 1 (one entry per session id) to version 2 "
+                f"(one entry per file and session id){'; written back' if update else ''}"
+            )
+    else:
+        logs = doc["logs"]
+    findings: list[Finding] = []
     for m in sessions:
         if m.source.member is not None:
             continue  # a session inside a SQLite database is not a byte stream of its own
+        entries = logs.setdefault(ledger_key(m.source), {})
         entry = entries.get(m.id)
         if isinstance(entry, dict):
             f = _verify(m, entry, str(ledger_file))
@@ -160,19 +217,14 @@ def apply_ledger(ledger_file: str | os.PathLike, sessions: Iterable[Any], update
             digest, have = prefix_digest(path, m.bytes)
         except OSError:
             continue
-        new = {"file": os.path.abspath(path), "events": m.events, "bytes": have, "sha256": digest}
+        new = {"events": m.events, "bytes": have, "sha256": digest}
         if entries.get(m.id) != new:
             entries[m.id] = new
             changed = True
     if update and changed:
-        target = Path(ledger_file)
-        tmp = target.with_name(target.name + ".tmp")
+        kept = {k: dict(sorted(v.items())) for k, v in sorted(logs.items()) if v}
         try:
-            tmp.write_text(
-                json.dumps({"version": LEDGER_VERSION, "sessions": dict(sorted(entries.items()))}, indent=1) + "\n",
-                encoding="utf-8",
-            )
-            os.replace(tmp, target)
+            write_atomic(ledger_file, json.dumps({"version": LEDGER_VERSION, "logs": kept}, indent=1) + "\n")
         except OSError as exc:
-            raise LedgerError(f"{ledger_file}: cannot write ledger ({exc.strerror or exc})") from None
+            raise LedgerError(write_error(ledger_file, "ledger", exc)) from None
     return findings

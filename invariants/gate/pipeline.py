@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterable, Iterator
 
 from invariants.gate.baseline import checked_owners
@@ -104,7 +103,8 @@ def check(
     options = options or CheckOptions()
     policy = FindingPolicy.of(config)
     with cyclic_gc_paused():
-        sources, problems = discover(named)
+        notes: list[str] = []
+        sources, problems = discover(named, notes)
         if not allow_empty:
             problems.extend(empty_inputs(named, sources))
         if cache is not None:
@@ -123,6 +123,7 @@ def check(
         )
         if cache is not None:
             cache.flush()
+    result.notes.extend(notes)
     return result
 
 
@@ -152,7 +153,7 @@ def _scope_path(p: PathLike) -> str:
     if is_url(p):
         return str(p)
     try:
-        return str(Path(p).resolve())
+        return os.path.realpath(p)  # never raises on a symlink loop, unlike Path.resolve on 3.11
     except OSError:
         return str(p)
 
@@ -310,8 +311,9 @@ def _assemble(
         forks, hits = fork_findings(summaries, cache, None if keep else executor)
         stats.fork_hits += hits
         found.extend(forks)
+    notes: list[str] = []
     if ledger is not None:
-        found.extend(apply_ledger(ledger, summaries))
+        found.extend(apply_ledger(ledger, summaries, notes=notes))
     found.sort(key=report_order(m.file for m in summaries))
     kept = policy.filter(found)
     checked = checked_owners(summaries, kept, options.captures) if policy.baseline_entries is not None else ()
@@ -323,4 +325,5 @@ def _assemble(
         problems + [msg for _, _, msg in source_problems],
         [m for _, m in models],
         baseline_outcome,
+        notes,
     )

@@ -97,6 +97,11 @@ class RequestRouter:
 
         return prove
 
+    def _checked_names(self, capture: LogPath | None) -> set[str]:
+        """The file names of the logs this run checks in the capture's folder."""
+        local, _ = self._sessions_for(capture)
+        return {m.source.path.name for m in local}
+
     def _model_for(self, capture: LogPath | None, rec: Recorded) -> SessionModel | None:
         local, local_ids = self._sessions_for(capture)
         return _route(rec, local_ids, local, self.by_id if self.explicit else {})
@@ -106,7 +111,7 @@ class RequestRouter:
         proved = self._proved.pop(id(rec), None)
         model = self._model_for(capture, rec)
         if model is None:
-            if not self.explicit and rec.session_id and _has_log_beside(capture, rec):
+            if not self.explicit and rec.session_id and _has_log_beside(capture, rec, self._checked_names(capture)):
                 return None  # a session in that folder the user did not ask to check
             finding = make_finding(
                 "REQ004",
@@ -183,14 +188,20 @@ def _route(
     return local[0] if len(local) == 1 else None
 
 
-def _has_log_beside(capture_path: LogPath | None, rec: Recorded) -> bool:
+def _has_log_beside(capture_path: LogPath | None, rec: Recorded, checked: set[str]) -> bool:
+    """Whether ``rec`` belongs to a log beside the capture that this run does not check (its request is
+    then that log's business, not a finding).  A log this run does check cannot excuse it: a request
+    that names it but routes to no session is REQ004, as it is with ``--captures``."""
     if capture_path is None:
         return False
     folder = capture_path.parent
     names = [rec.session_file] if rec.session_file else []
     names += [f"{rec.session_id}{s}" for s in (".jsonl", ".jsonl.zstd", ".jsonl.zst")]
     # A hint is a bare file name: never follow a path out of the capture's folder.
-    return any(n and "/" not in n and "\\" not in n and n not in (".", "..") and (folder / n).is_file() for n in names)
+    return any(
+        n and "/" not in n and "\\" not in n and n not in (".", "..") and n not in checked and (folder / n).is_file()
+        for n in names
+    )
 
 
 def _anchor(model: SessionModel, rec: Recorded) -> StepState | None:

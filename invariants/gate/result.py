@@ -182,6 +182,8 @@ class CheckResult:
     be used (the gate exits 2 on any).  ``models`` holds the replayed sessions
     when the check was asked to keep them (the TUI does), else it is empty.
     ``baseline`` says what a baseline absorbed, when one was applied.
+    ``notes`` are things skipped on purpose (a FIFO or device named like a
+    log inside a folder), said on stderr, never a problem.
     """
 
     sessions: list[SessionSummary]
@@ -190,6 +192,7 @@ class CheckResult:
     problems: list[str]
     models: list[SessionModel] = field(default_factory=list)
     baseline: BaselineOutcome | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def requests_checked(self) -> int:

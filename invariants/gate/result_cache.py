@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from invariants.model.atomic import write_atomic
 from invariants.read.source import UrlPath, is_url
 
 DEFAULT_CACHE_DIR = ".inspector_cache"
@@ -153,9 +154,7 @@ class ResultCache:
         try:
             self._prepare()
             path = self._pack()
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(_dumps(self._new))
-            os.replace(tmp, path)
+            write_atomic(path, _dumps(self._new))
             self.writes += 1
             self._old, self._dirty = dict(self._new), False
         except OSError:
@@ -176,7 +175,7 @@ class ResultCache:
         self.dir.mkdir(parents=True, exist_ok=True)
         tag = self.root / "CACHEDIR.TAG"
         if not tag.exists():
-            tag.write_text(_TAG)
+            write_atomic(tag, _TAG)
         ignore = self.root / ".gitignore"
         if not ignore.exists():
-            ignore.write_text("# Created by inspector check; safe to delete.\n*\n")
+            write_atomic(ignore, "# Created by inspector check; safe to delete.\n*\n")

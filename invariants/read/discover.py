@@ -11,7 +11,9 @@ A URL names the same things in object storage or any fsspec filesystem.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Iterable
@@ -28,11 +30,15 @@ from invariants.read.source import (
 )
 
 
-def discover(paths: Iterable[str | os.PathLike | UrlPath]) -> tuple[list[LogSource], list[str]]:
+def discover(
+    paths: Iterable[str | os.PathLike | UrlPath], notes: list[str] | None = None
+) -> tuple[list[LogSource], list[str]]:
     """Logs under ``paths`` in a stable order, and sentences for paths that are unusable.
 
     A path that is a URL (``memory://``, ``file://``, ``s3://``...) is listed through fsspec
-    (:func:`_discover_url`); any other is a local path.
+    (:func:`_discover_url`); any other is a local path.  Only regular files are ever opened: a FIFO,
+    socket or device named like a log would block or never end.  Named on the command line it is a
+    problem; inside a folder it is skipped, with a sentence appended to ``notes`` when given.
     """
     found: list[LogSource] = []
     problems: list[str] = []
@@ -42,8 +48,21 @@ def discover(paths: Iterable[str | os.PathLike | UrlPath]) -> tuple[list[LogSour
             _discover_url(found, seen, problems, UrlPath.of(str(raw)))
             continue
         p = Path(raw)
-        if not p.exists():
-            problems.append(f"{p}: no such file or directory")
+        try:
+            st = p.stat()
+        except RuntimeError:  # a symlink loop, on Pythons whose stat() raises it
+            problems.append(f"{p}: symlink loop")
+            continue
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                problems.append(f"{p}: symlink loop")
+            elif isinstance(exc, FileNotFoundError):
+                problems.append(f"{p}: no such file or directory")
+            else:
+                problems.append(f"{p}: cannot read ({exc.strerror or exc})")
+            continue
+        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+            problems.append(f"{p}: {special_kind(st.st_mode)}, not a regular file or directory; not read")
             continue
         if p.is_file():
             problem = _named_file_problem(p)
@@ -58,15 +77,30 @@ def discover(paths: Iterable[str | os.PathLike | UrlPath]) -> tuple[list[LogSour
             problems.append(f"{p}: not a regular file or directory")
             continue
         top, real = str(p), str(p.resolve())
-        for folder, name in _walk_files(top):
+        for folder, name, regular in _walk_files(top):
             fp = Path(folder, name)
+            if not regular:
+                if notes is not None and (is_log_name(name) or name.endswith(SQLITE_SUFFIXES)):
+                    notes.append(f"{fp}: not a regular file; skipped")
+                continue
             # links are never followed, so a file's real path is the named folder's plus its place under it
             key = os.path.join(real + folder[len(top) :], name)
             if is_log_name(name):
                 _add(found, seen, LogSource(fp, p), key)
             elif name.endswith(SQLITE_SUFFIXES):
-                _add_database(found, seen, problems, fp, p, explicit=False)
+                _add_database(found, seen, problems, fp, p, explicit=False, notes=notes)
     return found, problems
+
+
+def special_kind(mode: int) -> str:
+    """What a file that is neither regular nor a folder is, in a word or two."""
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
 
 
 def _named_file_problem(p: LogPath) -> str | None:
@@ -121,11 +155,12 @@ def _walk_url(top: UrlPath) -> Iterator[UrlPath]:
         yield from _walk_url(d)
 
 
-def _walk_files(top: str) -> Iterator[tuple[str, str]]:
-    """(folder, name) of every entry under ``top`` that is neither a folder nor a symlink, in the order
-    of ``os.walk`` with sorted names (a folder's files, then its folders depth first).  Symlinks are
-    neither followed nor listed; an unreadable folder is skipped.  One ``scandir`` per folder and no
-    call per file: discovery is serial work before any worker starts."""
+def _walk_files(top: str) -> Iterator[tuple[str, str, bool]]:
+    """(folder, name, regular) of every entry under ``top`` that is neither a folder nor a symlink, in the
+    order of ``os.walk`` with sorted names (a folder's files, then its folders depth first); ``regular`` is
+    False for a FIFO, socket or device, which must never be opened.  Symlinks are neither followed nor
+    listed; an unreadable folder is skipped.  One ``scandir`` per folder and no call per file (the entry
+    type comes with the listing): discovery is serial work before any worker starts."""
     try:
         with os.scandir(top) as it:
             entries = sorted(it, key=lambda e: e.name)
@@ -138,7 +173,7 @@ def _walk_files(top: str) -> Iterator[tuple[str, str]]:
                 if not e.is_symlink():
                     dirs.append(e.path)
             elif not e.is_symlink():
-                yield top, e.name
+                yield top, e.name, e.is_file(follow_symlinks=False)
         except OSError:
             continue
     for d in dirs:
@@ -153,16 +188,39 @@ def _add(found: list[LogSource], seen: set, src: LogSource, real: str | None = N
 
 
 def _add_database(
-    found: list[LogSource], seen: set, problems: list[str], path: Path, root: Path, explicit: bool
+    found: list[LogSource],
+    seen: set,
+    problems: list[str],
+    path: Path,
+    root: Path,
+    explicit: bool,
+    notes: list[str] | None = None,
 ) -> None:
-    """Every session of a harness SQLite database (read-only); a foreign .db in a folder is skipped quietly."""
-    from invariants.read.sqlite_backend import NotASessionDatabase, list_sessions
+    """Every session of a harness SQLite database (read-only).
+
+    Named on the command line, anything but a readable session store is a problem.  Inside a folder,
+    another tool's database (readable SQLite without the harness tables) or a file that is not SQLite
+    at all is skipped with a note; a SQLite file that cannot be read (a damaged store) is a problem
+    wherever it was found, so a folder's damaged store never passes the gate unseen."""
+    from invariants.read.sqlite_backend import ForeignDatabase, NotASessionDatabase, list_sessions
 
     try:
         members = list_sessions(path, root)
     except (NotASessionDatabase, OSError) as exc:
-        if explicit:
-            problems.append(f"{path}: not a harness session database ({exc})" if isinstance(exc, OSError) else str(exc))
+        message = f"{path}: not a harness session database ({exc})" if isinstance(exc, OSError) else str(exc)
+        if explicit or (not isinstance(exc, ForeignDatabase) and _has_sqlite_magic(path)):
+            problems.append(message if explicit else f"{message}; a damaged session store is never skipped")
+        elif notes is not None:
+            notes.append(f"{message}; skipped")
         return
     for src in members:
         _add(found, seen, src)
+
+
+def _has_sqlite_magic(path: Path) -> bool:
+    """The file begins as every SQLite database does (so a failure to read it is damage, not a foreign file)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False

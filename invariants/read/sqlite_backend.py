@@ -111,6 +111,10 @@ class NotASessionDatabase(Exception):
     """The file is not SQLite, or has no harness sessions/events tables."""
 
 
+class ForeignDatabase(NotASessionDatabase):
+    """A readable SQLite database without the harness's sessions/events tables (another tool's)."""
+
+
 @dataclass(frozen=True, slots=True)
 class DbInfo:
     user_version: int
@@ -182,7 +186,7 @@ def _info(con: sqlite3.Connection, path: Path, immutable: bool) -> DbInfo:
     need_s = {"id", "version", "created_at"}
     need_e = {"session_id", "seq", "type", "time", "data", "source_event_seqs", "surface_op"}
     if not need_s <= set(scols) or not need_e <= set(ecols):
-        raise NotASessionDatabase(f"{path}: no harness sessions/events tables")
+        raise ForeignDatabase(f"{path}: no harness sessions/events tables")
     schema = "head" if "ignorable" in ecols else "seed"
     return DbInfo(uv, app, schema, scols, ecols, immutable)
 

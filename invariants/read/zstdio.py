@@ -8,6 +8,10 @@ checksum before handing the bytes over. Memory use is bounded by one frame.
 
 Failures (``FrameError.kind``):
 
+Skippable frames (magic ``0x184D2A5?``, any user data) are read past, as the
+reference ``zstd`` does; they are not counted as frames of the log.  (The
+harness's own reader refuses them: the log reader says so in one finding.)
+
 * ``"no-header-frame"``: the file is empty, or ends before frame 0 is
   complete. Nothing is yielded (the harness recovers nothing here either).
 * ``"torn"``: the file ends inside a later frame. The bytes that partial
@@ -33,6 +37,7 @@ import zstandard
 __all__ = ["FrameError", "is_zstd_path", "iter_frames", "write_frames"]
 
 _MAGIC = b"\x28\xb5\x2f\xfd"  # 0xFD2FB528, little-endian
+_SKIPPABLE = b"\x2a\x4d\x18"  # skippable frames: magic 0x184D2A50..0x184D2A5F, the last three bytes
 _READ_SIZE = 1 << 20
 _BLOCK_MAX = 128 * 1024  # Block_Maximum_Size: no block regenerates more
 #: Decompressed bytes allowed per compressed byte read (harness logs compress 5-50x).
@@ -88,6 +93,21 @@ class _Torn(Exception):
     pass
 
 
+class _Skippable(Exception):
+    """A skippable frame was read past (it holds no log bytes)."""
+
+
+def _skip_frame(src: _Source, parts: list[bytes], need) -> None:
+    """Read past a skippable frame's content (its 4-byte size, then that many bytes), holding none of it."""
+    size = int.from_bytes(need(4), "little")
+    while size > 0:
+        got = len(src.take(min(size, _READ_SIZE)))
+        if got == 0:
+            raise _Torn
+        size -= got
+    parts.clear()
+
+
 def _read_frame(src: _Source, parts: list[bytes], bound: list[int] | None = None) -> None:
     """Append one frame's bytes to ``parts``; raise _Torn at EOF, ValueError on bad structure.
 
@@ -102,7 +122,11 @@ def _read_frame(src: _Source, parts: list[bytes], bound: list[int] | None = None
             raise _Torn
         return chunk
 
-    if need(4) != _MAGIC:
+    magic = need(4)
+    if magic[1:] == _SKIPPABLE and magic[0] & 0xF0 == 0x50:
+        _skip_frame(src, parts, need)
+        raise _Skippable
+    if magic != _MAGIC:
         raise ValueError("bad frame magic")
     descriptor = need(1)[0]
     if descriptor & 0x18:
@@ -124,8 +148,9 @@ def _read_frame(src: _Source, parts: list[bytes], bound: list[int] | None = None
         need(4)
 
 
-def iter_frames(fh: BinaryIO) -> Iterator[bytes]:
-    """Yield the decompressed bytes of each frame in order; see the module docstring."""
+def iter_frames(fh: BinaryIO, skipped: list[tuple[int, int]] | None = None) -> Iterator[bytes]:
+    """Yield the decompressed bytes of each frame in order; see the module docstring.  The (offset, length)
+    of each skippable frame read past is appended to ``skipped`` when given."""
     dctx = zstandard.ZstdDecompressor()
     src = _Source(fh)
     index = 0
@@ -136,6 +161,10 @@ def iter_frames(fh: BinaryIO) -> Iterator[bytes]:
         bound = [0]
         try:
             _read_frame(src, parts, bound)
+        except _Skippable:  # as the reference zstd does: skipped, neither a frame of the log nor an error
+            if skipped is not None:
+                skipped.append((start, src.offset - start))
+            continue
         except ValueError as exc:
             raise FrameError("corrupt", index, start, str(exc)) from None
         except _Torn:

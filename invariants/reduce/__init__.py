@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from invariants.gate.pipeline import check
+from invariants.model.atomic import atomic_folder
 from invariants.model.findings import Finding
 from invariants.reduce.logfile import LogData, ReduceInputError, read_log
 from invariants.reduce.redact import Redactor
@@ -142,7 +142,7 @@ def _redacted(subject: Subject, keep: list[int], keep_lines: list[int]) -> tuple
     parent = None
     if log.parent is not None:
         p = log.parent
-        parent = LogData(p.name, r.value(p.header), [r.value(e) if i in kept else e for i, e in enumerate(p.events)])
+        parent = LogData(p.name, r.value(p.header), [r.value(e) for e in p.events])  # written whole: all redacted
     lines = []
     written = set(keep_lines)
     for k, cl in enumerate(subject.lines):
@@ -198,23 +198,37 @@ def repro_test_name(rule: str, files: list[Path]) -> str:
 
 def write_repro(reduction: Reduction, folder: Path, as_test: bool = False) -> list[Path]:
     """Write the reduced log (under its original name), requests.jsonl when captures are involved, repro.json
-    and, with ``as_test``, a test (:func:`repro_test_name`) into ``folder``; the files written."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="inspector-reduce-") as tmp:
-        materialise(reduction.subject, reduction.keep, reduction.keep_lines, Path(tmp))
-        written = []
-        for f in sorted(Path(tmp).iterdir()):
-            shutil.copyfile(f, folder / f.name)
-            written.append(folder / f.name)
-    data = list(written)
-    manifest = folder / "repro.json"
-    manifest.write_text(json.dumps(reduction.manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    written.append(manifest)
-    if as_test:
-        rule = reduction.target.rule
-        test = folder / repro_test_name(rule, data)
-        digest = test.stem.rsplit("_", 1)[1]
-        name = reduction.subject.log.name
-        test.write_text(TEST_TEMPLATE.format(rule=rule, name=name, lower=rule.lower(), digest=digest))
-        written.append(test)
-    return written
+    and, with ``as_test``, a test (:func:`repro_test_name`) into ``folder``; the files written.
+
+    The folder is complete or absent: it is built beside ``folder`` under a temporary name and renamed into
+    place.  An existing ``folder`` is replaced only when it is empty or an earlier repro (regular files only,
+    ``repro.json`` among them); any other is :class:`FileExistsError`, left as it is."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_symlink() and not _replaceable(folder):
+        raise FileExistsError(17, "exists and is not an earlier repro; choose another folder", str(folder))
+    with atomic_folder(folder, replace=True) as tmp:
+        materialise(reduction.subject, reduction.keep, reduction.keep_lines, tmp)
+        data = sorted(tmp.iterdir())
+        manifest = tmp / "repro.json"
+        manifest.write_text(json.dumps(reduction.manifest, indent=2, ensure_ascii=True) + "\n", encoding="utf-8")
+        if as_test:
+            rule = reduction.target.rule
+            test = tmp / repro_test_name(rule, data)
+            digest = test.stem.rsplit("_", 1)[1]
+            name = reduction.subject.log.name
+            test.write_text(
+                TEST_TEMPLATE.format(rule=rule, name=name, lower=rule.lower(), digest=digest), encoding="utf-8"
+            )
+        names = sorted(f.name for f in tmp.iterdir())
+    return [folder / n for n in names]
+
+
+def _replaceable(folder: Path) -> bool:
+    """An empty folder, or one that holds only files, repro.json among them (what an earlier run wrote)."""
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return False
+    if not entries:
+        return True
+    return any(e.name == "repro.json" for e in entries) and all(e.is_file() and not e.is_symlink() for e in entries)

@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from invariants.analysis.forks import find_parent_log
+from invariants.model.jsonvalue import MAX_DEPTH, too_deep
 from invariants.read.chunk_rows import ChunkRowError, decode_record
 from invariants.read.source import LogSource, local_file, strip_log_suffix
 from invariants.read.zstdio import FrameError, is_zstd_path, iter_frames, write_frames
@@ -40,23 +41,34 @@ class LogData:
         return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
 
 
-def _text_lines(path: Path) -> list[bytes]:
-    data = path.read_bytes()
+def _text_lines(path: Path, drop_torn: bool = False) -> list[bytes]:
+    """The non-blank lines; with ``drop_torn``, a last line without its newline that is not JSON is left
+    out, as the harness drops a torn tail on load (check reports it; the repro is the log without it)."""
     if is_zstd_path(path):
         with open(path, "rb") as fh:
             data = b"".join(iter_frames(fh))
-    return [ln for ln in data.split(b"\n") if ln.strip()]
+    else:
+        data = path.read_bytes()
+    lines = data.split(b"\n")
+    if drop_torn and lines and lines[-1].strip() and not too_deep(lines[-1]):
+        try:
+            json.loads(lines[-1])
+        except ValueError:
+            lines.pop()
+    return [ln for ln in lines if ln.strip()]
 
 
 def _read_records(path: Path) -> tuple[dict, list[dict]]:
     try:
-        lines = _text_lines(path)
+        lines = _text_lines(path, drop_torn=True)
     except (OSError, FrameError) as e:
         raise ReduceInputError(f"{path}: cannot read: {e}") from None
     if not lines:
         raise ReduceInputError(f"{path}: empty log")
     records: list[Any] = []
     for number, raw in enumerate(lines, 1):
+        if too_deep(raw):
+            raise ReduceInputError(f"{path}:{number}: nesting deeper than {MAX_DEPTH} levels")
         try:
             value = json.loads(raw)
             records.extend(decode_record(value) if number > 1 else [value])
@@ -82,6 +94,8 @@ def read_log(path: Path, captures: Path | None) -> LogData:
         except (OSError, FrameError) as e:
             raise ReduceInputError(f"{found}: cannot read: {e}") from None
         for number, raw in enumerate(cap_lines, 1):
+            if too_deep(raw):
+                raise ReduceInputError(f"{found}:{number}: nesting deeper than {MAX_DEPTH} levels")
             try:
                 line = json.loads(raw)
             except ValueError as e:
@@ -239,8 +253,13 @@ def dumps(value: Any) -> str:
     """One compact JSON line in key order (orjson when it can encode the value, as fast as reading it)."""
     try:
         return orjson.dumps(value).decode()
-    except (TypeError, orjson.JSONEncodeError):  # e.g. an integer beyond 64 bits
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, orjson.JSONEncodeError):  # e.g. an integer beyond 64 bits, or a lone surrogate
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate escape read from the log: written back as an escape
+            return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+        return text
 
 
 def write_log(path: Path, header: dict, events: list[dict]) -> None:

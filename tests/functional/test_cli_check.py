@@ -35,13 +35,13 @@ def test_ledger_accepts_appends_and_flags_a_rewritten_prefix(capsys, tmp_path):
     ledger = tmp_path / "ledger.json"
     code, out, _ = run(capsys, "check", str(path), "--ledger", str(ledger), "--no-cache")
     assert code == 0 and "RSM001" not in out
-    entry = json.loads(ledger.read_text())["sessions"]["sess"]
+    entry = json.loads(ledger.read_text())["logs"]["sess.jsonl"]["sess"]
     assert entry["bytes"] == path.stat().st_size and entry["events"] == len(_two_instance_log().events)
     # a resume appends: the recorded prefix is intact
     _two_instance_log(extra_turn=True).write(path)
     code, out, _ = run(capsys, "check", str(path), "--ledger", str(ledger), "--no-cache")
     assert code == 0 and "RSM001" not in out
-    grown = json.loads(ledger.read_text())["sessions"]["sess"]
+    grown = json.loads(ledger.read_text())["logs"]["sess.jsonl"]["sess"]
     assert grown["bytes"] == path.stat().st_size > entry["bytes"]
     # rewrite an early event consistently (nothing inside the log can tell), then resume again
     log = _two_instance_log(extra_turn=True)
@@ -55,7 +55,7 @@ def test_ledger_accepts_appends_and_flags_a_rewritten_prefix(capsys, tmp_path):
     assert "rewritten, not appended to" in f["message"] and "the resume at seq" in f["message"]
     assert f["detail"]["recorded_bytes"] == grown["bytes"]
     # like known_hosts, the mismatching record is kept until someone removes it
-    assert json.loads(ledger.read_text())["sessions"]["sess"] == grown
+    assert json.loads(ledger.read_text())["logs"]["sess.jsonl"]["sess"] == grown
     code, out, _ = run(capsys, "check", str(path), "--ledger", str(ledger), "--no-cache", "--ignore", "RSM001")
     assert code == 0
     # a truncated log is rewritten too
@@ -153,3 +153,39 @@ def test_checking_a_copy_elsewhere_keeps_parity_with_the_library(capsys, tmp_pat
     from invariants.gate.formats import render
 
     assert out == render(check([tmp_path / "fork"]), "json") + "\n"
+
+
+def test_two_files_with_one_session_id_are_two_ledger_entries(capsys, tmp_path):
+    """Issue 34, item 3: the ledger is keyed per file (path under the root + id), so copies never collide."""
+    root = tmp_path / "root"
+    for sub in ("a", "b"):
+        (root / sub).mkdir(parents=True)
+    _two_instance_log().write(root / "a" / "sess.jsonl")
+    log = _two_instance_log(extra_turn=True)  # same id, other bytes
+    log.write(root / "b" / "sess.jsonl")
+    ledger = tmp_path / "ledger.json"
+    for _ in range(2):  # the first run records both; an unchanged re-run finds both intact
+        code, out, _ = run(capsys, "check", str(root), "--ledger", str(ledger), "--no-cache")
+        assert code == 0 and "RSM001" not in out
+    logs = json.loads(ledger.read_text())["logs"]
+    assert sorted(logs) == ["a/sess.jsonl", "b/sess.jsonl"] and all(list(v) == ["sess"] for v in logs.values())
+    log.events[1]["data"]["content"][0]["text"] = "a different question"
+    log.write(root / "b" / "sess.jsonl")
+    code, out, _ = run(capsys, "check", str(root), "--ledger", str(ledger), "--no-cache", "--format", "json")
+    (f,) = [f for f in json.loads(out)["findings"] if f["rule"] == "RSM001"]
+    assert f["file"].endswith("b/sess.jsonl")
+
+
+def test_a_version_1_ledger_is_migrated_with_a_note(capsys, tmp_path):
+    path = _two_instance_log().write(tmp_path / "sess.jsonl")
+    old = tmp_path / "old.json"
+    run(capsys, "check", str(path), "--ledger", str(old), "--no-cache")
+    entry = json.loads(old.read_text())["logs"]["sess.jsonl"]["sess"]
+    v1 = {"version": 1, "sessions": {"sess": {"file": str(path), **entry}, "gone": {"file": "/x/y.jsonl", **entry}}}
+    old.write_text(json.dumps(v1))
+    code, out, err = run(capsys, "check", str(path), "--ledger", str(old), "--no-cache")
+    assert code == 0 and "RSM001" not in out
+    assert "ledger migrated from version 1" in err
+    doc = json.loads(old.read_text())
+    assert doc["version"] == 2 and doc["logs"] == {"sess.jsonl": {"sess": entry}, "/x/y.jsonl": {"gone": entry}}
+    assert "migrated" not in run(capsys, "check", str(path), "--ledger", str(old), "--no-cache")[2]

@@ -131,12 +131,14 @@ def test_each_round_replays_only_the_appended_events_and_reports_only_new_findin
     assert w.round() == [] and follow.modes == {log: "kept"} and follow.stats.last_events_replayed == 0
     assert w.result is last  # nothing changed: the last result stands
 
-    # half a line: held back (no torn-tail finding), then completed: resumed over it
+    # half a line: the complete lines before it are read (no torn-tail finding), then, completed, the
+    # appended lines are resumed over from the last checkpoint that ended on a whole line
     before_half = len(s.b.lines())
     s.b.user_turn("half")
     half = s.b.lines()[before_half:]
     s.append(half[:-1] + [half[-1][:20]], tail=b"")
-    assert w.round() == [] and follow.modes == {log: "held"} and follow.stats.last_events_replayed == 0
+    assert w.round() == [] and follow.modes == {log: "held"} and follow.stats.last_events_replayed == len(half) - 1
+    assert w.result.sessions[0].events == s.b.seq - 1  # every complete line is in this round's result
     with open(s.log, "ab") as fh:
         fh.write(half[-1][20:] + b"\n")
     assert w.round() == [] and follow.modes == {log: "resume"} and follow.stats.last_events_replayed == len(half)
@@ -148,8 +150,9 @@ def test_each_round_replays_only_the_appended_events_and_reports_only_new_findin
     assert [f.rule for f in final] == ["LOG006"] and set(END_OF_LOG_RULES) >= {"LOG006"}
     now = gate_now(tmp_path)
     assert keys(w.result.findings) == keys(now.findings) and w.result.summary() == now.summary()
-    assert follow.stats.events_replayed == s.b.seq  # every event was folded exactly once
-    assert calls == {"replay": 1, "resume": 2}
+    # every event was folded once, and the complete lines before a partial one once more
+    assert follow.stats.events_replayed == s.b.seq + len(half) - 1
+    assert calls == {"replay": 1, "resume": 3}
 
 
 def test_a_folder_a_new_log_is_replayed_alone_and_the_others_are_kept(tmp_path, calls):
@@ -338,3 +341,20 @@ def test_the_readme_commands_through_watchfiles_and_ctrl_c(tmp_path, command):
     else:
         assert run.out[-1] == summary_line(now)
     assert any("watched" in line for line in run.err)
+
+
+def test_complete_lines_before_a_partial_last_line_are_read_in_that_round(tmp_path):
+    """Issue 34, item 8: a round in which the log ends mid-line reports the findings of the complete lines
+    before that line (only the partial line waits), with the gate's verdicts for them."""
+    s = Session(tmp_path)
+    w = Watch(Follow(tmp_path))
+    assert w.round() == []
+    s.turn(2, edits={61: lambda r: r.update(temperature=0.9)})  # a divergence in complete lines
+    with open(s.log, "ab") as fh:
+        fh.write(b'{"type":"turn/start","seq":')  # the next line, being written
+    new = w.round()
+    assert [f.rule for f in new] == ["DIV010"]
+    assert w.follow.modes == {str(s.log): "held"}
+    with open(s.log, "ab") as fh:
+        fh.write(b"%d}\n" % s.b.seq)
+    assert "DIV010" not in [f.rule for f in w.round()]  # reported once

@@ -1,0 +1,96 @@
+"""Issue 34, items 1 and 7: a pipe or a device named like a log never blocks a command (inside a folder it
+is skipped with a note; named directly it is one line and exit 2), and a symlink loop named on the command
+line is one line, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLES
+from tests.support.tui_helpers import create_app, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+LOG = SAMPLES / "prefix-unstable.jsonl"
+
+
+def _run(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The CLI in its own process: a hang is a timeout here, not a stuck test run."""
+    return subprocess.run(
+        [sys.executable, "-m", "inspector.cli", *argv], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+
+
+def _specials(folder: Path) -> list[str]:
+    """A FIFO and (as root) a character device named like logs and a database, beside a real log."""
+    folder.mkdir()
+    shutil.copy(LOG, folder / "real.jsonl")
+    os.mkfifo(folder / "pipe.jsonl")
+    os.mkfifo(folder / "store.db")
+    names = ["pipe.jsonl", "store.db"]
+    if os.geteuid() == 0:
+        os.mknod(folder / "dev.jsonl.zstd", 0o600 | stat.S_IFCHR, os.makedev(1, 5))  # /dev/zero: never ends
+        names.append("dev.jsonl.zstd")
+    return names
+
+
+@pytest.mark.parametrize("command", [["check", "--no-cache"], ["cache-report"]])
+def test_a_folder_with_a_pipe_or_device_is_read_around_them(tmp_path, command):
+    names = _specials(tmp_path / "d")
+    done = _run(command[0], "d", *command[1:], cwd=tmp_path)
+    assert "Traceback" not in done.stderr
+    assert done.returncode in (0, 1), done.stderr
+    if command[0] == "check":
+        assert done.returncode == 1 and "PFX001" in done.stdout  # the real log was checked
+        for name in names:
+            assert f"inspector: note: d/{name}: not a regular file; skipped" in done.stderr
+
+
+def test_index_of_a_folder_with_a_pipe_indexes_the_rest(tmp_path):
+    _specials(tmp_path / "d")
+    done = _run("index", "d", "--db", "i.db", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "1 sessions" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("command", [["check", "--exit-zero"], ["replay"], ["index"], ["cache-report"]])
+def test_a_pipe_named_directly_is_one_line_and_exit_2(tmp_path, command):
+    os.mkfifo(tmp_path / "x.jsonl")
+    done = _run(command[0], "x.jsonl", *command[1:], cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    errors = [ln for ln in done.stderr.splitlines() if ln.startswith("inspector: error:")]
+    assert len(errors) == 1 and "x.jsonl" in errors[0], done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("command", [["check", "--exit-zero"], ["replay"], ["index"], ["cache-report"]])
+def test_a_symlink_loop_named_directly_is_one_line_and_exit_2(tmp_path, command):
+    (tmp_path / "a.jsonl").symlink_to("b.jsonl")
+    (tmp_path / "b.jsonl").symlink_to("a.jsonl")
+    done = _run(command[0], "a.jsonl", *command[1:], cwd=tmp_path)
+    assert "Traceback" not in done.stderr
+    assert done.returncode == 2, done.stderr
+    errors = [ln for ln in done.stderr.splitlines() if ln.startswith("inspector: error:")]
+    assert len(errors) == 1 and "symlink loop" in errors[0], done.stderr
+
+
+async def test_the_tui_opens_a_folder_with_a_pipe_and_quits_on_q(tmp_path, monkeypatch):
+    from inspector.screens.session_list import SessionListScreen
+
+    _specials(tmp_path / "d")
+    shutil.copy(SAMPLES / "clean-multi-turn.jsonl", tmp_path / "d" / "clean.jsonl")  # two logs: the list stays
+    monkeypatch.chdir(tmp_path)
+    app = create_app("d")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionListScreen) and app.screen.finished, 60)
+        assert len(app.screen.query_one("SessionTable").rows) == 2
+        await pilot.press("q")
+        await pilot.pause(0.5)
+    assert app.return_code in (0, None)
+    assert not app.is_running
