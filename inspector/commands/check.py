@@ -191,7 +191,7 @@ def _inode(path) -> tuple[int, int] | None:
     if not isinstance(path, (str, os.PathLike)):
         return None
     try:
-        st = path.stat()
+        st = os.stat(path)
     except (OSError, ValueError):
         return None
     return (st.st_dev, st.st_ino)

@@ -41,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
         from inspector.index.read import stream_query
 
         try:
-            with stream_query(args.db, sql, args.param, timeout=args.timeout) as (cols, rows):
-                write_json_rows(cols, rows, sys.stdout)
+            with stream_query(args.db, sql, args.param, timeout=args.timeout) as (names, stream):
+                write_json_rows(names, stream, sys.stdout)
         except QueryError as exc:
             return fail(str(exc))
         return 0

@@ -14,7 +14,7 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 from urllib.parse import quote
 
 from invariants.read.source import UrlPath, absolute_name, log_path
@@ -122,7 +122,11 @@ def run_query(
 
 @contextmanager
 def stream_query(
-    db_path: str | os.PathLike, sql: str, params: Iterable[Any] | dict = (), *, timeout: float | None = 60.0
+    db_path: str | os.PathLike,
+    sql: str,
+    params: Sequence[Any] | Mapping[str, Any] = (),
+    *,
+    timeout: float | None = 60.0,
 ) -> Iterator[tuple[list[str], Iterator[tuple]]]:
     """Run one read-only statement: its column names and its rows as they come (a batch at a time, never
     all held), for output without a row limit; the connection closes when the block ends."""

@@ -64,7 +64,7 @@ def atomic_file(target: str | os.PathLike, mode: str = "w", *, encoding: str = "
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
     try:
         _copy_mode(path, fd)
-        with os.fdopen(fd, mode, **({"encoding": encoding, "newline": ""} if mode == "w" else {})) as fh:
+        with os.fdopen(fd, mode, encoding=encoding if mode == "w" else None, newline="" if mode == "w" else None) as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())

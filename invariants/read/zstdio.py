@@ -30,7 +30,7 @@ harness's own reader refuses them: the log reader says so in one finding.)
 from __future__ import annotations
 
 import os
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 import zstandard
 
@@ -97,7 +97,7 @@ class _Skippable(Exception):
     """A skippable frame was read past (it holds no log bytes)."""
 
 
-def _skip_frame(src: _Source, parts: list[bytes], need) -> None:
+def _skip_frame(src: _Source, parts: list[bytes], need: Callable[[int], bytes]) -> None:
     """Read past a skippable frame's content (its 4-byte size, then that many bytes), holding none of it."""
     size = int.from_bytes(need(4), "little")
     while size > 0:
