@@ -15,7 +15,7 @@ import os
 import sys
 from typing import NoReturn
 
-COMMANDS = ("check", "replay", "rules", "tui", "index", "sessions", "query", "cache-report", "reduce")
+COMMANDS = ("check", "replay", "rules", "tui", "index", "sessions", "query", "cache-report", "reduce", "export")
 DEFAULT_COMMAND = "tui"
 
 

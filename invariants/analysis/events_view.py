@@ -162,6 +162,13 @@ def _streamed(source: LogSource, start_line: int) -> Iterator[tuple[Any, int]]:
             yield obj, raw.number
 
 
+def iter_events(source: LogSource | str | os.PathLike) -> Iterator[RawEvent]:
+    """Every event of a log in order, streamed (a packed chunk row's members expanded); lines that do
+    not parse are skipped: they are the checker's to report."""
+    for obj, line in _streamed(_as_source(source), 1):
+        yield from _expand(obj, line)
+
+
 def read_events(
     source: LogSource | str | os.PathLike,
     first_seq: int,
