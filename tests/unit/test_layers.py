@@ -106,8 +106,45 @@ def test_import_invariants_loads_no_tui_index_simulator_cluster_or_url_code():
     code = (
         "import sys, invariants; invariants.check; "
         "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'sqlite_utils', 'dask', 'distributed', "
-        "'fsspec', 'pyarrow', 'inspector')"
+        "'fsspec', 'pyarrow', 'inspector', 'opentelemetry')"
         " or m.startswith('invariants.simulate')]; print(bad)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _imported_modules(path: Path) -> list[tuple[str, bool]]:
+    """(module, at top level) of every import in ``path``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = {id(n) for n in tree.body}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.extend((a.name, id(node) in top) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append((node.module, id(node) in top))
+    return out
+
+
+def test_opentelemetry_is_imported_only_lazily_by_the_sender():
+    """The otel extra is optional: only inspector/otlp_send.py names it, and only inside functions."""
+    users = {}
+    for path in sorted((ROOT / "invariants").rglob("*.py")) + sorted((ROOT / "inspector").rglob("*.py")):
+        mods = [(m, top) for m, top in _imported_modules(path) if m.split(".")[0] == "opentelemetry"]
+        if mods:
+            users[str(path.relative_to(ROOT))] = mods
+    assert set(users) == {"inspector/otlp_send.py"}
+    assert not any(top for _, top in users["inspector/otlp_send.py"])
+
+
+def test_check_and_a_file_export_load_no_opentelemetry(tmp_path):
+    code = (
+        "import sys; from inspector.cli import main; "
+        f"main(['check', {str(ROOT / 'sample_logs' / 'clean-multi-turn.jsonl')!r}, '--no-cache', '-q']); "
+        f"main(['export', {str(ROOT / 'sample_logs' / 'clean-multi-turn.jsonl')!r}, '-o', "
+        f"{str(tmp_path / 'out.jsonl')!r}]); "
+        "print([m for m in sys.modules if m.split('.')[0] == 'opentelemetry'])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "out.jsonl").stat().st_size > 0
