@@ -23,8 +23,9 @@ repository; ``dsh.*`` and ``inspector.*`` are this tool's own):
 
 Ids are derived (SHA-256) from the session id, its ``createdAt`` and the seq
 of the event that opens each span, so exporting a log twice gives the same
-trace.  Message content (``gen_ai.input.messages`` and the like) is opt-in,
-as the conventions ask: logs hold private text.
+trace.  Message content (``gen_ai.input.messages`` and the like, a finding's
+own message, the log's error texts) is opt-in, as the conventions ask: logs
+hold private text.  docs/OTEL.md has the whole mapping.
 """
 
 from __future__ import annotations
