@@ -4,7 +4,7 @@ JSON report, version 1 (documented in README and docs/REPORT.md)::
 
     {"version": 1,
      "summary": {"sessions", "events", "requests_checked", "errors", "warnings", "infos"},
-     "sessions": [{"session", "file", "era", "profile", "events", "steps", ...}],
+     "sessions": [{"session", "file", "era", "profile", "events", "steps", ..., ["form"]}],
      "findings": [Finding.to_json(), ...]}
 """
 
@@ -19,6 +19,7 @@ import orjson
 from invariants.gate.result import CheckResult
 from invariants.model.findings import Finding
 from invariants.model.inert import inert
+from invariants.read.projected import PROJECTED, RUNTIME
 from invariants.replay.model import SessionModel
 
 
@@ -26,7 +27,7 @@ def session_row(m: Any) -> dict[str, Any]:
     """The report's row for a session: a SessionModel, or a SessionSummary (which carries ``row()``)."""
     if not isinstance(m, SessionModel):
         return m.row()
-    return {
+    row = {
         "session": m.id,
         "file": m.file,
         "era": m.profile.era,
@@ -37,6 +38,15 @@ def session_row(m: Any) -> dict[str, Any]:
         "instances": len(m.instances),
         "requests": len(m.requests),
     }
+    return with_form(row, m.header.form if m.header else RUNTIME)
+
+
+def with_form(row: dict[str, Any], form: str) -> dict[str, Any]:
+    """``row`` naming the log's form when it is not the runtime form (a projected snapshot, whose
+    envelopes were rebuilt): a runtime log's row is as it always was."""
+    if form != RUNTIME:
+        row["form"] = form
+    return row
 
 
 def report_json(result: CheckResult) -> dict[str, Any]:
@@ -127,8 +137,10 @@ def finding_lines(result: CheckResult, verbose: bool = False, next_steps: bool =
         head = inert(file)
         if m is not None:
             row = session_row(m)
+            form = f", {row['form']}" if "form" in row else ""
             head += (
-                f"  (session {inert(row['session'])}, {row['profile']}, {row['events']} events, {row['steps']} steps)"
+                f"  (session {inert(row['session'])}, {row['profile']}{form}, {row['events']} events, "
+                f"{row['steps']} steps)"
             )
         lines.append(head)
         for f in findings:
@@ -147,6 +159,9 @@ def summary_line(result: CheckResult) -> str:
     """The text report's last line: sessions, events, requests checked, findings per severity."""
     s = result.summary()
     tail = f"{s['sessions']} session(s), {s['events']} events, {requests_phrase(result)}"
+    projected = sum(1 for m in result.sessions if session_row(m).get("form") == PROJECTED)
+    if projected:
+        tail = tail.replace(" events, ", f" events ({projected} projected snapshot(s): envelopes rebuilt), ", 1)
     tail += f": {s['errors']} error(s), {s['warnings']} warning(s), {s['infos']} info(s)"
     return tail
 

@@ -111,6 +111,7 @@ class SessionSummary:
     resumes: list[int] = field(default_factory=list)  # seqs of resume anchors
     member: str | None = None  # a session inside a SQLite database
     created_at: Any = None  # the header's createdAt: a fork's parent is created before it
+    form: str = "runtime"  # the log's form (invariants.read.projected): a projected snapshot's is named in row()
     findings: list[Finding] = field(default_factory=list)
 
     @property
@@ -124,7 +125,7 @@ class SessionSummary:
 
     def row(self) -> dict[str, Any]:
         """The session's row of the JSON report (version 1)."""
-        return {
+        row = {
             "session": self.session,
             "file": self.file,
             "era": self.era,
@@ -135,6 +136,9 @@ class SessionSummary:
             "instances": self.instances,
             "requests": self.requests,
         }
+        if self.form != "runtime":
+            row["form"] = self.form  # only where the envelope was rebuilt: a runtime log's row is unchanged
+        return row
 
     def to_json(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "findings"}
@@ -170,6 +174,7 @@ class SessionSummary:
             resumes=[i.seq for i in m.instances if i.reason == "resume"],
             member=m.source.member,
             created_at=hdr.created_at if hdr else None,
+            form=hdr.form if hdr else "runtime",
             findings=list(m.findings),
         )
 

@@ -57,7 +57,7 @@ class Event(Record):
 class SessionHeader(Record):
     """The first line of a log (``type: "session"``)."""
 
-    __slots__ = ("id", "version", "created_at", "cwd", "parent_session", "seed_length", "raw", "line")
+    __slots__ = ("id", "version", "created_at", "cwd", "parent_session", "seed_length", "raw", "line", "form")
 
     def __init__(
         self,
@@ -69,6 +69,7 @@ class SessionHeader(Record):
         seed_length: int = 0,
         raw: dict | None = None,
         line: int = 1,
+        form: str = "runtime",
     ) -> None:
         self.id = id
         self.version = version
@@ -78,3 +79,6 @@ class SessionHeader(Record):
         self.seed_length = seed_length
         self.raw = {} if raw is None else raw
         self.line = line
+        # The form of the body (invariants.read.projected): "runtime", or "projected-snapshot" once the
+        # reader found a body line without its envelope (and rebuilt the envelopes)
+        self.form = form

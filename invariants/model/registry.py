@@ -162,8 +162,9 @@ _TABLE: list[Rule] = [
         "snapshot-fixture",
         "log-integrity",
         "info",
-        'A scrubbed test fixture (its header cwd is a normaliser placeholder such as "{{cwd}}"): seq gaps and events '
-        "outside their turn/step framing are reported here instead of as errors.",
+        'A scrubbed test fixture (its header cwd is a normaliser placeholder such as "{{cwd}}"): seq gaps, events '
+        "outside their turn/step framing and sourceEventSeqs into trimmed events are reported here instead of as "
+        "errors.",
         "The harness never writes a relative cwd; such a file was rewritten by its snapshot tooling and is consumed as "
         "a "
         "model-replay script (dsh-llm-replay reads only the chunks), which tests trim and extend by hand.",
@@ -190,6 +191,18 @@ _TABLE: list[Rule] = [
         "HEAD's JSONL backend rejects such a header (isHeaderLine / fromHeaderLine): the log was written before "
         "0d00106fa8 or by another writer, and a current harness cannot resume it.",
         '{"type":"session","version":0,"id":"s","createdAt":1}  (no delegationDepth)',
+    ),
+    Rule(
+        "LOG018",
+        "mixed-log-forms",
+        "log-integrity",
+        "error",
+        "A log mixes the runtime form (every body line carries seq and time) and the projected snapshot form "
+        "(committed fixtures: body lines without seq/time, seq0/time0 on packed rows); one finding per log.",
+        "Upstream writes a snapshot fixture wholly projected and a runtime log never projected; its replay parser "
+        "(parseSessionLog) fills in only a missing envelope, so a mixed file is read, but its seqs no longer say "
+        "what the runtime wrote.",
+        'line 2 {"type":"turn/start","data":{...}} then line 3 {"type":"step/start","seq":1,"time":5,"data":{...}}',
     ),
     Rule(
         "LOG013",

@@ -25,6 +25,7 @@ from invariants.model.records import ENVELOPE_KEYS, Event, SessionHeader
 from invariants.model.registry import make_finding
 from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem, LineRun, RawLine, RowProblem
 from invariants.read.lines import iter_source_lines
+from invariants.read.projected import PROJECTED, RUNTIME, Mixed, Projection, line_form, rebuild_value
 from invariants.read.rows_fast import expand_row_fast
 from invariants.read.source import LogSource, local_size, strip_log_suffix
 
@@ -267,6 +268,12 @@ class LogReader:
         self.resume_point: tuple[int, int, int] | None = None
         self._start: tuple[int, int, int] = (0, 0, 0)
         self._run_lines = 0  # chunk lines seen in runs: typed decoding starts at TYPED_AFTER
+        # The log's form (see invariants.read.projected): decided by its first body line that is an
+        # event object; a projected snapshot has its envelopes rebuilt by ``_projection``.
+        self.form = RUNTIME
+        self._form_decided = False
+        self._projection: Projection | None = None
+        self._mixed: Mixed | None = None  # body lines of the other form: one finding for the file
 
     # -- reporting ---------------------------------------------------------
     def _emit(self, code: str, message: str, **where: Any) -> None:
@@ -307,15 +314,20 @@ class LogReader:
         first = start_offset == 0
         self.resume_point = None
         last_complete = True
+        projection = self._projection
+        if projection is not None:
+            projection.next_seq = st.expected_seq
         for raw in iter_source_lines(self.source, self.max_line, (start_offset, st.start_line), runs=True):
             kind = type(raw)
             if kind is LineRun:
                 n = len(raw.lines)
                 self.lines = raw.number + n - 1
                 self.bytes = raw.offset + raw.nbytes
+                if not first:
+                    self._form_decided = True  # chunk lines with their seq: the runtime form, unless decided
                 run = (
                     self._batch(raw, st.expected_seq)
-                    if not first and st.bad_since_good == 0 and st.held is None
+                    if not first and st.bad_since_good == 0 and st.held is None and projection is None
                     else None
                 )
                 if run is not None:
@@ -328,6 +340,10 @@ class LogReader:
                         first = False
                         if self._read_header(line):
                             continue
+                    if not self._form_decided:
+                        projection = self._decide_form(line, st)
+                    if projection is not None:
+                        line = self._rebuilt(projection, line)
                     yield from self._line(line, st)
                 continue
             if kind is RowProblem:  # a database row that does not decode: a defect at its place
@@ -365,6 +381,10 @@ class LogReader:
                 first = False
                 if self._read_header(raw):
                     continue
+            if not self._form_decided:
+                projection = self._decide_form(raw, st)
+            if projection is not None:
+                raw = self._rebuilt(projection, raw)
             ev = self._plain_event(raw, st)
             if ev is not None:
                 yield ev, raw.number, raw.offset
@@ -377,6 +397,48 @@ class LogReader:
         if not st.defects and last_complete and self.header is not None and self.source.resumable:
             self.resume_point = (max(self.bytes, start_offset), self.lines, st.expected_seq)
         self._flush_defects(st.defects, torn=True)
+
+    def _decide_form(self, raw: RawLine, st: _ReadState) -> Projection | None:
+        """Decide the log's form by this body line when it is an event object; the projection to apply, if any."""
+        try:
+            form = line_form(orjson.loads(raw.data)) if not raw.oversized else None
+        except ValueError:
+            form = None
+        if form is None:
+            return None
+        self._form_decided = True
+        if form == PROJECTED:
+            self.form = PROJECTED
+            if self.header is not None:
+                self.header.form = PROJECTED
+            self._projection = Projection(st.expected_seq + st.bad_since_good)
+        return self._projection
+
+    def _rebuilt(self, projection: Projection, raw: RawLine) -> RawLine:
+        """A projected log's line with its envelope rebuilt; a line that carries its own is noted as mixed."""
+        raw = projection.rebuild(raw)
+        if projection.last_form == RUNTIME:
+            self._other_form(RUNTIME, raw.number, None)
+        return raw
+
+    def _other_form(self, form: str, number: int, seq: int | None) -> None:
+        """A body line of the form the log is not in: the log's one finding for it grows."""
+        mixed = self._mixed
+        if mixed is None:
+            self._mixed = mixed = Mixed(form, number)
+            mixed.finding = make_finding(
+                "LOG018",
+                mixed.message(),
+                file=self.file,
+                session=self.header.id if self.header else None,
+                line=number,
+                seq=seq,
+            )
+            self.findings.append(mixed.finding)
+            return
+        mixed.add(number)
+        mixed.finding.message = mixed.message()
+        mixed.finding.detail = {"lines": mixed.count, "first_line": mixed.first, "last_line": mixed.last}
 
     def _large(self) -> bool:
         """Whether the log is a local file of at least ``TYPED_AFTER * TYPED_LINE_BYTES`` bytes."""
@@ -465,6 +527,11 @@ class LogReader:
                 )
                 st.bad_since_good += 1
                 return
+        if not _is_envelope(obj) and self.form == RUNTIME and line_form(obj) == PROJECTED:
+            rebuilt = rebuild_value(obj, st.expected_seq + st.bad_since_good)
+            if _is_envelope(rebuilt) or rebuilt["type"] in _ROW_TYPES:
+                self._other_form(PROJECTED, number, st.expected_seq + st.bad_since_good)
+                obj = rebuilt
         if _is_envelope(obj):
             objs: Any = (obj,)
         elif isinstance(obj, dict) and "seq0" in obj and type(obj.get("type")) is str and obj["type"] in _ROW_TYPES:

@@ -194,7 +194,7 @@ def test_readme_setup_commands_match_ci():
     root = Path(__file__).resolve().parents[2]
     readme = (root / "README.md").read_text()
     ci = (root / ".ci" / "run").read_text()
-    assert "python3 -m pytest -q" in readme and "python3 -m pytest -q" in ci
+    assert "python3 -m pytest -q" in readme and 'bin/python" -m pytest -q' in ci  # in each of its venvs
     assert "inspector check sample_logs/capture-divergence.jsonl" in readme
 
 

@@ -467,6 +467,7 @@ TESTED_ELSEWHERE = {
     "LOG015": "test_late_era*.py",
     "LOG016": "test_sqlite_backend.py",
     "LOG017": "test_late_era*.py",
+    "LOG018": "test_projected.py",
     "HDR015": "test_late_era*.py",
     "FRK001": "test_forks.py",
     "FRK002": "test_forks.py",
