@@ -42,7 +42,7 @@ from invariants.analysis.events_view import RawEvent, iter_events
 from invariants.analysis.wire import WireMessage, wire_messages
 from invariants.model.findings import Finding
 from invariants.model.registry import RULES
-from invariants.replay.session import SessionModel, StepState
+from invariants.replay.model import SessionModel, StepState
 
 AttrValue = Union[str, bool, int, float, list[str], list[int], list[float]]
 
