@@ -11,9 +11,7 @@ OTLP/HTTP collector through the OpenTelemetry SDK (``--endpoint``, the
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import IO
 
@@ -64,66 +62,35 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_config_flags(p)
 
 
-def _open_output(target: Path) -> tuple[IO[str], str]:
-    """A temporary file in the target's folder (renamed over the target once complete)."""
-    if target.is_symlink():
-        raise OSError("it is a link; refusing to write through it")
-    if target.is_dir():
-        raise OSError("it is a directory")
-    folder = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    try:  # the mode a plain open would give (mkstemp's is 0600), or the replaced file's
-        mode = target.stat().st_mode & 0o777
-    except OSError:
-        mask = os.umask(0)
-        os.umask(mask)
-        mode = 0o666 & ~mask
-    os.fchmod(fd, mode)
-    return os.fdopen(fd, "w", encoding="utf-8", newline="\n"), tmp
+def _export(models: list, by_session: dict, args: argparse.Namespace, out: IO[str] | None, sender) -> None:
+    from invariants.analysis.otlp import export_request
+    from invariants.analysis.trace import session_trace
+    from invariants.gate.report import dumps_json
 
-
-def _finish_output(handle: IO[str], tmp: str, target: Path) -> None:
-    handle.flush()
-    os.fsync(handle.fileno())
-    handle.close()
-    if target.is_symlink():  # made a link while we wrote
-        raise OSError("it is a link; refusing to write through it")
-    os.replace(tmp, target)
-
-
-def _discard(handle: IO[str] | None, tmp: str | None) -> None:
-    if handle is not None:
-        handle.close()
-    if tmp is not None:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-
-
-def _is_input(target: Path, paths: list[str]) -> bool:
-    try:
-        me = target.resolve()
-        return any(Path(p).resolve() == me for p in paths)
-    except OSError:
-        return False
+    for model in models:
+        trace = session_trace(model, by_session.get((model.file, model.id), ()), content=args.content)
+        if out is not None:
+            out.write(dumps_json(export_request(trace)) + "\n")
+        if sender is not None:
+            sender.send(trace)
 
 
 def run(args: argparse.Namespace) -> int:
-    from invariants.analysis.otlp import export_request
-    from invariants.analysis.trace import session_trace
     from invariants.gate.baseline import BaselineError
     from invariants.gate.config import ConfigError
     from invariants.gate.pipeline import check
-    from invariants.gate.report import dumps_json
     from invariants.gate.result import CheckOptions
+    from invariants.model.atomic import atomic_file, write_error
+
+    from .check import _written_input
 
     for raw in args.paths:
         problem = missing_input(raw)
         if problem:
             return fail(problem)
-    if args.output is not None and _is_input(args.output, args.paths):
-        return fail(f"{args.output}: is one of the inputs; refusing to overwrite it")
+    problem = _written_input(args)
+    if problem:
+        return fail(problem)
     try:
         config = load_configuration(args)
     except ConfigError as exc:
@@ -153,29 +120,16 @@ def run(args: argparse.Namespace) -> int:
     by_session: dict[tuple[str | None, str | None], list] = {}
     for f in result.findings:
         by_session.setdefault((f.file, f.session), []).append(f)
-    handle: IO[str] | None = None
-    tmp: str | None = None
     try:
         if args.output is not None:
-            handle, tmp = _open_output(args.output)
-        elif sender is None:
-            handle = sys.stdout
-        for model in result.models:
-            trace = session_trace(model, by_session.get((model.file, model.id), ()), content=args.content)
-            if handle is not None:
-                handle.write(dumps_json(export_request(trace)) + "\n")
-            if sender is not None:
-                sender.send(trace)
-        if args.output is not None and handle is not None and tmp is not None:
-            _finish_output(handle, tmp, args.output)
-            handle = tmp = None
-    except OSError as exc:
-        where = args.output if args.output is not None else "stdout"
-        _discard(handle if handle is not sys.stdout else None, tmp)
-        return fail(f"{where}: cannot write ({exc.strerror or exc})")
+            with atomic_file(args.output) as fh:
+                _export(result.models, by_session, args, fh, sender)
+        else:
+            _export(result.models, by_session, args, sys.stdout if sender is None else None, sender)
     except send_error as exc:  # only with --endpoint
-        _discard(handle if handle is not sys.stdout else None, tmp)
         return fail(str(exc))
+    except OSError as exc:
+        return fail(write_error(args.output or "stdout", "the traces", exc))
     finally:
         if sender is not None:
             sender.close()
