@@ -52,23 +52,39 @@ from tests.support.fuzz_strategies import (  # noqa: E402
     sweep_case_at,
     sweep_points,
     sweep_size,
+    time_budget,
+    write_case,
 )
 
 _POINTS: list | None = None
 
 
-def _case(seeds, seed: int, i: int, sweep: bool = False) -> tuple[Case, list[str]]:
+def _case(seeds, seed: int, i: int, sweep: bool = False, faults: bool = False) -> tuple[Case, list[str]]:
     global _POINTS
     if sweep:
         if _POINTS is None:
             _POINTS = sweep_points(seeds)
         return sweep_case_at(seeds, _POINTS, i)
     rng = random.Random(f"{seed}:{i}")
+    if faults and i % 4 == 3:  # a fault around the input: a FIFO, a device, a link, a full disk, a kill
+        from tests.support.fuzz_faults import fault_case
+
+        return fault_case(rng, seeds)
     # Half the cases mutate real logs; half are structured logs that reach the deep code.
     return structured_case(rng) if i % 2 else random_case(rng, seeds)
 
 
-def worker(seed: int, start: int, stride: int, count: int, no_corpus: bool, out: Path, sweep: bool = False) -> None:
+def worker(
+    seed: int,
+    start: int,
+    stride: int,
+    count: int,
+    no_corpus: bool,
+    out: Path,
+    sweep: bool = False,
+    faults: bool = False,
+    tui: int = 0,
+) -> None:
     """Run cases start, start+stride, ... and report each as one JSON line on stdout."""
     seeds = sample_seeds() + ([] if no_corpus else corpus_seeds())
     flags = check_flags()
@@ -77,11 +93,18 @@ def worker(seed: int, start: int, stride: int, count: int, no_corpus: bool, out:
     try:
         for k in range(count):
             i = start + k * stride
-            case, names = _case(seeds, seed, i, sweep)
+            case, names = _case(seeds, seed, i, sweep, faults)
+            with_tui = bool(tui) and i % tui == 0 and not any(e.startswith("fault:") for e in case.extra)
+            if with_tui:
+                names = [*names, "tui"]
             emit(json.dumps({"start": i, "names": names}) + "\n")
             sys.__stdout__.flush()
             folder = work / f"c{i}"
             outcome, bad = run_case(case, folder, flags)
+            if bad is None and with_tui:
+                from tests.support.fuzz_faults import run_tui
+
+                outcome, bad = run_tui(write_case(case, folder / "tui"), time_budget(case.size) + 20)
             if bad is not None:
                 _keep(out / f"case{i}", bad, names, case, outcome.code, outcome.tb, outcome.err)
             emit(json.dumps({"done": i, "mode": bad}) + "\n")
@@ -175,6 +198,8 @@ def supervise(args) -> int:
                 ]
                 + (["--no-corpus"] if args.no_corpus else [])
                 + (["--sweep"] if args.sweep else [])
+                + (["--faults"] if args.faults else [])
+                + (["--tui", str(args.tui)] if args.tui else [])
             )
             proc = subprocess.Popen(
                 cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir()
@@ -300,7 +325,7 @@ def scale(args) -> int:
 
 def replay_one(args) -> int:
     seeds = sample_seeds() + ([] if args.no_corpus else corpus_seeds())
-    case, names = _case(seeds, args.seed, args.replay, args.sweep)
+    case, names = _case(seeds, args.seed, args.replay, args.sweep, args.faults)
     folder = Path(tempfile.mkdtemp(prefix="fuzz-replay-"))
     outcome, bad = run_case(case, folder, check_flags())
     print(f"case {args.replay}: mutators {', '.join(names)}; files in {folder}")
@@ -329,10 +354,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--scale-n", type=int, default=4000, help="the smaller size for --scale (default 4000)")
     ap.add_argument("--replay", type=int, metavar="I", help="run case I alone and show its outcome")
+    ap.add_argument(
+        "--faults",
+        action="store_true",
+        help="every 4th case is a fault around its input: a FIFO or device named like a log, a symlink loop, "
+        "an --output hard-linked to the log, a full disk (a 16 KB tmpfs, as root), a kill -9 mid-write",
+    )
+    ap.add_argument(
+        "--tui", type=int, default=0, metavar="N", help="also open every Nth case's input in the TUI, headless"
+    )
     ap.add_argument("--worker", nargs=3, type=int, metavar=("START", "STRIDE", "COUNT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        worker(args.seed, *args.worker, args.no_corpus, args.out, args.sweep)
+        worker(args.seed, *args.worker, args.no_corpus, args.out, args.sweep, args.faults, args.tui)
         return 0
     if args.replay is not None:
         return replay_one(args)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from invariants.model.atomic import write_atomic
 
 ENV = "INSPECTOR_CONFIG_DIR"
 FILE = "settings.json"
@@ -44,11 +45,7 @@ def save(**changes: Any) -> bool:
     data = {**load(), **changes}
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".settings-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-        os.replace(tmp, folder / FILE)
+        write_atomic(folder / FILE, json.dumps(data, indent=2, sort_keys=True) + "\n")
     except OSError:
         return False
     return True

@@ -38,6 +38,7 @@ from typing import Any
 import orjson
 
 from inspector.index.read import open_readonly
+from invariants.model.atomic import atomic_file, write_error
 
 EXPORTED_TABLES = ("sessions", "findings", "steps", "requests")
 _BATCH = 50_000
@@ -92,15 +93,15 @@ def export_parquet(db_path: str | os.PathLike, out_dir: str | os.PathLike) -> di
             target = out / f"{table}.parquet"
             rows = 0
             cur = conn.execute(f"SELECT * FROM {table} ORDER BY rowid")
-            try:
-                with pq.ParquetWriter(target, schema) as writer:
+            try:  # each file whole or not at all: a temporary file beside it, renamed into place
+                with atomic_file(target, "wb") as fh, pq.ParquetWriter(fh, schema) as writer:
                     while batch := cur.fetchmany(_BATCH):
                         writer.write_table(_arrow_batch(pa, table, schema, kinds, shapes, batch))
                         rows += len(batch)
                     if not rows:
                         writer.write_table(schema.empty_table())
             except OSError as exc:
-                raise ExportError(f"{target}: cannot write the export ({exc.strerror or exc})") from exc
+                raise ExportError(write_error(target, "the export", exc)) from exc
             counts[table] = rows
     finally:
         conn.close()

@@ -32,6 +32,8 @@ def levels(subject: Subject) -> list[list[Unit]]:
     chunks: dict[tuple, list[int]] = {}
     for i, ev in enumerate(events):
         kind = ev.get("type")
+        if not isinstance(kind, str):  # a type of the wrong kind (a list, an object): an event of no span
+            kind = None
         raw = ev.get("data")
         data: dict = raw if isinstance(raw, dict) else {}
         if kind in _SPANS:

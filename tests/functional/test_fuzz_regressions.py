@@ -724,3 +724,18 @@ def test_runs_read_in_place_hold_their_own_lines(tmp_path, block):
     in_place = [it for it in items if isinstance(it, LineRun) and it.text is not None]
     assert len(in_place) > 5
     assert all(bytes(it.text) == b"\n".join(it.lines) for it in in_place)
+
+
+def test_reduce_takes_an_event_whose_type_is_not_a_string(tmp_path, capsys):
+    """Found by the fuzz run's reduce (issue 34): an event typed as a list crashed the unit split."""
+    from inspector.cli import main
+    from tests.conftest import SAMPLES
+
+    src = (SAMPLES / "prefix-unstable.jsonl").read_text().splitlines()
+    bad = json.loads(src[5])
+    bad["type"] = ["step/start"]
+    src[5] = json.dumps(bad)
+    path = tmp_path / "x.jsonl"
+    path.write_text("\n".join(src) + "\n")
+    assert main(["reduce", str(path), "--rule", "PFX001", "--output", str(tmp_path / "r")]) in (0, 1, 2)
+    assert "Traceback" not in capsys.readouterr().err

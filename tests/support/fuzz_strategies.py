@@ -773,6 +773,8 @@ def write_case(case: Case, folder: Path) -> Path:
 def argv_for(case: Case, target: Path, flags: list[str]) -> list[str]:
     if case.command == "replay":
         return ["replay", str(target), *case.extra]
+    if case.command == "reduce":
+        return ["reduce", str(target), "--rule", "RULE", "--output", "repro"]
     return ["check", str(target), "--format", case.fmt, *flags, *case.extra]
 
 
@@ -793,6 +795,10 @@ def run_case(case: Case, folder: Path, flags: list[str] | None = None) -> tuple[
     outside it), then read it back with ``sessions``, ``query`` and
     ``cache-report``; each command is judged on its own.
     """
+    if case.command == "reduce" or (case.extra and case.extra[0].startswith("fault:")):
+        from tests.support.fuzz_faults import run_fault_case, run_reduce  # reduce and the fault kinds (issue 34)
+
+        return run_reduce(case, folder) if case.command == "reduce" else run_fault_case(case, folder)
     target = write_case(case, folder / "in")
     budget = time_budget(case.size)
     if case.command == "index":
@@ -964,13 +970,13 @@ def random_case(rng: random.Random, seeds: list[Seed], max_stack: int = 3) -> tu
     if cap is not None:
         files[log_name.split(".jsonl")[0] + ".requests.jsonl"] = cap
     r = rng.random()
-    command = "replay" if r < 0.08 else "index" if r < 0.14 else "check"
+    command = "replay" if r < 0.08 else "index" if r < 0.14 else "reduce" if r < 0.20 else "check"
     extra: list[str] = []
     if command != "check":
         names.append(command)
     if command == "replay" and rng.random() < 0.5:
         extra = ["--turn", str(rng.randrange(1, 4)), "--step", "1"]
-    target = "." if command == "index" else log_name if rng.random() < 0.8 or command == "replay" else "."
+    target = "." if command == "index" else log_name if rng.random() < 0.8 or command != "check" else "."
     return Case(files, target, rng.choice(FORMATS), command, extra), names
 
 
@@ -1305,7 +1311,7 @@ def structured_case(rng: random.Random) -> tuple[Case, list[str]]:
         extra = ["--profile", rng.choice(sorted(PROFILES))]
         names.append("profile")
     r = rng.random()
-    command = "replay" if r < 0.08 else "index" if r < 0.14 else "check"
+    command = "replay" if r < 0.08 else "index" if r < 0.14 else "reduce" if r < 0.20 else "check"
     if command != "check":
         extra = []
         names.append(command)

@@ -4,6 +4,7 @@ of the selected finding (``R``, :mod:`invariants.reduce`, in a worker).
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -99,15 +100,17 @@ class SessionExport(SessionDisplay):
         if exp is None:
             return
         inputs = [Path(p) for p in self._paths()] + [Path(kept(r).file) for r in state.model.requests]
-        if path.resolve() in {p.resolve() for p in inputs}:
+        if _same_file(path, inputs):
             self.say(Text("refusing to overwrite an input (a session log or a capture)", style="bold red"))
             return
         from invariants.gate.report import dumps_json
+        from invariants.model.atomic import write_atomic
 
         try:
             # dumps_json: inert when the file is printed (C1 controls escaped too), and any
-            # JSON the log held (ints over 64 bits, lone surrogates) still exports.
-            path.write_text(dumps_json(exp.request, indent=True) + "\n", encoding="utf-8")
+            # JSON the log held (ints over 64 bits, lone surrogates) still exports.  Written
+            # whole or not at all, never through a link.
+            write_atomic(path, dumps_json(exp.request, indent=True) + "\n")
         except (OSError, TypeError) as exc:
             self.say(Text(f"export failed: {safe(exc)}", style="bold red"))
             return
@@ -118,3 +121,22 @@ class SessionExport(SessionDisplay):
                 style="green",
             )
         )
+
+
+def _same_file(path: Path, inputs: list[Path]) -> bool:
+    """Whether ``path`` is one of ``inputs``, by name (links resolved) or as the same file (a hard link)."""
+    real = os.path.realpath(path)
+    if real in {os.path.realpath(p) for p in inputs}:
+        return True
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    for p in inputs:
+        try:
+            other = os.stat(p)
+        except OSError:
+            continue
+        if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+            return True
+    return False
