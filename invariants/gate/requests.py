@@ -8,12 +8,12 @@ verdict, the session it went to and its findings.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Iterable
 
 from invariants.gate.result import RequestCheck
 from invariants.model.findings import Finding
-from invariants.model.record import Record
 from invariants.model.registry import RULES, make_finding
 from invariants.read.capture import Prover, Recorded
 from invariants.read.source import LogPath
@@ -23,24 +23,16 @@ from invariants.replay.model import RebuiltRequest, SessionModel, StepState
 _RANK = {"unchecked": 0, "ok": 1, "header": 2, "diverges": 3, "unexplained": 3}
 
 
-class RecordOutcome(Record):
+@dataclass(slots=True)
+class RecordOutcome:
     """What one capture line came to: its verdict, the session it was routed to (None: none), its findings.
 
     ``pending`` holds a comparison's differences until its attempt number is known (:func:`_write`)."""
 
-    __slots__ = ("check", "model", "findings", "pending")
-
-    def __init__(
-        self,
-        check: RequestCheck,
-        model: SessionModel | None,
-        findings: list[Finding] | None = None,
-        pending: tuple | None = None,
-    ) -> None:
-        self.check = check
-        self.model = model
-        self.findings = [] if findings is None else findings
-        self.pending = pending
+    check: RequestCheck
+    model: SessionModel | None
+    findings: list[Finding] = field(default_factory=list)
+    pending: tuple | None = None
 
 
 class RequestRouter:

@@ -9,11 +9,11 @@ and never resolves outside that folder.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from invariants.model.findings import Finding
 from invariants.model.jsonvalue import is_safe_int, shorten
-from invariants.model.record import Record
 from invariants.model.registry import make_finding
 from invariants.read.capture_splice import split_capture
 from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem
@@ -27,52 +27,26 @@ if TYPE_CHECKING:  # msgspec is imported only once a capture is long enough to r
 CAPTURE_SUFFIXES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
 
 
-class Recorded(Record):
+@dataclass(slots=True, eq=False)
+class Recorded:
     """One recorded request.  ``request`` is parsed on first use when the line was read
     typed (``raw_fields`` then holds the request's fields as raw JSON, ``messages`` a list
     of raw messages, so a comparison can check bytes without parsing).  Two records are
     equal only if they are one (each is one line of one file)."""
 
-    __slots__ = (
-        "file",
-        "line",
-        "session_id",
-        "session_file",
-        "log_length",
-        "turn",
-        "step",
-        "loop_built",
-        "time",
-        "extra",
-        "raw_fields",
-        "text",
-        "parsed",
-    )
-    __eq__ = object.__eq__
-    __hash__ = object.__hash__
-
-    def __init__(
-        self,
-        file: str,
-        line: int,
-        session_id: str | None = None,
-        session_file: str | None = None,
-        log_length: int | None = None,
-        turn: Any = None,
-        step: Any = None,
-        loop_built: bool = True,
-        time: Any = None,
-        extra: dict | None = None,
-        raw_fields: dict[str, Any] | None = None,
-        text: bytes | None = None,
-        parsed: dict | None = None,
-    ) -> None:
-        self.file, self.line, self.session_id, self.session_file = file, line, session_id, session_file
-        self.log_length, self.turn, self.step, self.loop_built, self.time = log_length, turn, step, loop_built, time
-        self.extra = {} if extra is None else extra  # verdict, origin, test...: shown, never compared
-        self.raw_fields = raw_fields
-        self.text = text  # the capture line, kept until its request is parsed
-        self.parsed = parsed
+    file: str
+    line: int
+    session_id: str | None = None
+    session_file: str | None = None
+    log_length: int | None = None
+    turn: Any = None
+    step: Any = None
+    loop_built: bool = True
+    time: Any = None
+    extra: dict = field(default_factory=dict)  # verdict, origin, test...: shown, never compared
+    raw_fields: dict[str, Any] | None = None
+    text: bytes | None = None  # the capture line, kept until its request is parsed
+    parsed: dict | None = None
 
     @property
     def request(self) -> dict:
