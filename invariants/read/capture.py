@@ -47,6 +47,7 @@ class Recorded:
     raw_fields: dict[str, Any] | None = None
     text: bytes | None = None  # the capture line, kept until its request is parsed
     parsed: dict | None = None
+    proof: Proof | None = None  # what vouched for ``parsed`` as the line was read, until a check takes it
 
     @property
     def request(self) -> dict:
@@ -107,10 +108,20 @@ def capture_problems(paths: list[LogPath] | None) -> list[str]:
     return [p for p in (capture_problem(log_path(c)) for c in paths or []) if p is not None]
 
 
-Prover = Callable[[Recorded, int, int], bool]
-"""``prove(record, start, end)``: whether the request of a record read around it (its line in
-``record.text``, the request at ``text[start:end]``, not read) is byte for byte the one its
-session rebuilds, and if so the record's ``parsed`` request from now on."""
+@dataclass(slots=True, frozen=True)
+class Proof:
+    """A prover's word that a record's request is byte for byte ``request`` (the line's bytes were
+    compared with its encoding, never parsed); ``found`` is what the prover located it by, for
+    the check that takes the proof (opaque here)."""
+
+    request: dict
+    found: Any = None
+
+
+Prover = Callable[[Recorded, int, int], "Proof | None"]
+"""``prove(record, start, end)``: a :class:`Proof` when the request of a record read around it
+(its line in ``record.text``, the request at ``text[start:end]``, not read) is byte for byte the
+one its session rebuilds, else None.  It does not change the record: the reader does."""
 
 
 def iter_capture(
@@ -145,7 +156,9 @@ def iter_capture(
             if split is not None and _log_length_problem(split[0]) is None:
                 values, start, end = split
                 rec = _recorded(file, raw.number, values, text=raw.data)
-                if prove(rec, start, end):
+                proof = prove(rec, start, end)
+                if proof is not None:
+                    rec.parsed, rec.text, rec.proof = proof.request, None, proof
                     yield rec
                     continue
         if seen > TYPED_AFTER:
