@@ -410,7 +410,9 @@ def _check_capture(ct: CaptureTask, cr: CaptureResult, models: list[SessionModel
     file_findings: list[Finding] = []
     # Every line is read (attempts are numbered over the whole capture); those due are proved by their
     # bytes as they are read, as a check proves them, and only the lines no proof covers are parsed.
-    records = list(iter_capture(path, file_findings, prove=lambda rec, s, e: due(rec.line) and prove(rec, s, e)))
+    records = list(
+        iter_capture(path, file_findings, prove=lambda rec, s, e: prove(rec, s, e) if due(rec.line) else None)
+    )
     cr.records = len(records)
     cr.checked_lines = max((r.line for r in records), default=0)
     cr.file_findings = [R.finding_row(f) for f in judged(policy, file_findings)]

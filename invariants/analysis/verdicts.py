@@ -15,24 +15,20 @@ the gate.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
-
-from invariants.model.record import FrozenRecord
 
 NOT_OURS = ("one-shot", "unexplained")  # recorded, but not compared with a rebuilt request
 
 
-class Verdicts(FrozenRecord):
+@dataclass(slots=True, frozen=True)
+class Verdicts:
     """One recorded request's verdicts: ours (the check's status) and the capture's, when it carries them."""
 
     ours: str  # ok | diverges | header | unexplained | one-shot
     harness: str | None  # the capture's ``verdict`` (None: absent or not a string)
     shadow: str | None  # its ``shadowVerdict``
     disagree: bool  # the request check's own judgement (``RequestCheck.agrees is False``)
-    __slots__ = ("ours", "harness", "shadow", "disagree")
-
-    def __init__(self, ours: str, harness: str | None, shadow: str | None, disagree: bool) -> None:
-        self._init(ours, harness, shadow, disagree)
 
 
 def verdicts(rc: Any) -> Verdicts:

@@ -38,12 +38,12 @@ import json
 import os
 import re
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Iterable
 
 from invariants.model.atomic import write_atomic
 from invariants.model.findings import Finding
-from invariants.model.record import Record
 from invariants.read.source import UrlPath, is_url
 
 BASELINE_VERSION = 2
@@ -178,24 +178,15 @@ def read_baseline(path: str | os.PathLike) -> list[dict[str, Any]]:
     return entries
 
 
-class BaselineOutcome(Record):
+@dataclass(slots=True)
+class BaselineOutcome:
     """What applying a baseline did."""
 
-    __slots__ = ("file", "new", "suppressed", "stale", "unchecked")
-
-    def __init__(
-        self,
-        file: str,
-        new: list[Finding],
-        suppressed: int,
-        stale: list[dict[str, Any]] | None = None,
-        unchecked: int = 0,
-    ) -> None:
-        self.file = file
-        self.new = new  # findings not in the baseline: these are reported
-        self.suppressed = suppressed  # findings the baseline absorbed
-        self.stale = [] if stale is None else stale  # entries of checked files that no longer occur
-        self.unchecked = unchecked  # entries whose file was not checked in this run
+    file: str
+    new: list[Finding]  # findings not in the baseline: these are reported
+    suppressed: int  # findings the baseline absorbed
+    stale: list[dict[str, Any]] = field(default_factory=list)  # entries of checked files that no longer occur
+    unchecked: int = 0  # entries whose file was not checked in this run
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from invariants.gate.baseline import BaselineOutcome, apply_baseline, read_baseline
 from invariants.gate.config import Config
 from invariants.model.findings import Finding
-from invariants.model.record import Record
 from invariants.model.registry import RULES
 from invariants.read.source import is_url
 
@@ -93,28 +92,17 @@ def report_order(files: Iterable[str]) -> Callable[[Finding], tuple]:
     return key
 
 
-class FindingPolicy(Record):
+@dataclass(slots=True)
+class FindingPolicy:
     """A configuration made ready to apply (severity selectors expanded, the baseline read)."""
 
-    __slots__ = ("select", "ignore", "severity", "per_path_ignores", "root", "baseline_file", "baseline_entries")
-
-    def __init__(
-        self,
-        select: list[str] | None = None,
-        ignore: list[str] | None = None,
-        severity: dict[str, str] | None = None,
-        per_path_ignores: dict[str, list[str]] | None = None,
-        root: Path | None = None,
-        baseline_file: str | None = None,
-        baseline_entries: list[dict[str, Any]] | None = None,
-    ) -> None:
-        self.select = select
-        self.ignore = [] if ignore is None else ignore
-        self.severity = {} if severity is None else severity  # rule code -> level
-        self.per_path_ignores = {} if per_path_ignores is None else per_path_ignores
-        self.root = Path.cwd() if root is None else root
-        self.baseline_file = baseline_file
-        self.baseline_entries = baseline_entries
+    select: list[str] | None = None
+    ignore: list[str] = field(default_factory=list)
+    severity: dict[str, str] = field(default_factory=dict)  # rule code -> level
+    per_path_ignores: dict[str, list[str]] = field(default_factory=dict)
+    root: Path = field(default_factory=Path.cwd)
+    baseline_file: str | None = None
+    baseline_entries: list[dict[str, Any]] | None = None
 
     @classmethod
     def of(cls, config: Config | None) -> "FindingPolicy":

@@ -8,14 +8,14 @@ verdict, the session it went to and its findings.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Iterable
 
 from invariants.gate.result import RequestCheck
 from invariants.model.findings import Finding
-from invariants.model.record import Record
 from invariants.model.registry import RULES, make_finding
-from invariants.read.capture import Prover, Recorded
+from invariants.read.capture import Proof, Prover, Recorded
 from invariants.read.source import LogPath
 from invariants.replay.compare import compare, request_bytes_at
 from invariants.replay.model import RebuiltRequest, SessionModel, StepState
@@ -23,24 +23,16 @@ from invariants.replay.model import RebuiltRequest, SessionModel, StepState
 _RANK = {"unchecked": 0, "ok": 1, "header": 2, "diverges": 3, "unexplained": 3}
 
 
-class RecordOutcome(Record):
+@dataclass(slots=True)
+class RecordOutcome:
     """What one capture line came to: its verdict, the session it was routed to (None: none), its findings.
 
     ``pending`` holds a comparison's differences until its attempt number is known (:func:`_write`)."""
 
-    __slots__ = ("check", "model", "findings", "pending")
-
-    def __init__(
-        self,
-        check: RequestCheck,
-        model: SessionModel | None,
-        findings: list[Finding] | None = None,
-        pending: tuple | None = None,
-    ) -> None:
-        self.check = check
-        self.model = model
-        self.findings = [] if findings is None else findings
-        self.pending = pending
+    check: RequestCheck
+    model: SessionModel | None
+    findings: list[Finding] = field(default_factory=list)
+    pending: tuple | None = None
 
 
 class RequestRouter:
@@ -61,8 +53,6 @@ class RequestRouter:
             self.by_id.setdefault(m.id, []).append(m)
             self.by_folder.setdefault(m.source.path.parent, []).append(m)
         self._local: dict[LogPath | None, tuple[list[SessionModel], dict[str, SessionModel]]] = {}
-        # the records prove() vouched for (by id) that have not been checked yet, with their step and rebuilt request
-        self._proved: dict[int, tuple[Recorded, StepState, RebuiltRequest]] = {}
 
     def _sessions_for(self, capture: LogPath | None) -> tuple[list[SessionModel], dict[str, SessionModel]]:
         """The sessions a capture's lines may go to, and those by id (the last of an id wins)."""
@@ -82,18 +72,17 @@ class RequestRouter:
 
     def prover(self, capture: LogPath | None) -> Prover:
         """The ``prove`` of :func:`~invariants.read.capture.iter_capture` for the lines of ``capture``:
-        it routes a record and rebuilds its request as :meth:`check` will, and vouches for it when
-        the line holds the rebuilt request's bytes; the record's check (:meth:`check` or
-        :meth:`check_all`, while the models stay as they are) takes the rebuilt request from it."""
+        it routes a record and rebuilds its request as :meth:`check` will, and gives a proof when
+        the line holds the rebuilt request's bytes.  The proof names the model, step and rebuilt
+        request; the record's check (:meth:`check` or :meth:`check_all`) takes them from it
+        instead of locating the record again, while they are still the model it routes to."""
 
-        def prove(rec: Recorded, start: int, end: int) -> bool:
+        def prove(rec: Recorded, start: int, end: int) -> Proof | None:
             model = self._model_for(capture, rec)
             located = _located(model, rec) if model is not None and rec.loop_built and rec.text is not None else None
             if located is None or not request_bytes_at(located[1].request, rec.text or b"", start, end):
-                return False
-            rec.parsed, rec.text = located[1].request, None
-            self._proved[id(rec)] = (rec, *located)
-            return True
+                return None
+            return Proof(located[1].request, (model, *located))
 
         return prove
 
@@ -108,7 +97,7 @@ class RequestRouter:
 
     def _compared(self, capture: LogPath | None, rec: Recorded) -> RecordOutcome | None:
         """:meth:`check` but for the findings of a difference, which wait for the attempt number."""
-        proved = self._proved.pop(id(rec), None)
+        proof, rec.proof = rec.proof, None  # taken once: a later check locates the record afresh
         model = self._model_for(capture, rec)
         if model is None:
             if not self.explicit and rec.session_id and _has_log_beside(capture, rec, self._checked_names(capture)):
@@ -125,7 +114,7 @@ class RequestRouter:
                 "unexplained", rec.session_id, codes=["REQ004"], file=rec.file, line=rec.line, recorded=rec
             )
             return RecordOutcome(rc, None, [finding])
-        return _compare_one(model, rec, proved[1:] if proved is not None and proved[0] is rec else None)
+        return _compare_one(model, rec, _proved(proof, model))
 
     def check_all(
         self, capture: LogPath | None, records: Iterable[Recorded]
@@ -202,6 +191,13 @@ def _has_log_beside(capture_path: LogPath | None, rec: Recorded, checked: set[st
         n and "/" not in n and "\\" not in n and n not in (".", "..") and n not in checked and (folder / n).is_file()
         for n in names
     )
+
+
+def _proved(proof: Proof | None, model: SessionModel) -> tuple[StepState, RebuiltRequest] | None:
+    """The step and rebuilt request a proof located its record by, when it was made against ``model``."""
+    if proof is None or not isinstance(proof.found, tuple) or proof.found[0] is not model:
+        return None
+    return proof.found[1], proof.found[2]
 
 
 def _anchor(model: SessionModel, rec: Recorded) -> StepState | None:

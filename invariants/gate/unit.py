@@ -18,6 +18,7 @@ needs a re-read.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain
 from typing import Any, Callable, Iterable
@@ -26,7 +27,6 @@ from invariants.gate.requests import RequestRouter
 from invariants.gate.result import CheckOptions, RequestCheck, SessionSummary
 from invariants.gate.result_cache import revision
 from invariants.model.findings import Finding
-from invariants.model.record import Record
 from invariants.read.capture import Prover, Recorded, capture_problem, find_capture, iter_capture
 from invariants.read.source import LogPath, LogSource, absolute_name, log_path
 from invariants.replay.fold import Progress
@@ -37,31 +37,22 @@ SourceProgress = Callable[[LogSource, list[Finding], int], None]
 """A replay's progress (:data:`~invariants.replay.fold.Progress`), told whose log it is."""
 
 
-class Unit(Record):
+@dataclass(slots=True)
+class Unit:
     """A folder (or, with explicit captures, the whole run)."""
 
-    __slots__ = ("sources", "indexes", "captures")
-
-    def __init__(self, sources: list[LogSource], indexes: list[int], captures: list[str] | None = None) -> None:
-        self.sources = sources
-        self.indexes = indexes  # global discovery index of each source
-        self.captures = captures  # explicit capture files; None = beside each log
+    sources: list[LogSource]
+    indexes: list[int]  # global discovery index of each source
+    captures: list[str] | None = None  # explicit capture files; None = beside each log
 
 
-class UnitOutcome(Record):
+@dataclass(slots=True)
+class UnitOutcome:
     """A unit's JSON-able result, and what only an in-process run can keep: the models and live verdicts."""
 
-    __slots__ = ("data", "models", "requests")
-
-    def __init__(
-        self,
-        data: dict[str, Any],
-        models: list[SessionModel] | None = None,
-        requests: list[list[RequestCheck]] | None = None,
-    ) -> None:
-        self.data = data
-        self.models = [] if models is None else models
-        self.requests = [] if requests is None else requests  # per entry of data["captures"]
+    data: dict[str, Any]
+    models: list[SessionModel] = field(default_factory=list)
+    requests: list[list[RequestCheck]] = field(default_factory=list)  # per entry of data["captures"]
 
 
 def plan_units(sources: list[LogSource], captures: list[LogPath] | None) -> list[Unit]:

@@ -9,11 +9,11 @@ and never resolves outside that folder.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from invariants.model.findings import Finding
 from invariants.model.jsonvalue import is_safe_int, shorten
-from invariants.model.record import Record
 from invariants.model.registry import make_finding
 from invariants.read.capture_splice import split_capture
 from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem
@@ -27,52 +27,27 @@ if TYPE_CHECKING:  # msgspec is imported only once a capture is long enough to r
 CAPTURE_SUFFIXES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
 
 
-class Recorded(Record):
+@dataclass(slots=True, eq=False)
+class Recorded:
     """One recorded request.  ``request`` is parsed on first use when the line was read
     typed (``raw_fields`` then holds the request's fields as raw JSON, ``messages`` a list
     of raw messages, so a comparison can check bytes without parsing).  Two records are
     equal only if they are one (each is one line of one file)."""
 
-    __slots__ = (
-        "file",
-        "line",
-        "session_id",
-        "session_file",
-        "log_length",
-        "turn",
-        "step",
-        "loop_built",
-        "time",
-        "extra",
-        "raw_fields",
-        "text",
-        "parsed",
-    )
-    __eq__ = object.__eq__
-    __hash__ = object.__hash__
-
-    def __init__(
-        self,
-        file: str,
-        line: int,
-        session_id: str | None = None,
-        session_file: str | None = None,
-        log_length: int | None = None,
-        turn: Any = None,
-        step: Any = None,
-        loop_built: bool = True,
-        time: Any = None,
-        extra: dict | None = None,
-        raw_fields: dict[str, Any] | None = None,
-        text: bytes | None = None,
-        parsed: dict | None = None,
-    ) -> None:
-        self.file, self.line, self.session_id, self.session_file = file, line, session_id, session_file
-        self.log_length, self.turn, self.step, self.loop_built, self.time = log_length, turn, step, loop_built, time
-        self.extra = {} if extra is None else extra  # verdict, origin, test...: shown, never compared
-        self.raw_fields = raw_fields
-        self.text = text  # the capture line, kept until its request is parsed
-        self.parsed = parsed
+    file: str
+    line: int
+    session_id: str | None = None
+    session_file: str | None = None
+    log_length: int | None = None
+    turn: Any = None
+    step: Any = None
+    loop_built: bool = True
+    time: Any = None
+    extra: dict = field(default_factory=dict)  # verdict, origin, test...: shown, never compared
+    raw_fields: dict[str, Any] | None = None
+    text: bytes | None = None  # the capture line, kept until its request is parsed
+    parsed: dict | None = None
+    proof: Proof | None = None  # what vouched for ``parsed`` as the line was read, until a check takes it
 
     @property
     def request(self) -> dict:
@@ -133,10 +108,20 @@ def capture_problems(paths: list[LogPath] | None) -> list[str]:
     return [p for p in (capture_problem(log_path(c)) for c in paths or []) if p is not None]
 
 
-Prover = Callable[[Recorded, int, int], bool]
-"""``prove(record, start, end)``: whether the request of a record read around it (its line in
-``record.text``, the request at ``text[start:end]``, not read) is byte for byte the one its
-session rebuilds, and if so the record's ``parsed`` request from now on."""
+@dataclass(slots=True, frozen=True)
+class Proof:
+    """A prover's word that a record's request is byte for byte ``request`` (the line's bytes were
+    compared with its encoding, never parsed); ``found`` is what the prover located it by, for
+    the check that takes the proof (opaque here)."""
+
+    request: dict
+    found: Any = None
+
+
+Prover = Callable[[Recorded, int, int], "Proof | None"]
+"""``prove(record, start, end)``: a :class:`Proof` when the request of a record read around it
+(its line in ``record.text``, the request at ``text[start:end]``, not read) is byte for byte the
+one its session rebuilds, else None.  It does not change the record: the reader does."""
 
 
 def iter_capture(
@@ -171,7 +156,9 @@ def iter_capture(
             if split is not None and _log_length_problem(split[0]) is None:
                 values, start, end = split
                 rec = _recorded(file, raw.number, values, text=raw.data)
-                if prove(rec, start, end):
+                proof = prove(rec, start, end)
+                if proof is not None:
+                    rec.parsed, rec.text, rec.proof = proof.request, None, proof
                     yield rec
                     continue
         if seen > TYPED_AFTER:

@@ -42,9 +42,9 @@ file says otherwise.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-from invariants.model.record import Record
 from invariants.read.line_records import DEFAULT_MAX_LINE, RawLine
 from invariants.read.lines import iter_source_lines
 from invariants.read.load import parse_json
@@ -62,13 +62,11 @@ _PRE_OBJECT_TYPES = frozenset({"context/message", "steering/message"})
 _SILENT_TYPES = frozenset({"assistant/chunk", "step/start", "step/end", "tool/call", "turn/end"})
 
 
-class EraGuess(Record):
-    __slots__ = ("profile", "evidence", "conflicts")
-
-    def __init__(self, profile: str, evidence: list[str] | None = None, conflicts: list[str] | None = None) -> None:
-        self.profile = profile
-        self.evidence = [] if evidence is None else evidence
-        self.conflicts = [] if conflicts is None else conflicts
+@dataclass(slots=True)
+class EraGuess:
+    profile: str
+    evidence: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
 
     @property
     def era(self) -> str:

@@ -3,23 +3,22 @@ and frame problems reported in their place in the stream."""
 
 from __future__ import annotations
 
-from invariants.model.record import Record
+from dataclasses import dataclass
 
 DEFAULT_MAX_LINE = 64 * 1024 * 1024
 
 
-class RawLine(Record):
-    __slots__ = ("number", "offset", "data", "complete", "oversized")
-
-    def __init__(self, number: int, offset: int, data: bytes, complete: bool, oversized: int = 0) -> None:
-        self.number = number
-        self.offset = offset
-        self.data = data  # without the newline; empty when oversized
-        self.complete = complete  # ended with a newline
-        self.oversized = oversized  # byte length when the line exceeded max_line
+@dataclass(slots=True)
+class RawLine:
+    number: int
+    offset: int
+    data: bytes  # without the newline; empty when oversized
+    complete: bool  # ended with a newline
+    oversized: int = 0  # byte length when the line exceeded max_line
 
 
-class LineRun(Record):
+@dataclass(slots=True)
+class LineRun:
     """Consecutive complete lines that look like plain assistant/chunk events.
 
     The common case of a log is long runs of streamed chunks; grouping them lets
@@ -28,18 +27,13 @@ class LineRun(Record):
     run does not validate as a whole.
     """
 
-    __slots__ = ("number", "offset", "lines", "nbytes", "text")
-
-    def __init__(
-        self, number: int, offset: int, lines: list[bytes], nbytes: int = 0, text: memoryview | None = None
-    ) -> None:
-        self.number = number  # line number of the first line
-        self.offset = offset  # byte offset of the first line
-        self.lines = lines  # each without its newline
-        self.nbytes = nbytes  # bytes the run spans, newlines included
-        # The same lines as they lie in the block that was read (newline-separated, no final
-        # newline), when that block is ASCII: decoded in place, with no join or copy.
-        self.text = text
+    number: int  # line number of the first line
+    offset: int  # byte offset of the first line
+    lines: list[bytes]  # each without its newline
+    nbytes: int = 0  # bytes the run spans, newlines included
+    # The same lines as they lie in the block that was read (newline-separated, no final
+    # newline), when that block is ASCII: decoded in place, with no join or copy.
+    text: memoryview | None = None
 
     def raw_lines(self) -> list[RawLine]:
         out, offset = [], self.offset
@@ -52,24 +46,20 @@ class LineRun(Record):
 CHUNK_PREFIX = b'{"type":"assistant/chunk","seq":'
 
 
-class RowProblem(Record):
+@dataclass(slots=True)
+class RowProblem:
     """A stored row that cannot be turned into a line (SQLite backend): reported at its place."""
 
-    __slots__ = ("number", "seq", "code", "message", "final")
-
-    def __init__(self, number: int, seq: int | None, code: str, message: str, final: bool = False) -> None:
-        self.number = number
-        self.seq = seq
-        self.code = code
-        self.message = message
-        self.final = final  # the store cannot be read past this point (corrupt, not a torn tail)
+    number: int
+    seq: int | None
+    code: str
+    message: str
+    final: bool = False  # the store cannot be read past this point (corrupt, not a torn tail)
 
 
-class FrameProblem(Record):
-    __slots__ = ("kind", "message", "frame_index", "offset")
-
-    def __init__(self, kind: str, message: str, frame_index: int, offset: int) -> None:
-        self.kind = kind  # "corrupt" | "torn" | "no-header-frame"
-        self.message = message
-        self.frame_index = frame_index
-        self.offset = offset
+@dataclass(slots=True)
+class FrameProblem:
+    kind: str  # "corrupt" | "torn" | "no-header-frame"
+    message: str
+    frame_index: int
+    offset: int

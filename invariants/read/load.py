@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -20,7 +21,6 @@ import orjson
 
 from invariants.model.findings import Finding
 from invariants.model.jsonvalue import MAX_DEPTH, is_safe_int, shorten, too_deep
-from invariants.model.record import Record
 from invariants.model.records import ENVELOPE_KEYS, Event, SessionHeader
 from invariants.model.registry import make_finding
 from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem, LineRun, RawLine, RowProblem
@@ -222,26 +222,28 @@ class _ReadState:
         self.skipped: _Skipped | None = None  # the run of events skipped for a seq that does not increase
 
 
-class _Held(Record):
-    __slots__ = ("obj", "line", "offset", "due")
-
-    def __init__(self, obj: dict, line: int, offset: int, due: int) -> None:
-        self.obj, self.line, self.offset = obj, line, offset
-        self.due = due  # the seq its position calls for
-
-
-class _Skipped(Record):
-    __slots__ = ("finding", "first", "expected", "count")
-
-    def __init__(self, finding: Finding, first: int, expected: int, count: int = 1) -> None:
-        self.finding, self.first, self.expected, self.count = finding, first, expected, count
+@dataclass(slots=True)
+class _Held:
+    obj: dict
+    line: int
+    offset: int
+    due: int  # the seq its position calls for
 
 
-class _Defect(Record):
-    __slots__ = ("code", "line", "seq", "message")
+@dataclass(slots=True)
+class _Skipped:
+    finding: Finding
+    first: int
+    expected: int
+    count: int = 1
 
-    def __init__(self, code: str, line: int, seq: int | None, message: str) -> None:
-        self.code, self.line, self.seq, self.message = code, line, seq, message
+
+@dataclass(slots=True)
+class _Defect:
+    code: str
+    line: int
+    seq: int | None
+    message: str
 
 
 class LogReader:

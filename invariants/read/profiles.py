@@ -9,9 +9,8 @@ the event-contract variant.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
-
-from invariants.model.record import FrozenRecord
 
 SEED_SURFACE = frozenset({"user/message", "assistant/message", "tool/result", "context/message", "steering/message"})
 HEAD_SURFACE = frozenset({"user/message", "assistant/message", "tool/result"})
@@ -19,7 +18,8 @@ HEAD_SURFACE = frozenset({"user/message", "assistant/message", "tool/result"})
 HEAD_READ_SURFACE = HEAD_SURFACE | {"steering/message"}
 
 
-class Profile(FrozenRecord):
+@dataclass(slots=True, frozen=True)
+class Profile:
     name: str
     era: str  # "seed" | "late" | "undetermined" (no era-specific shape: the seed rules)
     description: str
@@ -31,55 +31,8 @@ class Profile(FrozenRecord):
     turn_enclosure: bool  # every unknown event must be inside a turn
     unknown_types_need_ignorable: bool
     config_keys: tuple[str, ...]
-    prefix_per_step: bool  # 17bd71e530: prefix/suffix came from a per-step waterfall
-    head_contract: bool  # HEAD invariant.ts event rules, KNOWN_SESSION_EVENT_TYPES, legacy-shape migration
-    __slots__ = (
-        "name",
-        "era",
-        "description",
-        "surface_types",
-        "projection",
-        "reasons",
-        "deltas_allowed",
-        "request_rule",
-        "turn_enclosure",
-        "unknown_types_need_ignorable",
-        "config_keys",
-        "prefix_per_step",
-        "head_contract",
-    )
-
-    def __init__(
-        self,
-        name: str,
-        era: str,
-        description: str,
-        surface_types: frozenset[str],
-        projection: str,
-        reasons: frozenset[str],
-        deltas_allowed: bool,
-        request_rule: str,
-        turn_enclosure: bool,
-        unknown_types_need_ignorable: bool,
-        config_keys: tuple[str, ...],
-        prefix_per_step: bool = False,
-        head_contract: bool = False,
-    ) -> None:
-        self._init(
-            name,
-            era,
-            description,
-            surface_types,
-            projection,
-            reasons,
-            deltas_allowed,
-            request_rule,
-            turn_enclosure,
-            unknown_types_need_ignorable,
-            config_keys,
-            prefix_per_step,
-            head_contract,
-        )
+    prefix_per_step: bool = False  # 17bd71e530: prefix/suffix came from a per-step waterfall
+    head_contract: bool = False  # HEAD invariant.ts event rules, KNOWN_SESSION_EVENT_TYPES, legacy-shape migration
 
     def __reduce__(self) -> tuple[Callable[[str], Profile], tuple[str]]:
         # Pickle by name: checkpoints and worker processes share the table.
@@ -94,87 +47,96 @@ PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
         Profile(
-            "seed",
-            "seed",
-            "seed era (a7b569850b..d060c0dd4f): deltas, tagged context/steering, prefix ++ derive(<step/start)",
-            SEED_SURFACE,
-            "seed",
-            frozenset({"initial", "resume", "fallback"}),
-            True,
-            "boundary",
-            True,
-            False,
-            ("model", "temperature", "maxTokens"),
+            name="seed",
+            era="seed",
+            description=(
+                "seed era (a7b569850b..d060c0dd4f): deltas, tagged context/steering, prefix ++ derive(<step/start)"
+            ),
+            surface_types=SEED_SURFACE,
+            projection="seed",
+            reasons=frozenset({"initial", "resume", "fallback"}),
+            deltas_allowed=True,
+            request_rule="boundary",
+            turn_enclosure=True,
+            unknown_types_need_ignorable=False,
+            config_keys=("model", "temperature", "maxTokens"),
         ),
         Profile(
-            "seed-suffix",
-            "seed",
-            "seed era, 17bd71e530 shape: per-step messagePrefix/messageSuffix via agent/request-messages",
-            SEED_SURFACE,
-            "seed",
-            frozenset({"initial", "resume", "fallback"}),
-            True,
-            "boundary",
-            True,
-            False,
-            ("model", "temperature", "maxTokens"),
+            name="seed-suffix",
+            era="seed",
+            description="seed era, 17bd71e530 shape: per-step messagePrefix/messageSuffix via agent/request-messages",
+            surface_types=SEED_SURFACE,
+            projection="seed",
+            reasons=frozenset({"initial", "resume", "fallback"}),
+            deltas_allowed=True,
+            request_rule="boundary",
+            turn_enclosure=True,
+            unknown_types_need_ignorable=False,
+            config_keys=("model", "temperature", "maxTokens"),
             prefix_per_step=True,
         ),
         Profile(
-            "late-early",
-            "late",
-            "late era 1123e946c0..f593ef5ab5: snapshots only, reason change, context/steering still wrapped in tags",
-            SEED_SURFACE,
-            "late-early",
-            frozenset({"initial", "resume", "change"}),
-            False,
-            "boundary",
-            True,
-            False,
-            ("model", "temperature", "maxTokens", "provider", "reasoningEffort"),
+            name="late-early",
+            era="late",
+            description=(
+                "late era 1123e946c0..f593ef5ab5: snapshots only, reason change, context/steering still wrapped in tags"
+            ),
+            surface_types=SEED_SURFACE,
+            projection="late-early",
+            reasons=frozenset({"initial", "resume", "change"}),
+            deltas_allowed=False,
+            request_rule="boundary",
+            turn_enclosure=True,
+            unknown_types_need_ignorable=False,
+            config_keys=("model", "temperature", "maxTokens", "provider", "reasoningEffort"),
         ),
         Profile(
-            "late-unwrapped",
-            "late",
-            "late era f593ef5ab5..6816e8a3d5: context and steering projected without tags, plain message payloads, "
-            "derive(<step/start)",
-            SEED_SURFACE,
-            "late-unwrapped",
-            frozenset({"initial", "resume", "change"}),
-            False,
-            "boundary",
-            True,
-            False,
-            ("model", "temperature", "maxTokens", "provider", "reasoningEffort"),
+            name="late-unwrapped",
+            era="late",
+            description=(
+                "late era f593ef5ab5..6816e8a3d5: context and steering projected without tags, plain message "
+                "payloads, derive(<step/start)"
+            ),
+            surface_types=SEED_SURFACE,
+            projection="late-unwrapped",
+            reasons=frozenset({"initial", "resume", "change"}),
+            deltas_allowed=False,
+            request_rule="boundary",
+            turn_enclosure=True,
+            unknown_types_need_ignorable=False,
+            config_keys=("model", "temperature", "maxTokens", "provider", "reasoningEffort"),
         ),
         Profile(
-            "head",
-            "late",
-            "late era 6816e8a3d5..HEAD 611615650f: identified message objects (older late shapes read as HEAD migrates "
-            "them), no prefix, derive(log at dispatch), HEAD invariant.ts contract, unknown types need ignorable",
-            HEAD_READ_SURFACE,
-            "head",
-            frozenset({"initial", "resume", "change"}),
-            False,
-            "dispatch",
-            False,
-            True,
-            ("model", "temperature", "maxTokens", "provider", "reasoningEffort"),
+            name="head",
+            era="late",
+            description=(
+                "late era 6816e8a3d5..HEAD 611615650f: identified message objects (older late shapes read as HEAD "
+                "migrates them), no prefix, derive(log at dispatch), HEAD invariant.ts contract, unknown types "
+                "need ignorable"
+            ),
+            surface_types=HEAD_READ_SURFACE,
+            projection="head",
+            reasons=frozenset({"initial", "resume", "change"}),
+            deltas_allowed=False,
+            request_rule="dispatch",
+            turn_enclosure=False,
+            unknown_types_need_ignorable=True,
+            config_keys=("model", "temperature", "maxTokens", "provider", "reasoningEffort"),
             head_contract=True,
         ),
         Profile(
-            "undetermined",
-            "undetermined",
-            "no era-specific shape in the whole log (a header-only log, a chunk-only replay script): "
+            name="undetermined",
+            era="undetermined",
+            description="no era-specific shape in the whole log (a header-only log, a chunk-only replay script): "
             "judged by the seed profile's rules",
-            SEED_SURFACE,
-            "seed",
-            frozenset({"initial", "resume", "fallback"}),
-            True,
-            "boundary",
-            True,
-            False,
-            ("model", "temperature", "maxTokens"),
+            surface_types=SEED_SURFACE,
+            projection="seed",
+            reasons=frozenset({"initial", "resume", "fallback"}),
+            deltas_allowed=True,
+            request_rule="boundary",
+            turn_enclosure=True,
+            unknown_types_need_ignorable=False,
+            config_keys=("model", "temperature", "maxTokens"),
         ),
     )
 }

@@ -17,11 +17,11 @@ string ``type``; a later line of the other form is one finding for the file
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from invariants.model.record import Record
 from invariants.read.line_records import RawLine
 
 RUNTIME = "runtime"
@@ -46,15 +46,19 @@ def line_form(obj: Any) -> str | None:
     return RUNTIME if seq_key in obj or time_key in obj else PROJECTED
 
 
-class Mixed(Record):
+@dataclass(slots=True)
+class Mixed:
     """Body lines of the form other than the file's (``form``): the first and last such line, how many,
     and the one finding that says so (its message grows with the count)."""
 
-    __slots__ = ("form", "first", "last", "count", "finding")
+    form: str
+    first: int
+    finding: Any = None
+    last: int = 0
+    count: int = 1
 
-    def __init__(self, form: str, first: int, finding: Any = None) -> None:
-        self.form, self.first, self.last, self.count = form, first, first, 1
-        self.finding = finding
+    def __post_init__(self) -> None:
+        self.last = self.first
 
     def add(self, line: int) -> None:
         self.last, self.count = line, self.count + 1

@@ -13,11 +13,10 @@ from __future__ import annotations
 import io
 import os
 import zlib
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, NamedTuple
-
-from invariants.model.record import FrozenRecord
 
 LOG_SUFFIXES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
@@ -52,7 +51,8 @@ class UrlStat(NamedTuple):
     st_dev: int = 0
 
 
-class UrlPath(FrozenRecord):
+@dataclass(slots=True, frozen=True)
+class UrlPath:
     """A file or folder named by an fsspec URL; shown exactly as the user wrote it.
 
     Read-only: it opens for reading and lists, nothing else.  Credentials are
@@ -63,10 +63,6 @@ class UrlPath(FrozenRecord):
     """
 
     url: str
-    __slots__ = ("url",)
-
-    def __init__(self, url: str) -> None:
-        self._init(url)
 
     # Ordered by the URL text, among URLs only.
     def __lt__(self, other: object) -> bool:
@@ -279,7 +275,8 @@ def absolute_name(path: LogPath) -> str:
     return path.url if isinstance(path, UrlPath) else os.path.abspath(path)
 
 
-class LogSource(FrozenRecord):
+@dataclass(slots=True, frozen=True)
+class LogSource:
     """One log to read; ``root`` is the folder the user named (for confinement).
 
     ``member`` is set for a session stored in a SQLite database: ``path`` is
@@ -288,11 +285,7 @@ class LogSource(FrozenRecord):
 
     path: LogPath
     root: LogPath
-    member: str | None
-    __slots__ = ("path", "root", "member")
-
-    def __init__(self, path: LogPath, root: LogPath, member: str | None = None) -> None:
-        self._init(path, root, member)
+    member: str | None = None
 
     @property
     def display(self) -> str:

@@ -9,6 +9,7 @@ deepdiff is asked for the full picture only once a difference exists.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from itertools import compress, count, islice
 from operator import is_not
 from typing import TYPE_CHECKING, Any, Callable
@@ -27,7 +28,6 @@ from invariants.model.jsonvalue import (
     shorten,
     too_deep,
 )
-from invariants.model.record import Record
 from invariants.read.capture import Recorded
 from invariants.replay.diff_words import describe_field, describe_messages, detail_previews, with_source
 from invariants.replay.model import RebuiltRequest
@@ -43,16 +43,13 @@ SPREAD_FIELDS = ("provider", "reasoningEffort")
 KNOWN_FIELDS = frozenset({"messages", *HEADER_FIELDS, *SPREAD_FIELDS})
 
 
-class Difference(Record):
-    __slots__ = ("code", "path", "message", "detail", "place_seq")
-
-    def __init__(
-        self, code: str, path: str, message: str, detail: dict | None = None, place_seq: int | None = None
-    ) -> None:
-        self.code = code  # DIV001 | DIV002 | DIV010 | DIV011
-        self.path, self.message = path, message
-        self.detail = {} if detail is None else detail
-        self.place_seq = place_seq  # the event the finding is placed at, when not the step's start
+@dataclass(slots=True)
+class Difference:
+    code: str  # DIV001 | DIV002 | DIV010 | DIV011
+    path: str
+    message: str
+    detail: dict = field(default_factory=dict)
+    place_seq: int | None = None  # the event the finding is placed at, when not the step's start
 
 
 def _absent_as_empty(value: Any, empty: Any) -> Any:

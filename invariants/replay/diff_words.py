@@ -13,10 +13,10 @@ place.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from invariants.model.jsonvalue import get_path, shorten
-from invariants.model.record import Record
 from invariants.replay.model import RebuiltRequest
 from invariants.replay.provenance import Source, field_source, message_source
 
@@ -28,16 +28,14 @@ SUMMARY_WIDTH = 80  # characters of each side in a message
 DETAIL_WIDTH = 400  # ...and in the finding's detail
 
 
-class Described(Record):
+@dataclass(slots=True)
+class Described:
     """A difference in words: the message, the path it is about, the producing event and the detail."""
 
-    __slots__ = ("message", "path", "source", "detail")
-
-    def __init__(self, message: str, path: str, source: Source | None, detail: dict[str, Any] | None = None) -> None:
-        self.message = message
-        self.path = path
-        self.source = source
-        self.detail = {} if detail is None else detail
+    message: str
+    path: str
+    source: Source | None
+    detail: dict[str, Any] = field(default_factory=dict)
 
 
 def _span(root: str, i: int, n: int) -> str:

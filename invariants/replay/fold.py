@@ -37,7 +37,7 @@ Progress = Callable[[list[Finding], int], None]
 
 # Bumped when the pickled fold state changes shape (2: HeaderVersion.set_by); an older checkpoint is
 # not resumed but replayed from scratch.
-CHECKPOINT_FORMAT = 4  # 4: steps, causes and the reader's records pickle as plain records too (3: the fold's)
+CHECKPOINT_FORMAT = 4  # 4: steps, causes and the reader's records pickle by their fields (3: the fold's)
 
 
 def _drained(ahead: list, items: Iterator) -> Iterator:

@@ -15,10 +15,10 @@ yields an opaque value and is never reported as un-appliable.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any, Container
 
 from invariants.model.jsonvalue import MISSING, js_equal, map_key
-from invariants.model.record import Record
 
 MESSAGE_ARRAYS = ("messagePrefix", "messageSuffix")
 _PLACEHOLDER = re.compile(r"^\{\{[A-Za-z0-9_.-]+\}\}$")
@@ -187,15 +187,13 @@ def diff_header(prev: dict, nxt: dict) -> dict | None:
 DELTA_ARMS = ("system", "tools", "config", "messagePrefix", "messageSuffix")
 
 
-class DeltaResult(Record):
+@dataclass(slots=True)
+class DeltaResult:
     """Outcome of applying one delta: the new header and what did not apply cleanly."""
 
-    __slots__ = ("header", "problems", "opaque")
-
-    def __init__(self, header: dict, problems: list[tuple[str, str]] | None = None, opaque: bool = False) -> None:
-        self.header = header
-        self.problems = [] if problems is None else problems  # (arm, sentence)
-        self.opaque = opaque  # a placeholder was involved: round-trip checks are meaningless
+    header: dict
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (arm, sentence)
+    opaque: bool = False  # a placeholder was involved: round-trip checks are meaningless
 
 
 def _check_str_list(value: Any, what: str) -> list[str]:

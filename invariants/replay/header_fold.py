@@ -9,10 +9,10 @@ never inside an instance (instability, an error).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from invariants.model.jsonvalue import MISSING, first_difference, get_path, js_equal, shorten
-from invariants.model.record import Record
 from invariants.model.records import Event
 from invariants.read.profiles import Profile
 from invariants.replay.header_codec import (
@@ -62,38 +62,25 @@ def head_header_problem(header: Any) -> str | None:
     return None
 
 
-class HeaderVersion(Record):
+@dataclass(slots=True)
+class HeaderVersion:
     """The header in force from ``seq`` on, and the event that made it.
 
     ``header`` is materialised on demand from the fold's :class:`VersionStore`
     (a version made by a delta keeps only the delta).
     """
 
-    __slots__ = ("seq", "line", "kind", "instance", "changed", "arms", "store", "index", "set_by")
-
-    def __init__(
-        self,
-        seq: int,
-        line: int,
-        kind: str,
-        instance: int,
-        changed: list[str] | None = None,
-        arms: list[str] | None = None,
-        store: VersionStore | None = None,
-        index: int = -1,
-        set_by: dict[str, int] | None = None,
-    ) -> None:
-        self.seq = seq
-        self.line = line
-        self.kind = kind  # initial | resume | fallback | change | delta | <other reason>
-        self.instance = instance
-        self.changed = [] if changed is None else changed  # fields that differ from the previous version
-        self.arms = [] if arms is None else arms  # delta arms present
-        self.store = store
-        self.index = index  # this version's place in the store
-        # Index (into the fold's versions) of the version whose event last set each part: a header field
-        # (``system``, ``tools``, ``messagePrefix``...) or a config field as ``config.<name>``.
-        self.set_by = {} if set_by is None else set_by
+    seq: int
+    line: int
+    kind: str  # initial | resume | fallback | change | delta | <other reason>
+    instance: int
+    changed: list[str] = field(default_factory=list)  # fields that differ from the previous version
+    arms: list[str] = field(default_factory=list)  # delta arms present
+    store: VersionStore | None = None
+    index: int = -1  # this version's place in the store
+    # Index (into the fold's versions) of the version whose event last set each part: a header field
+    # (``system``, ``tools``, ``messagePrefix``...) or a config field as ``config.<name>``.
+    set_by: dict[str, int] = field(default_factory=dict)
 
     @property
     def header(self) -> dict:
@@ -106,28 +93,17 @@ class HeaderVersion(Record):
         return "request/header-delta" if self.kind == "delta" else "request/header"
 
 
-class Instance(Record):
+@dataclass(slots=True)
+class Instance:
     """One loop instance: from its anchor snapshot to the next one."""
 
-    __slots__ = ("index", "seq", "line", "reason", "header", "drift", "first_step")
-
-    def __init__(
-        self,
-        index: int,
-        seq: int,
-        line: int,
-        reason: str,
-        header: dict,
-        drift: list[str] | None = None,
-        first_step: int | None = None,
-    ) -> None:
-        self.index = index
-        self.seq = seq
-        self.line = line
-        self.reason = reason
-        self.header = header
-        self.drift = [] if drift is None else drift  # fields that differ from the fold before the anchor
-        self.first_step = first_step  # index into the session's steps
+    index: int
+    seq: int
+    line: int
+    reason: str
+    header: dict
+    drift: list[str] = field(default_factory=list)  # fields that differ from the fold before the anchor
+    first_step: int | None = None  # index into the session's steps
 
 
 def prefix_of(header: dict | None) -> list:

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from invariants.model.findings import Finding
-from invariants.model.record import Record
 from invariants.model.records import SessionHeader
 from invariants.read.profiles import Profile
 from invariants.read.source import LogSource
@@ -23,105 +22,44 @@ from invariants.replay.surface import Surface
 SPREAD_CONFIG = frozenset({"provider", "reasoningEffort"})  # config fields a request carries beyond the checked ones
 
 
-class StepState(Record):
-    __slots__ = (
-        "index",
-        "turn",
-        "step",
-        "seq",
-        "line",
-        "surface",
-        "instance",
-        "header_version",
-        "header_event",
-        "first_chunk_seq",
-        "end_seq",
-        "last_seq",
-        "last_line",
-        "chunks",
-        "usage",
-        "compaction_before",
-        "status",
-        "requests",
-    )
-
-    def __init__(
-        self,
-        index: int,
-        turn: Any,
-        step: Any,
-        seq: int,
-        line: int,
-        surface: tuple[int, int],
-        instance: int | None = None,
-        header_version: int | None = None,
-        header_event: int | None = None,
-        first_chunk_seq: int | None = None,
-        end_seq: int | None = None,
-        last_seq: int = -1,
-        last_line: int = 0,
-        chunks: int = 0,
-        usage: dict | None = None,
-        compaction_before: bool = False,
-        status: str = "unchecked",
-        requests: list | None = None,
-    ) -> None:
-        self.index, self.turn, self.step, self.seq, self.line = index, turn, step, seq, line
-        self.surface = surface  # surface position over events < step/start
-        self.instance = instance
-        self.header_version = header_version  # version index in force when the step dispatched
-        self.header_event = header_event  # version index written inside this step
-        self.first_chunk_seq, self.end_seq, self.last_seq, self.last_line = (
-            first_chunk_seq,
-            end_seq,
-            last_seq,
-            last_line,
-        )
-        self.chunks, self.usage, self.compaction_before = chunks, usage, compaction_before
-        self.status = status  # ok | diverges | header | unexplained | unchecked
-        self.requests = [] if requests is None else requests  # indexes into SessionModel.requests
+@dataclass(slots=True)
+class StepState:
+    index: int
+    turn: Any
+    step: Any
+    seq: int
+    line: int
+    surface: tuple[int, int]  # surface position over events < step/start
+    instance: int | None = None
+    header_version: int | None = None  # version index in force when the step dispatched
+    header_event: int | None = None  # version index written inside this step
+    first_chunk_seq: int | None = None
+    end_seq: int | None = None
+    last_seq: int = -1
+    last_line: int = 0
+    chunks: int = 0
+    usage: dict | None = None
+    compaction_before: bool = False
+    status: str = "unchecked"  # ok | diverges | header | unexplained | unchecked
+    requests: list = field(default_factory=list)  # indexes into SessionModel.requests
 
     @property
     def dispatched(self) -> bool:
         return self.first_chunk_seq is not None
 
 
-class RebuiltRequest(Record):
+@dataclass(slots=True)
+class RebuiltRequest:
     """A rebuilt request, with where each message came from."""
 
-    __slots__ = (
-        "request",
-        "prefix_len",
-        "derived_len",
-        "suffix_len",
-        "origins",
-        "header_version",
-        "boundary_seq",
-        "versions",
-    )
-
-    def __init__(
-        self,
-        request: dict,
-        prefix_len: int,
-        derived_len: int,
-        suffix_len: int,
-        origins: list[int],
-        header_version: HeaderVersion | None,
-        boundary_seq: int,
-        versions: list[HeaderVersion] | None = None,
-    ) -> None:
-        self.request, self.prefix_len, self.derived_len, self.suffix_len = request, prefix_len, derived_len, suffix_len
-        self.origins = origins  # event seq of each derived message
-        self.header_version, self.boundary_seq = header_version, boundary_seq
-        self.versions = [] if versions is None else versions  # the fold's, for :meth:`setter`
-
-    def __repr__(self) -> str:  # without the fold's versions
-        return (
-            f"RebuiltRequest(request={self.request!r}, prefix_len={self.prefix_len}, derived_len={self.derived_len}, "
-            f"suffix_len={self.suffix_len}, origins={self.origins!r}, header_version={self.header_version!r}, "
-            f"boundary_seq={self.boundary_seq})"
-        )
+    request: dict
+    prefix_len: int
+    derived_len: int
+    suffix_len: int
+    origins: list[int]  # event seq of each derived message
+    header_version: HeaderVersion | None
+    boundary_seq: int
+    versions: list[HeaderVersion] = field(default_factory=list, repr=False)  # the fold's, for :meth:`setter`
 
     def setter(self, part: str) -> HeaderVersion | None:
         """The header version whose event last set ``part`` of the header in force (a header field such as

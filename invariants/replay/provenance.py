@@ -10,9 +10,9 @@ module turns a part of a :class:`RebuiltRequest` into that event.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from invariants.model.record import FrozenRecord
 from invariants.replay.model import RebuiltRequest
 
 # Request fields and the header part each comes from.
@@ -29,7 +29,8 @@ FIELD_PARTS = {
 REGION_PARTS = {"prefix": "messagePrefix", "suffix": "messageSuffix"}
 
 
-class Source(FrozenRecord):
+@dataclass(slots=True, frozen=True)
+class Source:
     """The event a part of a rebuilt request came from.
 
     ``set`` is False when no header event set the part (it is absent from
@@ -37,13 +38,9 @@ class Source(FrozenRecord):
     """
 
     seq: int
-    line: int | None
-    event: str | None  # the event's type, when known
-    set: bool
-    __slots__ = ("seq", "line", "event", "set")
-
-    def __init__(self, seq: int, line: int | None = None, event: str | None = None, set: bool = True) -> None:
-        self._init(seq, line, event, set)
+    line: int | None = None
+    event: str | None = None  # the event's type, when known
+    set: bool = True
 
     def text(self) -> str:
         """``set by request/header-delta seq 4, line 6`` (or ``from event seq 7`` for a message of the log)."""

@@ -20,22 +20,19 @@ log order rebuilds each generation once.
 from __future__ import annotations
 
 import bisect
+from dataclasses import dataclass, field
 from typing import Any
-
-from invariants.model.record import Record
 
 # Snapshot entries allowed per surface event seen (plus a floor): memory stays proportional to the log.
 _SNAPSHOT_FACTOR = 4
 _SNAPSHOT_FLOOR = 1 << 20
 
 
-class ReplaceOutcome(Record):
-    __slots__ = ("ok", "problem", "shadowed")
-
-    def __init__(self, ok: bool, problem: str | None = None, shadowed: list[int] | None = None) -> None:
-        self.ok = ok
-        self.problem = problem
-        self.shadowed = [] if shadowed is None else shadowed
+@dataclass(slots=True)
+class ReplaceOutcome:
+    ok: bool
+    problem: str | None = None
+    shadowed: list[int] = field(default_factory=list)
 
 
 class Surface:

@@ -14,10 +14,10 @@ that changed between eras.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from invariants.model.jsonvalue import is_safe_int, map_key, shorten
-from invariants.model.record import Record
 from invariants.model.records import Event
 from invariants.read.profiles import Profile
 
@@ -154,7 +154,8 @@ def is_crash_repair_result(ev: Event) -> bool:
     return False
 
 
-class Cause(Record):
+@dataclass(slots=True)
+class Cause:
     """One reported anomaly (or a run of lost events) and the later events it puts out of step.
 
     After it the tracer re-synchronises on the log's own turn and step numbers
@@ -162,13 +163,10 @@ class Cause(Record):
     event read that way, and the finding's message states the span up to it.
     """
 
-    __slots__ = ("finding", "seq", "size", "last")
-
-    def __init__(self, finding: Any, seq: int, size: int = 1, last: int | None = None) -> None:
-        self.finding = finding  # the Finding reported for it; None for lost events (the reader reports those)
-        self.seq = seq  # the anomaly's seq (for lost events: the first lost seq)
-        self.size = size  # how many events it stands for (lost events: how many were lost)
-        self.last = last
+    finding: Any  # the Finding reported for it; None for lost events (the reader reports those)
+    seq: int  # the anomaly's seq (for lost events: the first lost seq)
+    size: int = 1  # how many events it stands for (lost events: how many were lost)
+    last: int | None = None
 
     def touch(self, seq: int) -> None:
         if seq > self.seq:  # the anomaly itself is not one of the later events

@@ -215,6 +215,42 @@ def test_a_request_the_log_explains_is_proved_by_its_bytes_and_never_parsed(monk
         assert orjson.dumps(rec.request) == orjson.dumps(orjson.loads(lines[rec.line - 1])["request"])
 
 
+def test_a_proof_is_a_value_the_check_takes_and_proving_changes_no_record(tmp_path):
+    """``prove`` answers with a proof (or None) and leaves the record as it was; the reader gives
+    the record its proved request, and the check takes the proof's step (no second rebuild)."""
+    from invariants.gate.requests import RequestRouter
+    from invariants.read.source import LogSource
+    from invariants.replay.session import replay
+
+    shutil.copytree(ROOT / "sample_logs", tmp_path / "samples")
+    log = tmp_path / "samples" / "clean-multi-turn.jsonl"
+    cap = tmp_path / "samples" / "clean-multi-turn.requests.jsonl"
+    model = replay(LogSource(log, log.parent))
+    router = RequestRouter([model], explicit=False)
+    prove = router.prover(cap)
+    line = cap.read_bytes().splitlines()[0]
+    values, start, end = split_capture(line)
+    rec = capture._recorded(str(cap), 1, values, text=line)
+    proof = prove(rec, start, end)
+    assert proof is not None and rec.text == line and rec.parsed is None and rec.proof is None
+    assert orjson.dumps(proof.request) == line[start:end]
+    request = line[start:end].replace(b'"role":"user"', b'"role":"usr"', 1)
+    damaged = capture._recorded(str(cap), 1, values, text=line[:start] + request + line[end:])
+    assert prove(damaged, start, end - 1) is None  # another request: no proof, read and compared as before
+
+    found: list = []
+    records = list(capture.iter_capture(cap, found, prove=prove))
+    assert records and all(r.proof is not None and r.text is None for r in records)
+    rebuilt = model.rebuild_request
+    model.rebuild_request = None  # type: ignore[assignment]  # a check that rebuilt again would fail here
+    try:
+        checks, findings = router.check_all(cap, records)
+    finally:
+        model.rebuild_request = rebuilt  # type: ignore[method-assign]
+    assert [c.status for c in checks] == ["ok"] * len(records) and not findings
+    assert all(r.proof is None for r in records)  # taken by the check
+
+
 @pytest.mark.parametrize(
     "damage, rules",
     [

@@ -1,25 +1,23 @@
-"""The plain records that replace dataclasses on the check path keep a dataclass's behaviour."""
+"""Records are declared one way, ``@dataclass(slots=True)``, and keep a record's behaviour:
+equal by their fields, pickled and copied by them, frozen ones hashable and read-only."""
 
 from __future__ import annotations
 
+import ast
 import copy
+import dataclasses
+import importlib
 import pickle
+from pathlib import Path
 
 import pytest
 
-from invariants.model.record import FrozenRecord, Record
 from invariants.model.records import Event
 from invariants.model.registry import RULES
 from invariants.read.profiles import PROFILES
+from invariants.read.source import LogSource
 
-
-class _Pair(FrozenRecord):
-    a: int
-    b: list
-    __slots__ = ("a", "b")
-
-    def __init__(self, a: int, b: list) -> None:
-        self._init(a, b)
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_record_equals_one_of_its_class_with_equal_fields_and_is_unhashable():
@@ -40,25 +38,13 @@ def test_a_record_pickles_and_copies_by_its_fields():
 
 
 def test_a_frozen_record_cannot_change_and_hashes_by_its_fields():
-    p = _Pair(1, [2])
+    src = LogSource(Path("/l/s.jsonl"), Path("/l"))
     with pytest.raises(AttributeError):
-        p.a = 2
+        src.member = "x"  # type: ignore[misc]
     with pytest.raises(AttributeError):
-        del p.a
-    assert p.a == 1 and hash(_Pair(1, ())) == hash(_Pair(1, ()))
-    assert pickle.loads(pickle.dumps(p)) == p
-    assert isinstance(p, Record) and not hasattr(p, "__dict__")
-
-
-def test_a_frozen_record_takes_exactly_its_fields():
-    class Short(FrozenRecord):
-        __slots__ = ("a", "b")
-
-        def __init__(self, a: int) -> None:
-            self._init(a)
-
-    with pytest.raises(ValueError):
-        Short(1)
+        del src.root  # type: ignore[misc]
+    assert hash(src) == hash(LogSource(Path("/l/s.jsonl"), Path("/l"), None))
+    assert pickle.loads(pickle.dumps(src)) == src and not hasattr(src, "__dict__")
 
 
 def test_a_profile_still_pickles_as_the_table_entry():
@@ -66,9 +52,7 @@ def test_a_profile_still_pickles_as_the_table_entry():
 
 
 def test_url_paths_order_by_their_text_and_log_sources_key_dicts():
-    from pathlib import Path
-
-    from invariants.read.source import LogSource, UrlPath
+    from invariants.read.source import UrlPath
 
     a, b = UrlPath("s3://b/x"), UrlPath("s3://a/y")
     assert sorted([a, b]) == [b, a] and b < a <= a and a > b >= b
@@ -77,3 +61,69 @@ def test_url_paths_order_by_their_text_and_log_sources_key_dicts():
     src = LogSource(Path("/l/s.jsonl"), Path("/l"))
     assert {src: 1}[LogSource(Path("/l/s.jsonl"), Path("/l"), None)] == 1
     assert pickle.loads(pickle.dumps(LogSource(a, a.parent, "m"))) == LogSource(a, a.parent, "m")
+
+
+def _stores_its_argument(target: ast.expr, value: ast.expr) -> bool:
+    """``self.x = x`` or ``self.x = [] if x is None else x``."""
+    if not (isinstance(target, ast.Attribute) and getattr(target.value, "id", None) == "self"):
+        return False
+    if isinstance(value, ast.IfExp):
+        value = value.orelse
+    return isinstance(value, ast.Name) and value.id == target.attr
+
+
+def _hand_written_records() -> list[str]:
+    """Classes of ``invariants`` that declare ``__slots__`` and an ``__init__`` that only stores
+    each argument under its own name: a record written by hand instead of declared as a dataclass."""
+    found = []
+    for path in sorted((ROOT / "invariants").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            slots = any(
+                isinstance(b, ast.Assign) and any(getattr(t, "id", None) == "__slots__" for t in b.targets)
+                for b in node.body
+            )
+            init = next((b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__init__"), None)
+            if not slots or init is None:
+                continue
+            pairs: list[tuple[ast.expr, ast.expr]] = []
+            plain = True
+            for st in init.body:
+                if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
+                    continue  # a docstring
+                if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+                    plain = plain and ast.unparse(st.value.func).endswith("._init")  # the old record base's
+                    continue
+                if not (isinstance(st, ast.Assign) and len(st.targets) == 1):
+                    plain = False
+                    continue
+                t, v = st.targets[0], st.value
+                if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple):
+                    pairs.extend(zip(t.elts, v.elts))
+                else:
+                    pairs.append((t, v))
+            if plain and all(_stores_its_argument(t, v) for t, v in pairs):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+    return found
+
+
+def test_records_are_declared_one_way():
+    assert _hand_written_records() == []
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "invariants.model.records:Event",
+        "invariants.model.registry:Rule",
+        "invariants.read.profiles:Profile",
+        "invariants.read.source:LogSource",
+        "invariants.replay.model:StepState",
+        "invariants.gate.policy:FindingPolicy",
+    ],
+)
+def test_a_record_is_a_slotted_dataclass(name):
+    module, _, cls = name.partition(":")
+    record = getattr(importlib.import_module(module), cls)
+    assert dataclasses.is_dataclass(record) and "__slots__" in vars(record)

@@ -3,37 +3,26 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from invariants.gate.result import CheckResult
-from invariants.model.record import Record
 from invariants.model.registry import RULES
 
 FORMATS = ("text", "json", "jsonl", "junit", "sarif", "github", "gitlab", "concise")
 MACHINE_FORMATS = frozenset(FORMATS) - {"text"}
 
 
-class ReportContext(Record):
-    __slots__ = ("fail_on", "verbose", "statistics", "baseline", "base_dir", "tool_version", "extra")
-
-    def __init__(
-        self,
-        fail_on: str = "error",
-        verbose: bool = False,
-        statistics: bool = False,
-        baseline: Any = None,
-        base_dir: Path | None = None,
-        tool_version: str = "",
-        extra: dict[str, Any] | None = None,
-    ) -> None:
-        self.fail_on = fail_on
-        self.verbose = verbose
-        self.statistics = statistics
-        self.baseline = baseline  # invariants.gate.baseline.BaselineOutcome
-        self.base_dir = base_dir  # SARIF, GitLab: paths are made relative to this (see project_root)
-        self.tool_version = tool_version
-        self.extra = {} if extra is None else extra
+@dataclass(slots=True)
+class ReportContext:
+    fail_on: str = "error"
+    verbose: bool = False
+    statistics: bool = False
+    baseline: Any = None  # invariants.gate.baseline.BaselineOutcome
+    base_dir: Path | None = None  # SARIF, GitLab: paths are made relative to this (see project_root)
+    tool_version: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def repository_root(start: Path) -> Path | None:
