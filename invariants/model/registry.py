@@ -231,6 +231,24 @@ _TABLE: list[Rule] = [
         ),
     ),
     Rule(
+        code="LOG019",
+        name="unreadable-log",
+        category="log-integrity",
+        severity="error",
+        summary=(
+            "A log whose body yields no event, or whose lines are mostly unreadable (binary data, a foreign format, "
+            "a session format version the harness never wrote): one finding naming the cause, in place of a "
+            "finding per line."
+        ),
+        rationale=(
+            "A crash tears at most the last line; a file that is mostly not events was never a harness log, or is "
+            "damaged beyond a torn tail. Read as a damaged tail it would pass the gate having checked nothing."
+        ),
+        example=(
+            "not a readable session log: binary data, not text; 19 of 19 lines unreadable (lines 1..19), no event read"
+        ),
+    ),
+    Rule(
         code="LOG013",
         name="bad-capture-line",
         category="log-integrity",

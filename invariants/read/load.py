@@ -44,6 +44,9 @@ def _reject_constant(name: str) -> Any:
     raise _Reject(f"{name} is not JSON")
 
 
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def parse_json(data: bytes) -> tuple[Any, str | None]:
     """Parse one line; returns (value, None) or (None, reason)."""
     if too_deep(data):  # before any parser: deep enough nesting crashes orjson
@@ -54,8 +57,8 @@ def parse_json(data: bytes) -> tuple[Any, str | None]:
         first = str(exc)
     # orjson refuses some valid JSON (integers beyond 64 bits); let the
     # standard parser decide, but never accept NaN/Infinity.
-    try:
-        return json.loads(data, parse_constant=_reject_constant), None
+    try:  # json.loads(data, parse_constant=...) without making a decoder per call
+        return _DECODER.decode(data.decode(json.detect_encoding(data), "surrogatepass")), None
     except RecursionError:
         return None, "nesting is too deep"
     except (ValueError, _Reject) as exc:
@@ -240,10 +243,30 @@ class _Skipped:
 
 @dataclass(slots=True)
 class _Defect:
+    """A defect held until a committed turn/end (or the end of the log) says what it is; a run of
+    damaged lines is one defect (``last``: its last line, 0 until a second joins; ``count``: how many lines)."""
+
     code: str
     line: int
     seq: int | None
     message: str
+    last: int = 0
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        self.last = self.last or self.line
+
+    def text(self) -> str:
+        if self.count == 1:
+            return self.message
+        return f"{self.message}; {self.count} damaged lines, lines {self.line}..{self.last}"
+
+
+DAMAGE = frozenset({"LOG001", "LOG002", "LOG008", "LOG012"})
+"""Defects of a line that cannot be read as an event: a run of them is one finding."""
+MAX_PENDING = 256
+"""Defects held at once: past it, damage is merged into the last one, so memory and output stay bounded
+however the damage is spread."""
 
 
 class LogReader:
@@ -276,6 +299,13 @@ class LogReader:
         self._form_decided = False
         self._projection: Projection | None = None
         self._mixed: Mixed | None = None  # body lines of the other form: one finding for the file
+        # Body lines that cannot be read as events (complete lines only), for the verdict on the whole log
+        self.damaged = 0
+        self.damaged_lines: tuple[int, int] | None = None  # the first and last of them
+        self.foreign_lines = 0  # of them, JSON that is not an event envelope
+        self.binary = False  # one of them is not text (a NUL byte or invalid UTF-8)
+        self.header_problem: str | None = None  # why line 1 is not a session header
+        self.header_damaged = False  # line 1 is not JSON at all
 
     # -- reporting ---------------------------------------------------------
     def _emit(self, code: str, message: str, **where: Any) -> None:
@@ -284,10 +314,13 @@ class LogReader:
 
     def _flush_defects(self, defects: list[_Defect], torn: bool) -> None:
         for d in defects:
+            where: dict[str, Any] = {"line": d.line, "seq": d.seq}
+            if d.count > 1:
+                where["detail"] = {"damaged_lines": d.count, "last_line": d.last}
             if torn:
-                self._emit("LOG004", f"crash-truncated tail: {d.message}", line=d.line, seq=d.seq)
+                self._emit("LOG004", f"crash-truncated tail: {d.text()}", **where)
             else:
-                self._emit(d.code, d.message, line=d.line, seq=d.seq)
+                self._emit(d.code, d.text(), **where)
         if torn and defects:
             self.ended_torn = True
         defects.clear()
@@ -399,6 +432,63 @@ class LogReader:
         if not st.defects and last_complete and self.header is not None and self.source.resumable:
             self.resume_point = (max(self.bytes, start_offset), self.lines, st.expected_seq)
         self._flush_defects(st.defects, torn=True)
+        self._judge_readable()
+
+    def _judge_readable(self) -> None:
+        """A log whose body yields no event, or whose lines are mostly unreadable, is not read as a log
+        with a damaged tail: its integrity findings become one LOG019 error naming the cause."""
+        bad = self.damaged + self.header_damaged
+        if not self.damaged and not (self.header_damaged and self.lines > 1):
+            return
+        if not (self.events == 0 or 2 * bad > self.lines):
+            return
+        first, last = self.damaged_lines or (1, 1)
+        if self.header_damaged:
+            first = 1
+        if self.binary:
+            cause = "binary data, not text"
+        elif self.header_problem and "format version" in self.header_problem:
+            version = self.header.raw.get("version") if self.header is not None else None
+            cause = f"a session header of format version {shorten(version, 40)}, which the harness never wrote"
+        elif self.foreign_lines == self.damaged and not self.header_damaged:
+            cause = "JSON lines that are not harness events (a foreign format)"
+        elif self.header_damaged and self.header_problem:
+            cause = f"no session header ({self.header_problem}) and lines that are not events"
+        else:
+            cause = "lines that are not JSON events"
+        what = "no event" if self.events == 0 else f"{self.events} event(s)"
+        message = (
+            f"not a readable session log: {cause}; {bad} of {self.lines} lines unreadable "
+            f"(lines {first}..{last}), {what} read"
+        )
+        drop = {"LOG001", "LOG002", "LOG004", "LOG005", "LOG008", "LOG012", "LOG019"}
+        self.findings[:] = [f for f in self.findings if f.rule not in drop]
+        self._emit(
+            "LOG019",
+            message,
+            line=first,
+            detail={"unreadable_lines": bad, "lines": self.lines, "first_line": first, "last_line": last},
+        )
+
+    def _damage(self, defects: list[_Defect], raw: RawLine, d: _Defect) -> None:
+        """Hold the defect of a line that cannot be read as an event: the line after a damaged one
+        extends its run, and past MAX_PENDING defects any damage joins the last one."""
+        if raw.complete:  # a final fragment without newline is a crash's torn tail, not damage
+            self.damaged += 1
+            if self.damaged_lines is None:
+                self.damaged_lines = (raw.number, raw.number)
+            else:
+                self.damaged_lines = (self.damaged_lines[0], raw.number)
+            if d.code == "LOG002":
+                self.foreign_lines += 1
+            if not self.binary and _binary(raw.data):
+                self.binary = True
+        last = defects[-1] if defects else None
+        if last is not None and last.code in DAMAGE and (last.last == d.line - 1 or len(defects) >= MAX_PENDING):
+            last.last = d.line
+            last.count += 1
+            return
+        defects.append(d)
 
     def _decide_form(self, raw: RawLine, st: _ReadState) -> Projection | None:
         """Decide the log's form by this body line when it is an event object; the projection to apply, if any."""
@@ -505,13 +595,15 @@ class LogReader:
         number = raw.number
         defects = st.defects
         if raw.oversized:
-            defects.append(
+            self._damage(
+                defects,
+                raw,
                 _Defect(
                     "LOG008",
                     number,
                     st.expected_seq + st.bad_since_good,
                     f"line {number} is {raw.oversized} bytes, over the {self.max_line}-byte limit; not parsed",
-                )
+                ),
             )
             st.bad_since_good += 1
             return
@@ -524,8 +616,10 @@ class LogReader:
             if err is not None:
                 due = st.expected_seq + st.bad_since_good
                 what = "fragment without newline" if not raw.complete else "unparsable line"
-                defects.append(
-                    _Defect("LOG001", number, due, f"line {number}: {what} ({err}), where seq {due} was due")
+                self._damage(
+                    defects,
+                    raw,
+                    _Defect("LOG001", number, due, f"line {number}: {what} ({err}), where seq {due} was due"),
                 )
                 st.bad_since_good += 1
                 return
@@ -548,7 +642,7 @@ class LogReader:
                 if isinstance(obj, dict) and is_safe_int(obj.get("seq"))
                 else st.expected_seq + st.bad_since_good
             )
-            defects.append(_Defect("LOG002", number, seq, f"line {number}: {problem}"))
+            self._damage(defects, raw, _Defect("LOG002", number, seq, f"line {number}: {problem}"))
             st.bad_since_good += 1
             return
         if not raw.complete:
@@ -657,6 +751,11 @@ class LogReader:
             fallback_id = self.source.path.parent.name
         obj, err = (None, "oversized") if raw.oversized else parse_json(raw.data)
         problem = err and f"first line is not JSON ({err})" or header_problem(obj)
+        self.header_problem = problem
+        if err is not None and not raw.oversized:
+            self.header_damaged = True
+            if _binary(raw.data):
+                self.binary = True
         if problem is None and isinstance(obj, dict):  # header_problem accepts only an object
             self.header = SessionHeader(
                 id=obj["id"],
@@ -687,8 +786,10 @@ class LogReader:
             expanded = expand_row(obj)
         except ChunkRowError as exc:
             seq = obj.get("seq0") if is_safe_int(obj.get("seq0")) else None
-            defects.append(
-                _Defect("LOG012", raw.number, seq, f"line {raw.number}: malformed {obj.get('type')} row: {exc}")
+            self._damage(
+                defects,
+                raw,
+                _Defect("LOG012", raw.number, seq, f"line {raw.number}: malformed {obj.get('type')} row: {exc}"),
             )
             return None
         self.chunk_rows += 1
@@ -709,6 +810,19 @@ def _is_envelope(obj: Any) -> bool:
         and obj.get("ignorable", True) is True
         and bool(obj["type"])
     )
+
+
+def _binary(data: bytes) -> bool:
+    """Whether a line is not text: a NUL byte, or bytes that are not UTF-8."""
+    if b"\x00" in data:
+        return True
+    if data.isascii():
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
 
 
 def _gap(line: int, seq: int, expected: int) -> _Defect:

@@ -468,6 +468,7 @@ TESTED_ELSEWHERE = {
     "LOG016": "test_sqlite_backend.py",
     "LOG017": "test_late_era*.py",
     "LOG018": "test_projected.py",
+    "LOG019": "test_unreadable.py",
     "HDR015": "test_late_era*.py",
     "FRK001": "test_forks.py",
     "FRK002": "test_forks.py",
