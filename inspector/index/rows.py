@@ -464,6 +464,7 @@ def session_facts(model: SessionModel) -> dict:
         "created": _iso(created),
         "parent_session": hdr.parent_session if hdr and isinstance(hdr.parent_session, str) else None,
         "seed_length": (hdr.seed_length or 0) if hdr else 0,
+        "owner": hdr.raw.get("owner") if hdr and isinstance(hdr.raw.get("owner"), str) else None,
         "era": model.profile.era,
         "profile": model.profile.name,
         "version": scalar(hdr.version) if hdr else None,

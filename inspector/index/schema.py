@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import sqlite_utils
 
-SCHEMA_VERSION = 3  # 2: the streams table (text streamed but held by no message); 3: cache_steps.tokens
+SCHEMA_VERSION = 4  # 2: the streams table (text streamed but held by no message); 3: cache_steps.tokens;
+# 4: sessions.owner (a schema-18 store's session owner)
 
 # (table, columns, pk, foreign keys, not_null)
 TABLES: list[tuple[str, dict, object, list, set]] = [
@@ -86,6 +87,7 @@ TABLES: list[tuple[str, dict, object, list, set]] = [
             "parent_session": str,
             "parent_id": int,
             "seed_length": int,
+            "owner": str,
             "era": str,
             "profile": str,
             "version": str,

@@ -48,6 +48,7 @@ _SESSION_FACT_COLS = (
     "created",
     "parent_session",
     "seed_length",
+    "owner",
     "era",
     "profile",
     "version",

@@ -44,7 +44,11 @@ from invariants.read.line_records import DEFAULT_MAX_LINE, RawLine, RowProblem
 from invariants.read.source import LogSource, local_file
 
 SEED_SCHEMA = 4
+V15_SCHEMA = 15
 HEAD_SCHEMA = 17
+OWNER_SCHEMA = 18
+READ_SCHEMAS = (0, SEED_SCHEMA, V15_SCHEMA, HEAD_SCHEMA, OWNER_SCHEMA)
+"""The store versions read (``PRAGMA user_version``; 0: a seed-era store that predates versioning)."""
 APPLICATION_ID = 0x44534850
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 ROW_TAGS = ("text-chunks", "reasoning-chunks", "tool-call-chunks")
@@ -107,6 +111,45 @@ CREATE TABLE events (
 """
 
 
+# schema.ts @ 9186824e87 (2026-08-11, SCHEMA_VERSION 15): one row per event, JSON text in data,
+# source_event_seqs (a JSON array) and surface_op; ignorable 1 or NULL (no packed rows yet)
+V15_DDL = """
+CREATE TABLE persistence_state (
+  singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+  store_id  TEXT NOT NULL
+) STRICT;
+CREATE TABLE sessions (
+  id               TEXT PRIMARY KEY,
+  version          INTEGER NOT NULL,
+  created_at       INTEGER NOT NULL,
+  cwd              TEXT,
+  parent_session   TEXT,
+  seed_length      INTEGER,
+  origin           TEXT,
+  delegation_depth INTEGER,
+  agent_preset    TEXT,
+  incarnation      TEXT NOT NULL,
+  revision         INTEGER NOT NULL
+) STRICT;
+CREATE TABLE events (
+  session_id        TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+  seq               INTEGER NOT NULL,
+  type              TEXT NOT NULL,
+  time              INTEGER NOT NULL,
+  data              TEXT NOT NULL,
+  source_event_seqs TEXT,
+  surface_op        TEXT,
+  ignorable         INTEGER,
+  PRIMARY KEY (session_id, seq)
+) STRICT
+"""
+
+# Schema 18 (forks): 17 with the session's owner; its rows are read as 17's.
+OWNER_DDL = HEAD_DDL.replace(
+    "  revision         INTEGER NOT NULL\n", "  revision         INTEGER NOT NULL,\n  owner            TEXT\n"
+)
+
+
 class NotASessionDatabase(Exception):
     """The file is not SQLite, or has no harness sessions/events tables."""
 
@@ -119,7 +162,7 @@ class ForeignDatabase(NotASessionDatabase):
 class DbInfo:
     user_version: int
     application_id: int
-    schema: str  # "seed" | "head"
+    schema: str  # "seed" | "v15" | "head" (17 and 18) | "unknown" (a version not read: user_version names it)
     session_columns: tuple[str, ...]
     event_columns: tuple[str, ...]
     immutable: bool  # opened with immutable=1 (no writer's files beside it, or a plain read-only open failed)
@@ -187,8 +230,21 @@ def _info(con: sqlite3.Connection, path: Path, immutable: bool) -> DbInfo:
     need_e = {"session_id", "seq", "type", "time", "data", "source_event_seqs", "surface_op"}
     if not need_s <= set(scols) or not need_e <= set(ecols):
         raise ForeignDatabase(f"{path}: no harness sessions/events tables")
-    schema = "head" if "ignorable" in ecols else "seed"
+    schema = _schema(uv, "ignorable" in ecols)
     return DbInfo(uv, app, schema, scols, ecols, immutable)
+
+
+def _schema(user_version: int, ignorable: bool) -> str:
+    """Which rows the store holds, by the version it records (never guessed from a version not read)."""
+    if user_version in (HEAD_SCHEMA, OWNER_SCHEMA):
+        return "head"
+    if user_version == V15_SCHEMA:
+        return "v15"
+    if user_version in (0, SEED_SCHEMA) and not ignorable:
+        return "seed"
+    if user_version == 0:  # unstamped, with the HEAD columns: read as HEAD (as before stores were versioned)
+        return "head"
+    return "unknown"
 
 
 @lru_cache(maxsize=32)
@@ -246,7 +302,9 @@ def schema_era_evidence(source: LogSource, seen: dict[str, str]) -> None:
         return
     if info.schema == "head":
         seen.setdefault(f"sqlite schema {info.user_version} (packed rows)", "late")
-    else:
+    elif info.schema == "v15":
+        seen.setdefault(f"sqlite schema {info.user_version} (JSON text rows)", "late")
+    elif info.schema == "seed":
         seen.setdefault(f"sqlite schema {info.user_version} (seed tables)", "seed")
 
 
@@ -369,6 +427,15 @@ def _seed_row(row: tuple) -> bytes:
     return b"".join(parts)
 
 
+def _v15_row(row: tuple) -> bytes:
+    """A schema-15 row: the seed era's JSON text columns, and ``ignorable`` 1 (the envelope's marker) or NULL."""
+    ignorable = row[6]
+    if ignorable not in (None, 1):
+        raise RowError("LOG016", f"ignorable column is {ignorable!r} (schema 15 writes NULL or 1)")
+    line = _seed_row(row[:6])
+    return line[:-1] + b',"ignorable":true}' if ignorable == 1 else line
+
+
 def _head_row(row: tuple) -> bytes:
     seq, type_, time, data, sources, surface, ignorable = row
     if ignorable == 0:
@@ -429,6 +496,7 @@ def header_line(row: sqlite3.Row | tuple, columns: tuple[str, ...]) -> dict:
         ("origin", "origin"),
         ("delegation_depth", "delegationDepth"),
         ("agent_preset", "agentPreset"),
+        ("owner", "owner"),  # schema 18 (forks)
     ):
         if r.get(col) is not None:
             out[key] = r[col]
@@ -463,12 +531,22 @@ def _member_lines(source: LogSource, max_line: int, position: list[int]) -> Iter
         yield RawLine(1, 0, text, True)
         offset = len(text) + 1
         number = 1
-        if info.schema == "head":
+        if info.schema == "unknown":
+            yield RowProblem(
+                2,
+                None,
+                "LOG016",
+                f"the store records schema version {info.user_version}, which this checker does not read (it reads "
+                f"{', '.join(map(str, READ_SCHEMAS[1:]))}): its rows are not read",
+                final=True,
+            )
+            return
+        if info.schema in ("head", "v15"):
             query = (
                 "SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable"
                 " FROM events WHERE session_id = ? ORDER BY seq"
             )
-            decode = _head_row
+            decode = _head_row if info.schema == "head" else _v15_row
         else:
             query = (
                 "SELECT seq, type, time, data, source_event_seqs, surface_op"
