@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Union
 
@@ -106,8 +107,44 @@ class SessionTrace:
     spans: list[Span]
 
 
+_MAX_NS = (1 << 64) - 1  # OTLP times are fixed64 nanoseconds
+_I64 = 1 << 63
+
+
+def _ns(ms: int) -> int:
+    """Epoch milliseconds as OTLP nanoseconds, inside what fixed64 can hold (a log's times are untrusted)."""
+    return min(max(ms, 0) * _NS, _MAX_NS)
+
+
+def _text(value: str) -> str:
+    """A string any encoder takes: a lone surrogate (valid in a JSON string, not in UTF-8) becomes U+FFFD."""
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _clean(value: AttrValue) -> AttrValue:
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, bool) or isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        return value if -_I64 <= value < _I64 else str(value)  # OTLP intValue is int64
+    return [_clean(v) for v in value]  # type: ignore[return-value]
+
+
+def _sanitize(sp: Span) -> None:
+    sp.name, sp.status_message = _text(sp.name), _text(sp.status_message)
+    sp.attributes = {k: _clean(v) for k, v in sp.attributes.items()}
+    for ev in sp.events:
+        ev.attributes = {k: _clean(v) for k, v in ev.attributes.items()}
+
+
 def trace_id_of(session: str, created_at: Any) -> str:
-    h = hashlib.sha256(orjson.dumps(["dsh-trace", session, created_at])).digest()[:16]
+    key = json.dumps(["dsh-trace", session, created_at], default=repr)  # ASCII: a lone surrogate is escaped
+    h = hashlib.sha256(key.encode()).digest()[:16]
     return (h if any(h) else b"\x01" * 16).hex()
 
 
@@ -438,9 +475,7 @@ class _Builder:
         times = [x for x in (self.created, walk.first) if x is not None]
         start = min(times) if times else 0
         end = max([start] + ([walk.last] if walk.last is not None else []))
-        root = Span(
-            span_id_of(self.trace_id, "session", -1), None, "invoke_agent", KIND_INTERNAL, start * _NS, end * _NS
-        )
+        root = Span(span_id_of(self.trace_id, "session", -1), None, "invoke_agent", KIND_INTERNAL, _ns(start), _ns(end))
         spans = [root]
         turn_spans: dict[int, Span] = {}
         for turn in walk.turns:
@@ -465,7 +500,9 @@ class _Builder:
             spans.append(sp)
         self._root(root, chats)
         self._place_findings(root, walk, turn_spans, chats, tool_spans)
-        return SessionTrace(self.trace_id, self.session, model.file, spans)
+        for sp in spans:
+            _sanitize(sp)
+        return SessionTrace(self.trace_id, _text(self.session), _text(model.file), spans)
 
     def _said(self, text: str, generic: str) -> str:
         """A status description: the log's own words only with content (a tool's error can quote a file)."""
@@ -515,8 +552,8 @@ class _Builder:
             root.span_id,
             "turn",
             KIND_INTERNAL,
-            turn.time * _NS,
-            max(turn.time, end) * _NS,
+            _ns(turn.time),
+            _ns(max(turn.time, end)),
         )
         a = sp.attributes
         a["gen_ai.conversation.id"] = self.session
@@ -549,8 +586,8 @@ class _Builder:
             parent.span_id,
             f"chat {name}" if isinstance(name, str) and name else "chat",
             KIND_CLIENT,
-            start * _NS,
-            max(start, done) * _NS,
+            _ns(start),
+            _ns(max(start, done)),
         )
         a = sp.attributes
         a["gen_ai.operation.name"] = "chat"
@@ -609,8 +646,8 @@ class _Builder:
             parent.span_id,
             f"execute_tool {tool.name}" if tool.name else "execute_tool",
             KIND_INTERNAL,
-            tool.time * _NS,
-            end * _NS,
+            _ns(tool.time),
+            _ns(end),
         )
         a = sp.attributes
         a["gen_ai.operation.name"] = "execute_tool"
@@ -707,7 +744,7 @@ class _Builder:
                 target = next((turn_spans[t.seq] for t in walk.turns if t.number == f.turn), None)
             target = target or root
             time = walk.times.get(f.seq) if f.seq is not None else None
-            ev = SpanEvent(FINDING_EVENT, time * _NS if time is not None else target.start_ns)
+            ev = SpanEvent(FINDING_EVENT, _ns(time) if time is not None else target.start_ns)
             ea = ev.attributes
             rule = RULES.get(f.rule)
             # A finding's message may quote the log (a diverging message's text): only with content.

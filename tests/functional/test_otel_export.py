@@ -86,7 +86,7 @@ def _assert_well_formed(request: dict) -> tuple[str, list[dict]]:
     for s in spans:
         assert len(s["spanId"]) == 16 and int(s["spanId"], 16)
         assert isinstance(s["startTimeUnixNano"], str) and isinstance(s["endTimeUnixNano"], str)
-        assert int(s["endTimeUnixNano"]) >= int(s["startTimeUnixNano"]) > 0
+        assert int(s["endTimeUnixNano"]) >= int(s["startTimeUnixNano"]) >= 0
         assert s["kind"] in (1, 3)
         assert s.get("parentSpanId", "") == "" or s["parentSpanId"] in ids
     roots = [s for s in spans if not s.get("parentSpanId")]
@@ -318,3 +318,37 @@ def test_the_sdk_encodes_the_same_request(capsys):
         return obj
 
     assert hexify(theirs) == ours
+
+
+def test_hostile_values_export_and_encode(capsys, tmp_path):
+    """Times out of range, a lone surrogate, a non-integer turn: the export and the SDK's protobuf take them."""
+    lines = [
+        '{"type":"session","version":0,"id":"h\\ud800","createdAt":"soon"}',
+        '{"type":"turn/start","seq":0,"time":"x","data":{"turn":"one"}}',
+        '{"type":"step/start","seq":1,"time":-5,"data":{"turn":1,"step":1}}',
+        '{"type":"request/header","seq":2,"time":9007199254740991,'
+        '"data":{"header":{"config":{"model":"m\\udc00","maxTokens":99999999999999999999}},"reason":"initial"}}',
+        '{"type":"tool/call","seq":3,"time":-3,"data":{"turn":1,"step":1,"callId":"c","name":"t\\ud800",'
+        '"arguments":"{}"}}',
+        '{"type":"tool/result","seq":4,"time":9,"data":{"turn":1,"step":1,"callId":"c","content":[],"isError":true,'
+        '"error":{"code":5}}}',
+    ]
+    log = tmp_path / "h.jsonl"
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "t.jsonl"
+    code, _, err = _export(capsys, str(log), "-o", str(out), "--content", "--isolated")
+    assert code == 0, err
+    (request,) = _lines(out)
+    _, spans = _assert_well_formed(request)
+    assert max(int(s["endTimeUnixNano"]) for s in spans) < 1 << 64
+    assert any(s["name"] == "execute_tool t\ufffd" for s in spans)
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.common", reason="the otel extra is not installed")
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from inspector.otlp_send import readable_spans
+    from invariants import check
+    from invariants.analysis.trace import session_trace
+
+    result = check(str(log), keep_models=True)
+    (model,) = result.models
+    assert encode_spans(readable_spans(session_trace(model, result.findings, content=True))).SerializeToString()
