@@ -1,4 +1,4 @@
-"""README.md's "Use in CI": the command list, the GitHub Actions workflow and the GitLab CI file.
+"""docs/CI.md, "Use in CI": the command list, the GitHub Actions workflow and the GitLab CI file.
 
 The YAML is parsed as the CI service would read it; every ``inspector``
 command in it is run (in this process, through ``inspector.cli.main``) in a
@@ -22,15 +22,15 @@ import yaml
 from inspector.cli import main
 from invariants.gate.result_cache import DEFAULT_CACHE_DIR
 from tests.conftest import ROOT, SAMPLES
-from tests.support.readme import block_named, commands, fenced_blocks, section
+from tests.support.readme import block_named, commands, fenced_blocks
 
-README = ROOT / "README.md"
+CI_DOC = ROOT / "docs" / "CI.md"
 NEW = "capture-divergence"  # the recording added after the baseline was written: DIV001 and DIV010
 NEW_SESSION = "7bb4a066-9210-4919-89c7-a783a0f2372e"
 
 
 def ci_commands() -> list[str]:
-    return [c for block in fenced_blocks(section(README.read_text(), "## Use in CI"), "sh") for c in commands(block)]
+    return [c for block in fenced_blocks(CI_DOC.read_text(encoding="utf-8"), "sh") for c in commands(block)]
 
 
 def inspector_commands(lines) -> list[str]:
@@ -43,7 +43,7 @@ def run(capsys, command: str) -> tuple[int, str]:
     assert argv[0] == "inspector"
     try:
         code = main(argv[1:])
-    except SystemExit as exc:  # argparse: a usage error in the README
+    except SystemExit as exc:  # argparse: a usage error in the documentation
         code = exc.code
     out, _ = capsys.readouterr()
     return code, out
@@ -83,7 +83,7 @@ def test_the_command_list_exits_one_on_findings_and_zero_with_exit_zero(workspac
 
 
 def github_workflow() -> dict:
-    doc = yaml.safe_load(block_named(README, "yaml", "# .github/workflows/sessions.yml"))
+    doc = yaml.safe_load(block_named(CI_DOC, "yaml", "# .github/workflows/sessions.yml"))
     assert doc[True] == ["push", "pull_request"]  # `on:` is YAML 1.1's true to PyYAML, as to any YAML 1.1 reader
     (job,) = doc["jobs"].values()
     return job
@@ -124,7 +124,7 @@ def test_github_workflow_steps_pass_on_known_findings_and_the_gate_fails_on_a_ne
 
 
 def gitlab_jobs() -> dict:
-    return yaml.safe_load(block_named(README, "yaml", "# .gitlab-ci.yml"))
+    return yaml.safe_load(block_named(CI_DOC, "yaml", "# .gitlab-ci.yml"))
 
 
 def test_gitlab_job_reports_junit_and_fails_only_on_a_new_finding(workspace, capsys):

@@ -78,10 +78,10 @@ def _project_version() -> str:
 
 
 def test_the_pre_commit_snippets_name_the_tag_of_this_version():
-    """Releases are tagged ``v<version>`` (docs/RELEASING.md), so ``rev:`` in the README resolves to this release."""
+    """Releases are tagged ``v<version>`` (docs/RELEASING.md), so ``rev:`` in docs/CI.md resolves to this release."""
     version = _project_version()
     assert version == __version__
-    config = yaml.safe_load(block_named(ROOT / "README.md", "yaml", "# .pre-commit-config.yaml"))
+    config = yaml.safe_load(block_named(ROOT / "docs" / "CI.md", "yaml", "# .pre-commit-config.yaml"))
     (entry,) = config["repos"]
     assert entry["rev"] == f"v{version}"
     manifest = (ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")

@@ -2,7 +2,7 @@
 
 An index of ``sample_logs/`` is built once for the module; Datasette serves it
 in this process and every view that ``inspector/index/README.md`` documents is
-queried.  The README's Datasette commands are run as written too (the serving
+queried.  The Datasette commands of docs/INDEX.md are run as written too (the serving
 one with ``--get``, which answers one request without starting a server).
 """
 
@@ -134,10 +134,12 @@ def test_the_metadata_is_keyed_by_the_database_file_name():
     assert list(datasette_metadata()["databases"]) == [DB]
 
 
-def test_the_readme_commands_index_and_serve(tmp_path):
+def test_the_documented_commands_index_and_serve(tmp_path):
     block = [
         b
-        for b in fenced_blocks(section((ROOT / "README.md").read_text(), "## Browse the index in Datasette"), "sh")
+        for b in fenced_blocks(
+            section((ROOT / "docs" / "INDEX.md").read_text(), "## Browse the index in Datasette"), "sh"
+        )
         if "datasette " in b
     ]
     assert len(block) == 1

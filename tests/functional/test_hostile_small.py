@@ -93,15 +93,15 @@ def test_an_incremental_index_updates_the_root_of_a_log_found_under_another_root
 
 
 def test_an_unwritable_default_cache_is_said_and_skipped_a_chosen_one_is_exit_2(tmp_path, capsys, monkeypatch):
-    """What the README says about an unwritable cache is what happens."""
+    """What docs/CHECK.md says about an unwritable cache is what happens."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / ".inspector_cache").write_text("a file where the cache folder would go")
     assert main(["check", str(LOG)]) == 1  # the verdict, without the cache
     err = capsys.readouterr().err
     assert "cannot write the result cache" in err and "checking without it" in err
     assert main(["check", str(LOG), "--cache-dir", str(tmp_path / ".inspector_cache" / "x")]) == 2
-    readme = (SAMPLES.parent / "README.md").read_text()
-    assert "runs without it" in readme and "named with `--cache-dir`" in readme
+    doc = (SAMPLES.parent / "docs" / "CHECK.md").read_text()
+    assert "runs without it" in doc and "named with `--cache-dir`" in doc
 
 
 def test_query_limit_0_json_streams_its_rows(tmp_path, capsys, monkeypatch):

@@ -4,7 +4,7 @@ One temporary git repository holds a copy of this package's source with the
 hook manifest, tagged ``v<version>`` as a release is (docs/RELEASING.md; what a
 user's ``repo:``/``rev:`` point at);
 another holds recorded sessions and the ``.pre-commit-config.yaml`` that
-README.md documents, with ``repo:`` pointed at the first.  ``pre-commit
+docs/CI.md documents, with ``repo:`` pointed at the first.  ``pre-commit
 install`` puts the git hook in place and every test commits through it.
 
 ``language: python`` makes pre-commit build a virtualenv and pip-install the
@@ -76,9 +76,9 @@ def hooks(tmp_path_factory):
 
 
 def project(tmp_path: Path, hooks, hook_id: str) -> Path:
-    """A git repository with the README's pre-commit configuration (``repo:`` = the hook repository), installed."""
+    """A git repository with docs/CI.md's pre-commit configuration (``repo:`` = the hook repository), installed."""
     hook_repo, env = hooks
-    config = yaml.safe_load(block_named(ROOT / "README.md", "yaml", "# .pre-commit-config.yaml"))
+    config = yaml.safe_load(block_named(ROOT / "docs" / "CI.md", "yaml", "# .pre-commit-config.yaml"))
     (entry,) = config["repos"]
     assert entry["rev"] == f"v{__version__}" and [h["id"] for h in entry["hooks"]] == ["inspector-check"]
     entry["repo"] = str(hook_repo)

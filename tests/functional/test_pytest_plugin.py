@@ -21,13 +21,13 @@ import pytest
 from invariants import check
 from tests.conftest import ROOT, SAMPLES, corpus_dir
 from tests.support.logs import story_header, story_session
-from tests.support.readme import block_named, commands, fenced_blocks, section
+from tests.support.readme import block_named, commands, fenced_blocks
 
 pytest_plugins = ["pytester"]
 
 PLUGIN = ("-p", "inspector.pytest_plugin", "-p", "no:cacheprovider")
 SOUND, BROKEN, WARNS = "clean-multi-turn", "capture-divergence", "resume-prefix-drift"
-README = ROOT / "README.md"
+PYTEST_DOC = ROOT / "docs" / "PYTEST.md"
 
 
 def copy_sample(name: str, folder: Path) -> Path:
@@ -385,18 +385,18 @@ def test_the_pytest11_entry_point_loads_the_plugin(pytester, logs, tmp_path, mon
     run(pytester, "--inspector-logs", "logs").assert_outcomes(passed=1, failed=1)
 
 
-# -- the README -----------------------------------------------------------------------------------------
-def readme_section() -> str:
-    return section(README.read_text(encoding="utf-8"), "## In a pytest suite")
+# -- docs/PYTEST.md --------------------------------------------------------------------------------------
+def doc_text() -> str:
+    return PYTEST_DOC.read_text(encoding="utf-8")
 
 
-def test_the_readme_commands(pytester):
+def test_the_documented_commands(pytester):
     """Each ``python3 -m pytest`` line of the section, in a project with one unit test and a recordings/ folder
     holding a sound log, a broken one and one with a warning."""
     for name in (SOUND, BROKEN, WARNS):
         copy_sample(name, pytester.path / "recordings")
     pytester.makepyfile(test_unit="def test_unit():\n    pass\n")
-    lines = [c for block in fenced_blocks(readme_section(), "sh") for c in commands(block)]
+    lines = [c for block in fenced_blocks(doc_text(), "sh") for c in commands(block)]
     outcomes = []
     for line in lines:
         argv = shlex.split(line)
@@ -409,9 +409,9 @@ def test_the_readme_commands(pytester):
     ]
 
 
-def test_the_readme_fixture_example(pytester):
+def test_the_documented_fixture_example(pytester):
     """The section's example test, with a recorder that leaves a broken log, then a sound one."""
-    body = block_named(README, "python", "# tests/test_sessions.py")
+    body = block_named(PYTEST_DOC, "python", "# tests/test_sessions.py")
     for name, outcome in ((BROKEN, {"failed": 1}), (SOUND, {"passed": 1})):
         recorder = textwrap.dedent(
             f"""

@@ -136,10 +136,9 @@ def test_unreadable_input_exits_2(tmp_path):
     assert _reduce(str(tmp_path / "missing.jsonl"), "--rule", "DIV001", "--output", str(tmp_path / "o")).returncode == 2
 
 
-def test_readme_worked_example_runs(tmp_path):
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## Reduce a finding to a shareable repro", 1)[1].split("\n## ", 1)[0]
-    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+def test_the_documented_worked_example_runs(tmp_path):
+    text = (ROOT / "docs" / "REDUCE.md").read_text()
+    block = text.split("```sh\n", 1)[1].split("```", 1)[0]
     commands = [line.replace("/tmp/repro", str(tmp_path / "repro")).split() for line in block.splitlines() if line]
     assert [c[:2] for c in commands] == [["inspector", "reduce"], ["inspector", "check"]]
     first = subprocess.run(

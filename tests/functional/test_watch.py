@@ -29,7 +29,7 @@ from tests.conftest import ROOT, SAMPLES
 from tests.support.logs import story_header, story_session, write_capture
 from tests.support.readme import commands, fenced_blocks, section
 
-README = ROOT / "README.md"
+CHECK_DOC = ROOT / "docs" / "CHECK.md"
 
 
 def diverge(request: dict) -> None:
@@ -309,13 +309,13 @@ class Running:
 
 
 def watch_commands() -> list[str]:
-    text = section(README.read_text(encoding="utf-8"), "## Watch a session being written")
+    text = section(CHECK_DOC.read_text(encoding="utf-8"), "## Watch a session being written")
     return [c for block in fenced_blocks(text, "sh") for c in commands(block)]
 
 
 @pytest.mark.parametrize("command", watch_commands())
-def test_the_readme_commands_through_watchfiles_and_ctrl_c(tmp_path, command):
-    """The README's command, on recordings/ while a test appends to a log in it: the new finding appears
+def test_the_documented_commands_through_watchfiles_and_ctrl_c(tmp_path, command):
+    """The documented command, on recordings/ while a test appends to a log in it: the new finding appears
     once, and Ctrl-C prints the summary and exits as the gate would."""
     recordings = tmp_path / "recordings"
     recordings.mkdir()
