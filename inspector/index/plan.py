@@ -7,6 +7,7 @@ from collections import OrderedDict
 
 import sqlite_utils
 
+from invariants.model.registry import rules_where
 from invariants.read.capture import find_capture
 from invariants.read.source import LogSource, UrlPath, is_url, log_path
 
@@ -31,6 +32,10 @@ def _within(path: str, root: str) -> bool:
 
 
 # -- planning ------------------------------------------------------------------
+
+
+# Findings replay() adds after the fold: a resumed replay does not redo them, so they are carried over.
+_CARRIED = sorted(rules_where(fires="after-fold"))
 
 
 def _previous_logs(db: sqlite_utils.Database) -> dict[str, tuple]:
@@ -155,8 +160,8 @@ def _attach_state(db: sqlite_utils.Database, task: GroupTask) -> None:
                 tuple(r)
                 for r in db.execute(
                     "SELECT rule, category, severity, seq, line, turn, step, path, file, message, detail FROM findings "
-                    "WHERE session_id = ? AND source = 'log' AND rule = 'LOG011'",
-                    [sid],
+                    f"WHERE session_id = ? AND source = 'log' AND rule IN ({', '.join('?' * len(_CARRIED))})",
+                    [sid, *_CARRIED],
                 )
             ]
     for ct in task.captures:

@@ -96,7 +96,7 @@ class Previous:
     open_steps: tuple[int, ...] = ()
     last_message_seq: int = -1
     checkpoint: bytes | None = None
-    carry: list[tuple] = field(default_factory=list)  # finding rows kept across an append (LOG011)
+    carry: list[tuple] = field(default_factory=list)  # finding rows kept across an append (fires="after-fold")
     checked_lines: int = 0  # captures: highest line already checked
     unexplained_lines: tuple[int, ...] = ()  # captures: lines to retry
 

@@ -22,13 +22,13 @@ from invariants.analysis.blame import BlameLine, blame_request
 from invariants.analysis.verdicts import one_shot_steps, verdicts
 from invariants.gate.result import CheckResult, RequestCheck, SessionSummary
 from invariants.model.findings import SEVERITY_RANK, Finding
+from invariants.model.registry import RULES
 from invariants.read.capture import Recorded
 from invariants.read.source import LogPath, UrlPath
 from invariants.replay.compare import Difference, compare
 from invariants.replay.header_fold import HeaderVersion
 from invariants.replay.model import RebuiltRequest, SessionModel, StepState
 
-TABS = ("request", "diff", "header", "prefix", "events", "findings")
 DISAGREE = "verdicts disagree"  # the timeline filter for steps where we and the harness judge a request differently
 
 STATUS_LABEL = {
@@ -42,14 +42,8 @@ STATUS_LABEL = {
 
 def finding_tab(f: Finding) -> str:
     """The tab that shows a finding best."""
-    code = f.rule
-    if code.startswith("DIV") or code in ("REQ002", "REQ003", "REQ005"):
-        return "diff"
-    if code.startswith("PFX"):
-        return "prefix"
-    if code.startswith("HDR") or code == "REQ001":
-        return "header"
-    return "events"
+    rule = RULES.get(f.rule)
+    return rule.tab if rule is not None else "events"
 
 
 @dataclass(slots=True)

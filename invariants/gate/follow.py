@@ -37,17 +37,17 @@ from invariants.gate.result import CheckOptions, CheckResult
 from invariants.gate.result_cache import revision
 from invariants.gate.unit import replay_source
 from invariants.model.findings import Finding
-from invariants.model.registry import make_finding
+from invariants.model.registry import make_finding, rules_where
 from invariants.read.capture import find_capture
 from invariants.read.discover import discover
 from invariants.read.source import LogPath, LogSource, absolute_name
 from invariants.replay.model import SessionModel
 
 TAIL_WINDOW = 4096  # bytes before the old end that must be unchanged for a resume
-POST_FOLD_RULES = ("LOG011",)  # findings replay() adds after the fold, which a resume does not redo
+POST_FOLD_RULES = rules_where(fires="after-fold")  # findings replay() adds after the fold, which a resume does not redo
 # Findings about where a log ends right now: while it is being written they come and go
 # with every append, so a watch reports them only when it stops.
-END_OF_LOG_RULES = ("LOG004", "LOG006")
+END_OF_LOG_RULES = rules_where(fires="at-end")
 
 
 @dataclass

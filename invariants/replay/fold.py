@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from invariants.model.findings import Finding
 from invariants.model.records import Event
-from invariants.model.registry import make_finding
+from invariants.model.registry import make_finding, rules_where
 from invariants.read.era import SNIFF_LINES, EraGuess, classify_header, classify_object, is_decisive, profile_for
 from invariants.read.load import ChunkRun, LogReader, event_from
 from invariants.read.profiles import PROFILES, Profile
@@ -30,7 +30,7 @@ from invariants.rules.values import CHUNK_TYPES, DELTA_CHUNK_TYPES, ValueChecker
 
 RETRY_TYPES = frozenset({"llm/retry", "llm/retry-started"})
 # What a lost header event would explain: no header in force, a delta or resume with nothing to apply to.
-HEADER_LOSS_RULES = frozenset({"REQ001", "HDR001", "HDR008", "HDR009", "HDR015"})
+HEADER_LOSS_RULES = rules_where(loses_header=True)
 COMPACTION_SUMMARY = frozenset({"compact/summary", "compaction/summary"})
 PROGRESS_BYTES = 8 << 20  # how much more of a log is folded between two calls of a replay's ``progress``
 Progress = Callable[[list[Finding], int], None]

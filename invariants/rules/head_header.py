@@ -20,11 +20,9 @@ from typing import Any, Iterable
 
 from invariants.model.findings import Finding
 from invariants.model.jsonvalue import is_safe_int, shorten
-from invariants.model.registry import make_finding
+from invariants.model.registry import make_finding, rules_where
 
-# EVT003: a fixture's sourceEventSeqs keep the seqs of the events a test trimmed away; in a projected
-# snapshot the rebuilt seqs close those gaps, so the references point at other events
-RELAXED_IN_FIXTURES = frozenset({"LOG003", "EVT003", "EVT008", "EVT010"})
+RELAXED_IN_FIXTURES = rules_where(relaxed_in_fixtures=True)
 RETIRED_HEADER_FIELDS = ("sandboxMode", "approvalPolicy")
 
 

@@ -114,6 +114,16 @@ def test_rules_command_lists_and_explains(capsys):
     assert code == 0 and "Example:" in out
 
 
+def test_rules_code_says_where_the_rule_is_raised_and_what_its_row_tells_the_ui(capsys):
+    code, out, _ = run(capsys, "rules", "DIV002")
+    assert code == 0 and "Raised in: invariants.replay.compare:_order_difference" in out
+    assert "Shown in the diff tab" in out
+    code, out, _ = run(capsys, "rules", "LOG006", "--format", "json")
+    doc = json.loads(out)
+    assert (doc["tab"], doc["fires"], doc["loses_header"]) == ("events", "at-end", False)
+    assert doc["raised_in"] == ["invariants.replay.fold:_Replay._finish"]
+
+
 def test_text_output_is_inert(capsys, tmp_path):
     from tests.support.logs import Log
 

@@ -561,3 +561,81 @@ def test_source_seqs_must_name_earlier_events_once(check_log, refs, fires):
     log = Log()
     _sourced_message(log, refs)
     assert any(f.rule == "EVT003" for f in check_log(log, None).findings) is fires
+
+
+# ---------------------------------------------------------------- a rule is a row
+def test_every_rule_is_raised_somewhere_and_every_code_raised_is_a_rule():
+    from inspector.commands.rules import raise_sites
+
+    sites = raise_sites()
+    assert set(sites) == set(RULES)
+    assert sites["DIV002"] == ("invariants.replay.compare:_order_difference",)
+    assert "invariants.replay.fold:_Replay._finish" in sites["LOG006"]
+    assert all(":" in s and s.startswith("invariants.") for where in sites.values() for s in where)
+
+
+def test_what_the_ui_and_follow_mode_know_of_a_rule_is_a_field_of_its_row():
+    from inspector.screens.state import finding_tab
+    from invariants.gate.follow import END_OF_LOG_RULES, POST_FOLD_RULES
+    from invariants.model.registry import FIRES, TABS, make_finding, rules_where
+    from invariants.replay.fold import HEADER_LOSS_RULES
+    from invariants.rules.head_header import RELAXED_IN_FIXTURES
+
+    for code, rule in RULES.items():
+        assert rule.tab in TABS and rule.fires in FIRES, code
+        assert finding_tab(make_finding(code, "m")) == rule.tab
+    assert END_OF_LOG_RULES == rules_where(fires="at-end") and "LOG006" in END_OF_LOG_RULES
+    assert POST_FOLD_RULES == rules_where(fires="after-fold") and "LOG011" in POST_FOLD_RULES
+    assert HEADER_LOSS_RULES == {c for c, r in RULES.items() if r.loses_header} and "REQ001" in HEADER_LOSS_RULES
+    assert RELAXED_IN_FIXTURES == {c for c, r in RULES.items() if r.relaxed_in_fixtures}
+
+
+def _code_lists(root) -> list[tuple[str, str, list[str]]]:
+    """Every literal tuple, list or set of rule codes and every ``startswith`` of a code prefix
+    in ``invariants/`` and ``inspector/`` (the registry aside): (module, function, codes)."""
+    import ast
+    import re
+
+    code, prefix = re.compile(r"[A-Z]{3}[0-9]{3}"), re.compile(r"[A-Z]{3}")
+    out = []
+    for package in ("invariants", "inspector"):
+        for path in sorted((root / package).rglob("*.py")):
+            module = ".".join(path.relative_to(root).with_suffix("").parts)
+            if module == "invariants.model.registry":
+                continue
+
+            def visit(node, where, module=module):
+                for child in ast.iter_child_nodes(node):
+                    inner = where
+                    if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        inner = f"{where}.{child.name}" if where else child.name
+                    elif isinstance(child, (ast.Tuple, ast.List, ast.Set)):
+                        codes = [
+                            e.value
+                            for e in child.elts
+                            if isinstance(e, ast.Constant) and isinstance(e.value, str) and code.fullmatch(e.value)
+                        ]
+                        if codes:
+                            out.append((module, where, codes))
+                    elif isinstance(child, ast.Call) and getattr(child.func, "attr", None) == "startswith":
+                        arg = child.args[0] if child.args else None
+                        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and prefix.fullmatch(arg.value):
+                            out.append((module, where, [arg.value]))
+                    visit(child, inner, module)
+
+            visit(ast.parse(path.read_text(encoding="utf-8")), "")
+    return out
+
+
+def test_no_rule_code_list_outside_the_registry_and_the_place_that_raises_it():
+    from pathlib import Path
+
+    from inspector.commands.rules import raise_sites
+
+    sites = raise_sites()
+    stray = [
+        (module, where, codes)
+        for module, where, codes in _code_lists(Path(__file__).resolve().parents[2])
+        if not all(f"{module}:{where}" in sites.get(c, ()) for c in codes)
+    ]
+    assert stray == [], "a rule's facts belong in its registry row (invariants/model/registry.py)"

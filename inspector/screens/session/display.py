@@ -23,7 +23,7 @@ from textual.widgets import TabbedContent
 
 from inspector.deeplink import At
 from inspector.messages import EventsRead, SessionLoadFailed, StepSelected
-from inspector.screens.state import STATUS_LABEL, TABS, SessionState, check_input, kept
+from inspector.screens.state import STATUS_LABEL, SessionState, check_input, kept
 from inspector.widgets.diff_view import DiffView, one_shot_blocks, verdict_line
 from inspector.widgets.document import Block, DocumentView
 from inspector.widgets.events_view import EventsView
@@ -39,6 +39,7 @@ from invariants.analysis.events_view import LineIndex, Match, read_events
 from invariants.analysis.verdicts import NOT_OURS, request_counts, verdicts
 from invariants.gate.config import Config
 from invariants.gate.result import CheckOptions
+from invariants.model.registry import TABS
 from invariants.read.source import LogSource
 
 if TYPE_CHECKING:

@@ -20,7 +20,6 @@ from textual.widgets import Footer, Input, TabbedContent, TabPane, Tabs
 from inspector.screens.session.display import TAB_TITLES
 from inspector.screens.session.export import SessionExport
 from inspector.screens.session.loading import SessionLoading
-from inspector.screens.state import TABS
 from inspector.widgets.diff_view import DiffView
 from inspector.widgets.events_view import EventsView
 from inspector.widgets.findings_view import FindingsView
@@ -31,6 +30,7 @@ from inspector.widgets.request_view import RequestView
 from inspector.widgets.status import SessionBar, StatusLine
 from inspector.widgets.timeline import Timeline
 from inspector.widgets.token_bar import TokenBar
+from invariants.model.registry import TABS
 
 
 class SessionScreen(SessionLoading, SessionExport):
