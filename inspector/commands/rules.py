@@ -109,6 +109,7 @@ def _rule_json(r, configured: dict[str, str]) -> dict:
         "fires": r.fires,
         "loses_header": r.loses_header,
         "relaxed_in_fixtures": r.relaxed_in_fixtures,
+        "unreadable_line": r.unreadable_line,
         "raised_in": list(raise_sites().get(r.code, ())),
     }
 
@@ -166,6 +167,8 @@ def _facts(r) -> list[str]:
         out.append("A lost header event explains it: after lost events it counts in the loss.")
     if r.relaxed_in_fixtures:
         out.append("In a snapshot fixture an error becomes LOG015.")
+    if r.unreadable_line:
+        out.append("A line the reader cannot read: a run of them is one finding; a log mostly of them is LOG019.")
     return out
 
 

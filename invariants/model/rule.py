@@ -21,6 +21,8 @@ class Rule:
     (no header in force, a delta or resume with nothing to apply to): after events were lost
     since the last anchor snapshot, it is counted in that loss instead of reported.
     ``relaxed_in_fixtures``: an error in a snapshot fixture (a placeholder cwd) becomes LOG015.
+    ``unreadable_line``: a line the reader cannot read as an event; a run of them is one finding,
+    and a log mostly made of them is LOG019.
     Where it is raised is found in the source (``inspector rules CODE``).
     """
 
@@ -35,3 +37,4 @@ class Rule:
     fires: str = "while-read"
     loses_header: bool = False
     relaxed_in_fixtures: bool = False
+    unreadable_line: bool = False

@@ -15,6 +15,7 @@ ROWS: list[Rule] = [
         rationale="The harness refuses to load a log with an unparsable line before its last committed turn/end; "
         "every event after it is lost to a resume.",
         example='line 12: {"type":"turn/end","seq":11,',
+        unreadable_line=True,
     ),
     Rule(
         code="LOG002",
@@ -27,6 +28,7 @@ ROWS: list[Rule] = [
         ),
         rationale="Seed loading (assertSessionEventEnvelope) rejects such a line, so the log cannot be resumed.",
         example='{"type":"turn/start","seq":"3","time":1,"data":{}}  (seq is a string)',
+        unreadable_line=True,
     ),
     Rule(
         code="LOG003",
@@ -106,6 +108,7 @@ ROWS: list[Rule] = [
         summary="A line is larger than the configured limit and was not parsed.",
         rationale="A single huge line is either corruption or an attack; skipping it keeps memory bounded.",
         example="line 88 is 60 MB",
+        unreadable_line=True,
     ),
     Rule(
         code="LOG009",
@@ -147,6 +150,7 @@ ROWS: list[Rule] = [
         summary="A packed chunk row (text-chunks, reasoning-chunks, tool-call-chunks) is malformed.",
         rationale="The harness's row decoder throws on a bad row and the log fails to load.",
         example='{"type":"text-chunks","seq0":5,"time0":1,"data":{"dt":[],"texts":[]}}',
+        unreadable_line=True,
     ),
     Rule(
         code="LOG015",

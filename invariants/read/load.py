@@ -22,7 +22,7 @@ import orjson
 from invariants.model.findings import Finding
 from invariants.model.jsonvalue import MAX_DEPTH, is_safe_int, shorten, too_deep
 from invariants.model.records import ENVELOPE_KEYS, Event, SessionHeader
-from invariants.model.registry import make_finding
+from invariants.model.registry import make_finding, rules_where
 from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem, LineRun, RawLine, RowProblem
 from invariants.read.lines import iter_source_lines
 from invariants.read.projected import PROJECTED, RUNTIME, Mixed, Projection, line_form, rebuild_value
@@ -262,7 +262,7 @@ class _Defect:
         return f"{self.message}; {self.count} damaged lines, lines {self.line}..{self.last}"
 
 
-DAMAGE = frozenset({"LOG001", "LOG002", "LOG008", "LOG012"})
+DAMAGE = frozenset(rules_where(unreadable_line=True))
 """Defects of a line that cannot be read as an event: a run of them is one finding."""
 MAX_PENDING = 256
 """Defects held at once: past it, damage is merged into the last one, so memory and output stay bounded

@@ -578,6 +578,7 @@ def test_what_the_ui_and_follow_mode_know_of_a_rule_is_a_field_of_its_row():
     from inspector.screens.state import finding_tab
     from invariants.gate.follow import END_OF_LOG_RULES, POST_FOLD_RULES
     from invariants.model.registry import FIRES, TABS, make_finding, rules_where
+    from invariants.read.load import DAMAGE
     from invariants.replay.fold import HEADER_LOSS_RULES
     from invariants.rules.head_header import RELAXED_IN_FIXTURES
 
@@ -588,6 +589,7 @@ def test_what_the_ui_and_follow_mode_know_of_a_rule_is_a_field_of_its_row():
     assert POST_FOLD_RULES == rules_where(fires="after-fold") and "LOG011" in POST_FOLD_RULES
     assert HEADER_LOSS_RULES == {c for c, r in RULES.items() if r.loses_header} and "REQ001" in HEADER_LOSS_RULES
     assert RELAXED_IN_FIXTURES == {c for c, r in RULES.items() if r.relaxed_in_fixtures}
+    assert DAMAGE == {c for c, r in RULES.items() if r.unreadable_line} and "LOG001" in DAMAGE
 
 
 def _code_lists(root) -> list[tuple[str, str, list[str]]]:
