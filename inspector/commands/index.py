@@ -132,6 +132,11 @@ def run(args: argparse.Namespace) -> int:
         print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
     for problem in stats.problems:
         fail(problem)
+    if not args.quiet and stats.notes:
+        from invariants.model.inert import inert
+
+        for note in stats.notes:
+            print(f"inspector: note: {inert(note)}", file=sys.stderr)
     if args.export is not None and stats.written:
         from inspector.index.export import ExportError, export_parquet
 

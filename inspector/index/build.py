@@ -73,7 +73,7 @@ def build_index(
     stats = IndexStats()
     db_path = str(db_path)
     roots = [input_name(p) for p in paths]
-    sources, problems = discover(roots)
+    sources, problems = discover(roots, stats.notes)
     if not sources and not os.path.lexists(db_path):  # nothing to index, nothing to prune: create nothing
         stats.problems.extend(problems)
         stats.written = False

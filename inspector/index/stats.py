@@ -24,8 +24,9 @@ class IndexStats:
     seconds: float = 0.0
     written: bool = True  # False: nothing to index and no database yet, so none was created
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # skipped on purpose (a FIFO named like a log): never a problem
 
     def summary(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k != "problems"}
+        out = {k: v for k, v in self.__dict__.items() if k not in ("problems", "notes")}
         out["problems"] = len(self.problems)
         return out

@@ -57,6 +57,7 @@ def test_index_of_a_folder_with_a_pipe_indexes_the_rest(tmp_path):
     done = _run("index", "d", "--db", "i.db", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "1 sessions" in done.stdout + done.stderr
+    assert f"inspector: note: {tmp_path / 'd' / 'pipe.jsonl'}: not a regular file; skipped" in done.stderr
 
 
 @pytest.mark.parametrize("command", [["check", "--exit-zero"], ["replay"], ["index"], ["cache-report"]])
