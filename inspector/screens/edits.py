@@ -84,7 +84,7 @@ def edit_of(difference: Any) -> Edit:
         return Edit("changed", path, [path] if path else [], [path] if path else [], source)
     kind = edit["kind"]
     exp_i, rec_i, n = edit.get("expected_index"), edit.get("recorded_index"), edit.get("count")
-    if not all(type(v) is int and v >= 0 for v in (exp_i, rec_i, n)) or not n:
+    if not (type(exp_i) is int and type(rec_i) is int and type(n) is int and exp_i >= 0 and rec_i >= 0 and n > 0):
         return Edit("changed", path, [path], [path], source)
     expected = [f"{root}[{exp_i + k}]" for k in range(n)]
     recorded = [f"{root}[{rec_i + k}]" for k in range(n)]

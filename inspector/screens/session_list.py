@@ -237,7 +237,7 @@ class SessionListScreen(Screen):
         notes: list[str] = []  # a FIFO or device named like a log: skipped, and said in the status bar
         sources, problems = discover([self.root], notes)
         problems.extend(notes)
-        problems += empty_inputs([self.root], sources)  # what `check` says of a folder without logs
+        problems += empty_inputs([check_input(self.root)], sources)  # what `check` says of a folder without logs
         heads: list[SessionRow] = []
         fresh: set[tuple[LogPath, str | None]] = set()  # rows the index answered: no live check
         for i, src in enumerate(sources):
