@@ -111,66 +111,78 @@ class InspectorApp(App):
         gc.unfreeze()
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Textual's commands, the theme, and every action the screen in front binds to a key (so the
+        palette cannot miss one: it is built from the bindings), each with its key in brackets."""
         yield from super().get_system_commands(screen)
         yield SystemCommand(
             "Dark or light theme",
-            "Switch between the dark and the light theme; remembered (t)",
+            "Switch between the dark and the light theme; remembered (T)",
             self.action_toggle_theme,
         )
-        from inspector.screens.session import SessionScreen
+        seen: set[str] = set()
+        keys: dict[str, list[str]] = {}
+        for b in getattr(screen, "BINDINGS", []):
+            if isinstance(b, Binding):
+                keys.setdefault(b.action, []).append(b.key_display or b.key)
+        for b in getattr(screen, "BINDINGS", []):
+            if not isinstance(b, Binding) or b.action in seen or b.action in PALETTE_SKIP:
+                continue
+            seen.add(b.action)
+            title, help_text = {**PALETTE, **getattr(screen, "PALETTE", {})}.get(
+                b.action, (b.description, b.description)
+            )
+            key = PALETTE_KEYS.get(b.action) or " ".join(keys[b.action])
+            yield SystemCommand(title, f"{help_text} ({key})", lambda a=b.action: screen.run_action(a))
 
-        if isinstance(screen, SessionScreen):
-            yield SystemCommand(
-                "Next finding", "Jump to the next finding: its step, its tab, its path (n)", screen.action_next_finding
-            )
-            yield SystemCommand("Previous finding", "Jump to the previous finding (N)", screen.action_previous_finding)
-            yield SystemCommand(
-                "Next resume boundary",
-                "Jump to the first step of the next loop instance (])",
-                lambda: screen.action_resume(1),
-            )
-            yield SystemCommand(
-                "Previous resume boundary",
-                "Jump to the first step of the previous loop instance ([)",
-                lambda: screen.action_resume(-1),
-            )
-            yield SystemCommand("Search", "Search message and event text (/)", screen.action_search)
-            yield SystemCommand(
-                "Filter timeline", "Show only steps with findings of one category (f)", screen.action_filter
-            )
-            yield SystemCommand(
-                "Go to producing event",
-                "Jump from the selected message to the event that produced it (e)",
-                screen.action_goto_origin,
-            )
-            yield SystemCommand(
-                "When did this change?",
-                "Jump to the event that last changed the selected header field or the prefix (w)",
-                screen.action_when_changed,
-            )
-            yield SystemCommand(
-                "Export request", "Write the rebuilt request of the step as JSON (x)", screen.action_export
-            )
-            yield SystemCommand("Help", "All keys, explained (?)", screen.action_help)
-            yield SystemCommand(
-                "Next search match", "The next event that matches the search (>)", lambda: screen.next_match(1)
-            )
-            yield SystemCommand(
-                "Previous search match", "The previous event that matches the search (<)", lambda: screen.next_match(-1)
-            )
-            for i, (tab, title) in enumerate(
-                (
-                    ("request", "Request"),
-                    ("diff", "Diff"),
-                    ("header", "Header"),
-                    ("prefix", "Prefix"),
-                    ("events", "Events"),
-                    ("findings", "Findings"),
-                )
-            ):
-                yield SystemCommand(
-                    f"{title} tab", f"Show the {title} tab ({i + 1})", lambda t=tab: screen.action_tab(t)
-                )
+
+# The command palette's words for a screen's actions (by action; the key comes from the binding).
+PALETTE: dict[str, tuple[str, str]] = {
+    "step(1)": ("Next step", "Move to the next step of the timeline"),
+    "step(-1)": ("Previous step", "Move to the previous step of the timeline"),
+    "step(10)": ("Ten steps down", "Move ten steps down the timeline"),
+    "step(-10)": ("Ten steps up", "Move ten steps up the timeline"),
+    "edge(0)": ("First step", "Move to the first step"),
+    "edge(1)": ("Last step", "Move to the last step"),
+    "next_finding": ("Next finding", "Jump to the next finding: its step, its tab, its path"),
+    "previous_finding": ("Previous finding", "Jump to the previous finding"),
+    "resume(1)": ("Next resume boundary", "Jump to the first step of the next loop instance"),
+    "resume(-1)": ("Previous resume boundary", "Jump to the first step of the previous loop instance"),
+    "search": ("Search", "Search message and event text"),
+    "match(1)": ("Next search match", "The next event that matches the search"),
+    "match(-1)": ("Previous search match", "The previous event that matches the search"),
+    "filter": ("Filter timeline", "Show only steps with findings of one category"),
+    "goto_origin": ("Go to producing event", "Jump from the selected message or difference to the event that made it"),
+    "when_changed": ("When did this change?", "Jump to the event that last changed the selected field or the prefix"),
+    "export": ("Export request", "Write the rebuilt request of the step as JSON"),
+    "repro": ("Write a repro", "Write a redacted, reduced repro of the selected finding to a new folder"),
+    "tokens": ("Token bar", "Show or hide the token bar of the step (needs the tokens extra)"),
+    "help": ("Help", "All keys, explained"),
+    "back": ("Back", "Back to the timeline; from the timeline, back to the session list"),
+    "sort": ("Sort", "Sort the sessions by the next column"),
+    "reverse": ("Reverse the sort", "Reverse the order of the sessions"),
+    "clear_filter": ("Clear filter", "Show every session again"),
+    **{
+        f"tab('{t}')": (f"{t.title()} tab", f"Show the {t.title()} tab")
+        for t in ("request", "diff", "header", "prefix", "events", "findings")
+    },
+}
+PALETTE_KEYS = {  # where a binding's key display is shared by two actions ("n/N") or is a key's name
+    "step(1)": "j ↓",
+    "step(-1)": "k ↑",
+    "step(10)": "PgDn",
+    "step(-10)": "PgUp",
+    "edge(0)": "g Home",
+    "edge(1)": "G End",
+    "next_finding": "n",
+    "previous_finding": "N",
+    "resume(1)": "]",
+    "resume(-1)": "[",
+    "match(1)": ">",
+    "match(-1)": "<",
+    "back": "Escape",
+    "clear_filter": "Escape",
+}
+PALETTE_SKIP = {"quit"}  # Textual's own "Quit" command is there
 
 
 def create_app(

@@ -1,6 +1,6 @@
 """``inspector reduce LOG --rule CODE --output DIR``: the smallest log (and capture) that still shows a finding,
 optionally redacted, with a manifest and a regression test.  Exit 0 reproduced, 1 the finding is not in the log,
-2 usage error or unreadable input.  The inputs are never written."""
+2 usage error, unreadable input or a non-empty output folder (without ``--force``).  The inputs are never written."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--captures", metavar="FILE", help="the capture file (default: the one beside the log)")
     p.add_argument("--rule", required=True, help="the rule code of the finding, e.g. DIV001")
     p.add_argument("--at", metavar="TURN.STEP|SEQ", help="which finding of that rule (default: the first)")
-    p.add_argument("--output", required=True, metavar="DIR", help="folder for the repro")
+    p.add_argument("--output", required=True, metavar="DIR", help="folder for the repro (new or empty)")
+    p.add_argument("--force", action="store_true", help="write into DIR even when it is not empty (files of the repro's names are replaced)")
     p.add_argument("--redact", action="store_true", help="pseudonymise every string the finding does not need")
     p.add_argument(
         "--as-test",
@@ -47,6 +48,10 @@ def run(args: argparse.Namespace) -> int:
     real = os.path.realpath  # never raises on a symlink loop
     if real(out) in (real(log.parent), real((captures or log).parent)):
         return fail(f"{out}: the output folder must not be the input's folder")
+    if out.exists() and not out.is_dir():
+        return fail(f"{out}: not a folder")
+    if out.is_dir() and not args.force and any(out.iterdir()):  # asked before the search, which may be long
+        return fail(f"{out}: the output folder is not empty (its files would be overwritten); --force writes anyway")
     try:
         reduction = reduce_log(
             log,
@@ -73,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from invariants.model.atomic import write_error
 
     try:
-        write_repro(reduction, out, as_test=args.as_test)
+        write_repro(reduction, out, as_test=args.as_test, into=args.force)
     except OSError as exc:
         return fail(write_error(out, "the repro", exc))
     m = reduction.manifest

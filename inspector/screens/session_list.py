@@ -34,7 +34,7 @@ from inspector.widgets.jsontext import safe
 from inspector.widgets.session_table import COLUMNS, SessionRow, SessionTable, header_text, layout, shown_path
 from inspector.widgets.status import SessionBar
 from invariants.gate.config import Config
-from invariants.gate.pipeline import check
+from invariants.gate.pipeline import check, empty_inputs
 from invariants.gate.result import CheckOptions
 from invariants.read.discover import discover
 from invariants.read.load import LogReader
@@ -46,8 +46,8 @@ SORT_KEYS = ["order"] + [key for key, _, _, _ in COLUMNS]
 def _sort_value(s: SessionRow, key: str, root: LogPath | None = None):
     if key == "order":
         return s.order
-    if key == "errors":
-        return (s.errors, s.warnings, s.infos)
+    if key == "errors":  # worst first: errors (an unreadable log counts as one), then warnings, then infos
+        return (-(s.errors or (1 if s.problem else 0)), -s.warnings, -s.infos)
     if key == "file":
         return shown_path(s, root)
     if key == "created":
@@ -112,7 +112,9 @@ class SessionListScreen(Screen):
         Binding("q", "quit", "Quit"),
     ]
 
-    sort_key: reactive[str] = reactive("order", init=False)
+    PALETTE = {"filter": ("Filter sessions", "Show only the sessions whose id, cwd or file contains a text")}
+
+    sort_key: reactive[str] = reactive("errors", init=False)  # worst first: what a newcomer looks for
     reverse: reactive[bool] = reactive(False, init=False)
     needle: reactive[str] = reactive("", init=False)
 
@@ -144,6 +146,7 @@ class SessionListScreen(Screen):
         self._opened = False
         self.finished = False
         self.elapsed: float | None = None
+        self.scan_problems: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield SessionBar(Text(f" sessions under {safe(self.root)} · looking…"), id="list-bar")
@@ -234,6 +237,7 @@ class SessionListScreen(Screen):
         notes: list[str] = []  # a FIFO or device named like a log: skipped, and said in the status bar
         sources, problems = discover([self.root], notes)
         problems.extend(notes)
+        problems += empty_inputs([check_input(self.root)], sources)  # what `check` says of a folder without logs
         heads: list[SessionRow] = []
         fresh: set[tuple[LogPath, str | None]] = set()  # rows the index answered: no live check
         for i, src in enumerate(sources):
@@ -337,15 +341,13 @@ class SessionListScreen(Screen):
         self.elapsed = message.elapsed
         if not message.count:
             table = self.query_one(SessionTable)
-            table.placeholder = "no session logs here (.jsonl, .jsonl.zstd or a session database)"
+            said = "; ".join(message.problems) or f"no session logs under {self.root}"
+            table.placeholder = f"{said} (looked for .jsonl, .jsonl.zstd and session databases)"
             table.refresh()
         self._dirty = True
         self._flush()
-        bar = Text(f" sessions under {safe(self.root)} · {message.count} session(s) checked · Enter opens one")
-        bar.append_text(self._index_note())
-        if message.problems:
-            bar.append(" · " + safe("; ".join(message.problems)), "bold #e0af68")
-        self.query_one("#list-bar", SessionBar).show(bar)
+        self.scan_problems = message.problems
+        self._draw_bar()
 
     def _flush(self) -> None:
         if not self._dirty:
@@ -362,12 +364,28 @@ class SessionListScreen(Screen):
         self.query_one(SessionTable).set_rows(
             arrange(summaries, self.sort_key, self.reverse, self.needle, self.root), top=top
         )
-        if not self.finished:
-            done = sum(1 for s in summaries if s.loaded)
-            bar = Text(f" sessions under {safe(self.root)} · checked {done} of {len(summaries)}…")
-            bar.append_text(self._index_note())
-            self.query_one("#list-bar", SessionBar).show(bar)
+        self._draw_bar()
         self._draw_header()
+
+    def _draw_bar(self) -> None:
+        """How many sessions there are, how many the filter shows, how far the check is."""
+        summaries = self.summaries.values()
+        total = len(summaries)
+        bar = Text(f" sessions under {safe(self.root)}")
+        if self.needle:
+            shown = sum(1 for s, _ in self.query_one(SessionTable).rows)
+            bar.append(f" · {shown} of {total} session{'s' if total != 1 else ''}", "bold #e0af68")
+            bar.append(f" match “{safe(self.needle)}”", "#e0af68")
+        if not self.finished:
+            bar.append(f" · checked {sum(1 for s in summaries if s.loaded)} of {total}…")
+        else:
+            if not self.needle:
+                bar.append(f" · {total} session{'s' if total != 1 else ''} checked")
+            bar.append(" · Enter opens one")
+        bar.append_text(self._index_note())
+        if self.scan_problems:
+            bar.append(" · " + safe("; ".join(self.scan_problems)), "bold #e0af68")
+        self.query_one("#list-bar", SessionBar).show(bar)
 
     def _index_note(self) -> Text:
         """Where the rows come from, when an index gave them."""
@@ -403,6 +421,7 @@ class SessionListScreen(Screen):
         shown = {COLUMNS[i][0] for i, _ in layout(table.size.width or self.size.width)}
         keys = [k for k in SORT_KEYS if k == "order" or k in shown]
         at = keys.index(self.sort_key) if self.sort_key in keys else 0
+        self.reverse = False  # each column starts in its natural order (findings: worst first)
         self.sort_key = keys[(at + 1) % len(keys)]
 
     def action_reverse(self) -> None:

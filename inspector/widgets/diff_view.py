@@ -15,10 +15,11 @@ from typing import Any
 
 from rich.text import Text
 
+from inspector.screens.edits import Edit, edit_of
 from inspector.screens.state import STATUS_LABEL, SessionState
 from inspector.widgets.difftext import ADDED_BG, EXPECTED_MARK, RECORDED_MARK, REMOVED_BG, pieces_text
 from inspector.widgets.document import Block, DocumentView
-from inspector.widgets.jsontext import NUMBER, STRING, best_line, json_lines, safe, styled
+from inspector.widgets.jsontext import NUMBER, STRING, best_line, count, json_lines, safe, styled
 from invariants.analysis.verdicts import Verdicts, verdicts
 from invariants.model.jsonvalue import MISSING, get_path
 from invariants.model.textdiff import CUT, TextDiff, diff_text, diff_values
@@ -70,6 +71,19 @@ def _values_diff(detail: dict, expected: Any, recorded: Any) -> TextDiff:
     return diff_values(expected, recorded)
 
 
+def _sides(edit: Edit, expected: dict, recorded: dict) -> tuple[Any, Any]:
+    """The two values the summary compares: the parts the edit is about (absent on the side that lacks them),
+    not whatever stands at the same position (an extra message pushes the rest aside)."""
+    e_path = edit.expected[0] if edit.expected else None
+    r_path = edit.recorded[0] if edit.recorded else None
+    if edit.kind == "changed":
+        e_path = r_path = edit.path
+    return (
+        get_path(expected, e_path) if e_path else MISSING,
+        get_path(recorded, r_path) if r_path else MISSING,
+    )
+
+
 def verdict_line(v: Verdicts) -> Text | None:
     """Our verdict beside the harness's own (``verdict``, ``shadowVerdict``), marked when they disagree."""
     if v.harness is None and v.shadow is None:
@@ -105,12 +119,14 @@ class DiffView(DocumentView):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.sources: dict[Any, int | None] = {}  # block key -> event seq it points at
+        self.edits: dict[Any, Edit] = {}  # block key of a difference -> its classification
         self.first_path: str | None = None
 
     def show(self, state: SessionState, index: int, cursor_key: Any = None) -> None:
         st = state.steps[index]
         blocks: list[Block] = []
         self.sources = {}
+        self.edits = {}
         self.first_path = None
         title = styled("Expected vs recorded", "bold")
         title.append(f" · turn {safe(st.turn)} step {safe(st.step)} · {STATUS_LABEL.get(st.status, st.status)}", "")
@@ -144,8 +160,11 @@ class DiffView(DocumentView):
             )
             blocks.append(Block(head, key=("request", r), selectable=False))
             line = verdict_line(verdicts(sd.check))
-            if line is not None:
-                blocks.append(Block(line, key=("verdict", r), selectable=False))
+            verdict = Block(line, key=("verdict", r), selectable=False) if line is not None else None
+            # the difference comes before the harness's verdict, which a narrow screen may push out of view
+            later = sd.expected is not None and bool(sd.differences)  # differences: a loop-built request
+            if verdict is not None and not later:
+                blocks.append(verdict)
             if not rec.loop_built:
                 blocks.extend(one_shot_blocks(rec))
                 continue
@@ -162,7 +181,7 @@ class DiffView(DocumentView):
                     Block(
                         Text(
                             "✓ identical to the rebuilt request "
-                            f"({len(sd.expected.request.get('messages', []))} messages)",
+                            f"({count(len(sd.expected.request.get('messages', [])), 'message')})",
                             style="green",
                         ),
                         selectable=False,
@@ -175,20 +194,26 @@ class DiffView(DocumentView):
             summary = styled("first difference at ", "bold")
             summary.append(safe(d0.path), "bold reverse #ff9e64")
             summary.append(f"  ({d0.code})", "dim")
-            where = self._where(d0.detail)
-            if where:
-                summary.append("\n" + where, "")
-            e_val, r_val = get_path(sd.expected.request, d0.path), get_path(rec.request, d0.path)
+            edit = edit_of(d0)
+            if edit.kind != "changed":
+                summary.append("\n  " + safe(edit.words()), "bold")
+            e_val, r_val = _sides(edit, sd.expected.request, rec.request)
             both = _values_diff(d0.detail, e_val, r_val)
-            if both.expected and both.expected[0].kind == CUT:  # windowed: say where the window is
-                summary.append(f"\n  first difference at character {both.offset + 1} of the value", "dim")
             summary.append("\n  expected  ", "bold")
             summary.append_text(pieces_text(both.expected, EXPECTED_MARK))
             summary.append("\n  recorded  ", "bold")
             summary.append_text(pieces_text(both.recorded, RECORDED_MARK))
+            if both.expected and both.expected[0].kind == CUT:  # windowed: say where the window is
+                summary.append(f"\n  first difference at character {both.offset + 1} of the value", "dim")
+            where = self._where(d0.detail, edit)  # last: on a narrow screen it is what gives way
+            if where:
+                summary.append("\n" + where, "")
             summary_key = ("diff", r, 0)
             blocks.append(Block(summary, key=summary_key))
-            self.sources[summary_key] = d0.detail.get("source_seq")
+            if verdict is not None:
+                blocks.append(verdict)
+            self.sources[summary_key] = edit.source
+            self.edits[summary_key] = edit
             first_key = first_key or summary_key
             if len(sd.differences) > 1:
                 blocks.append(Block(Text(f"all differences ({len(sd.differences)}):", style="bold"), selectable=False))
@@ -198,7 +223,8 @@ class DiffView(DocumentView):
                     t.append("  " + safe(d.message), "")
                     k = ("diff", r, n)
                     blocks.append(Block(t, key=k))
-                    self.sources[k] = d.detail.get("source_seq")
+                    self.edits[k] = edit_of(d)
+                    self.sources[k] = self.edits[k].source
             dd = d0.detail.get("deepdiff")
             if isinstance(dd, dict) and dd:
                 t = styled("deepdiff: ", "dim")
@@ -229,34 +255,42 @@ class DiffView(DocumentView):
                 )
             inline = _inline(d0.path, e_val, r_val, both)
             blocks.extend(
-                self._side_by_side(r, sd.expected.request, recorded, [d.path for d in sd.differences], inline)
+                self._side_by_side(r, sd.expected.request, recorded, (edit.expected[:1], edit.recorded[:1]), inline)
             )
         key = cursor_key if cursor_key is not None else first_key
         anchor = ("request", key[1]) if isinstance(key, tuple) and len(key) > 1 and key[0] in ("diff", "line") else None
         self.set_blocks(blocks, key, anchor_key=anchor)
 
     @staticmethod
-    def _where(detail: dict) -> str:
+    def _where(detail: dict, edit: Edit) -> str:
         region = detail.get("region")
-        if not region:
+        if edit.kind == "extra":  # the region and event named are those of the message it pushed aside
+            out = "  no event of the log produced it (e says so)"
+        elif not region:
             return ""
-        out = f"  in {REGION_WORDS.get(region, region)}"
-        if detail.get("message_index") is not None:
-            out += f", message {detail['message_index']}"
-        if detail.get("source_seq") is not None:
-            out += f", produced by event seq {detail['source_seq']} (e jumps there)"
+        else:
+            out = f"  in {REGION_WORDS.get(region, region)}"
+            if detail.get("message_index") is not None:
+                out += f", message {detail['message_index']}"
+            if edit.source is not None:
+                out += f", produced by event seq {edit.source} (e jumps there)"
         if detail.get("expected_count") is not None:
-            out += f" · {detail['expected_count']} messages expected, {detail.get('recorded_count')} recorded"
+            out += f" · {count(detail['expected_count'], 'message')} expected, {detail.get('recorded_count')} recorded"
         return out
 
     def _side_by_side(
-        self, r: int, expected: dict, recorded: dict, paths: list[str], inline: tuple[dict, dict] = ({}, {})
+        self,
+        r: int,
+        expected: dict,
+        recorded: dict,
+        paths: tuple[list[str], list[str]],
+        inline: tuple[dict, dict] = ({}, {}),
     ) -> list[Block]:
-        focus = tuple(paths[:1])
-        left = json_lines(expected, expand=focus, shown=inline[0])
-        right = json_lines(recorded, expand=focus, shown=inline[1])
-        marks_l = {best_line(left, p) for p in paths[:1]}
-        marks_r = {best_line(right, p) for p in paths[:1]}
+        """Both requests line by line; ``paths`` are the parts of each side the first difference is about."""
+        left = json_lines(expected, expand=tuple(paths[0] or paths[1]), shown=inline[0])
+        right = json_lines(recorded, expand=tuple(paths[1] or paths[0]), shown=inline[1])
+        marks_l = {best_line(left, p) for p in paths[0]}
+        marks_r = {best_line(right, p) for p in paths[1]}
         header = styled("expected (rebuilt from the log)", "bold underline")
         blocks = [
             Block(Text(""), selectable=False),
@@ -310,3 +344,7 @@ class DiffView(DocumentView):
 
     def source_of(self, key: Any) -> int | None:
         return self.sources.get(key)
+
+    def edit_of(self, key: Any) -> Edit | None:
+        """The classification of the difference under ``key`` (None for a line of the side-by-side)."""
+        return self.edits.get(key)

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from inspector.widgets.difftext import join_lines
 from inspector.widgets.document import Block, DocumentView
-from inspector.widgets.jsontext import json_lines, safe, styled, value_text
+from inspector.widgets.jsontext import count, json_lines, safe, styled, value_text
 from invariants.analysis.events_view import ChunkRun, RawEvent, collapse_chunks
 
 TYPE_STYLE = "bold #7dcfff"
@@ -107,7 +107,7 @@ class EventsView(DocumentView):
         n_runs = sum(1 for it in self.items if isinstance(it, ChunkRun))
         title = self.title.copy()
         title.append(
-            f" · {n_events} events"
+            f" · {count(n_events, 'event')}"
             + (f", {n_runs} chunk run{'s' if n_runs != 1 else ''} folded (Enter unfolds)" if n_runs else ""),
             "dim",
         )

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from inspector.screens.state import SessionState
 from inspector.widgets.document import Block, DocumentView
-from inspector.widgets.jsontext import safe, styled
+from inspector.widgets.jsontext import count, safe, styled
 
 SEVERITY = {
     "error": ("✗ error  ", "bold red"),
@@ -45,7 +45,7 @@ class FindingsView(DocumentView):
         c = state.counts()
         title = styled(f"{len(state.findings)} finding{'s' if len(state.findings) != 1 else ''}", "bold")
         title.append(
-            f" · {c['error']} error(s), {c['warning']} warning(s), {c['info']} info(s)"
+            f" · {count(c['error'], 'error')}, {count(c['warning'], 'warning')}, {count(c['info'], 'info')}"
             " · Enter jumps to the place; n/N step through them",
             "dim",
         )

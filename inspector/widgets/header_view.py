@@ -18,7 +18,7 @@ from rich.text import Text
 from inspector.screens.state import SessionState, describe_version
 from inspector.widgets.difftext import clip, join_lines, unified, value_as_lines, value_block
 from inspector.widgets.document import Block, DocumentView
-from inspector.widgets.jsontext import json_lines, safe, styled, value_text
+from inspector.widgets.jsontext import count, json_lines, safe, styled, value_text
 from invariants.analysis.blame import header_differences
 from invariants.replay.header_codec import changed_fields
 
@@ -111,7 +111,11 @@ class HeaderView(DocumentView):
             rec = sd.recorded
             contradicted = header_differences(diverging[1].expected, rec.request)
             if contradicted:
-                warn = styled(f"\n≠ {len(contradicted)} field(s) differ from recorded request {k + 1}", "bold #f7768e")
+                warn = styled(
+                    f"\n≠ {count(len(contradicted), 'field')} differ{'s' if len(contradicted) == 1 else ''} "
+                    f"from recorded request {k + 1}",
+                    "bold #f7768e",
+                )
                 warn.append(f" ({safe(Path(rec.file).name)}:{rec.line})", "")
                 blocks.append(Block(warn, selectable=False))
         blocks.append(Block(Text("\nfields:", style="bold"), selectable=False))
@@ -198,7 +202,7 @@ def _recorded_text(name: str, recorded: list[tuple[str, Any]]) -> Text:
         if name != key:
             out.append(f"{safe(key)}: ", "bold")
         if name in ("messagePrefix", "messageSuffix") and isinstance(value, list):
-            out.append(f"{len(value)} message(s) at its place: ", "")
+            out.append(f"{count(len(value), 'message')} at its place: ", "")
             out.append_text(value_text(value, 160))
         else:
             out.append_text(value_text(value, 200))

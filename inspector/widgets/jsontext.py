@@ -221,3 +221,8 @@ def styled(text: str, style: Any = "") -> Text:
     out = Text()
     out.append(text, style)
     return out
+
+
+def count(n: int, word: str) -> str:
+    """``1 message``, ``2 messages``: a number and its noun agreeing in number."""
+    return f"{n} {word if n == 1 else word + 's'}"

@@ -16,10 +16,11 @@ from typing import Any
 
 from rich.text import Text
 
+from inspector.screens.edits import edit_of
 from inspector.screens.state import SessionState, describe_version
 from inspector.widgets.difftext import message_body
 from inspector.widgets.document import Block, DocumentView
-from inspector.widgets.jsontext import literal, safe, styled, value_text
+from inspector.widgets.jsontext import count, literal, safe, styled, value_text
 from invariants.analysis.blame import BlameLine, marked
 
 REGIONS = {
@@ -49,11 +50,15 @@ class RequestView(DocumentView):
         self.origins = {}
         self.parts = {}
         if exp is None:
+            # cite only what the check reported at this step (REQ001 may be off, or the step did not stream)
+            here = state.step_findings.get(index, [])
+            rules = sorted({state.findings[i].rule for i in here if state.findings[i].rule.startswith("REQ")})
             blocks.append(
                 Block(
                     Text(
                         "No request header was in force when this step dispatched: "
-                        "the log cannot explain its model, system or tools (REQ001).",
+                        "the log cannot explain its model, system or tools"
+                        + (f" ({', '.join(safe(r) for r in rules)})." if rules else "."),
                         style="bold red",
                     ),
                     selectable=False,
@@ -74,7 +79,7 @@ class RequestView(DocumentView):
                 )
             )
         msgs = exp.request.get("messages", [])
-        counts = styled(f"{len(msgs)} messages: ", "dim")
+        counts = styled(f"{count(len(msgs), 'message')}: ", "dim")
         for region, n in (("prefix", exp.prefix_len), ("derived", exp.derived_len), ("suffix", exp.suffix_len)):
             bar, color, label = REGIONS[region]
             counts.append(bar, color)
@@ -84,16 +89,21 @@ class RequestView(DocumentView):
         marks: set[str] = set()
         if diverging is not None:
             k, sd = diverging
-            marks = marked(state.blame(index), [d.path for d in sd.differences])
+            edits = [edit_of(d) for d in sd.differences]
+            # the parts of this request a difference is about: an extra recorded part marks none of them
+            marks = marked(state.blame(index), [p for e in edits for p in e.expected])
             rec = sd.recorded
             n = len(marks)
-            warn = styled(f"≠ {n} part{' differs' if n == 1 else 's differ'}", "bold #f7768e")
-            warn.append(
-                f" from recorded request {k + 1} of {len(state.diffs(index))} "
-                f"({safe(Path(rec.file).name)}:{rec.line}) · marked ≠ below",
-                "",
-            )
-            blocks.append(Block(warn, selectable=False))
+            which = f"recorded request {k + 1} of {len(state.diffs(index))} ({safe(Path(rec.file).name)}:{rec.line})"
+            if n:
+                warn = styled(f"≠ {n} part{' differs' if n == 1 else 's differ'}", "bold #f7768e")
+                warn.append(f" from {which} · marked ≠ below", "")
+                blocks.append(Block(warn, selectable=False))
+            for e in edits:
+                if e.kind == "extra":
+                    extra = styled(f"≠ {which}: {safe(e.words())}", "bold #f7768e")
+                    extra.append(" · no part below made it", "")
+                    blocks.append(Block(extra, selectable=False))
         blocks.append(
             Block(
                 Text("each part names the event that produced it · Enter or e jumps there", style="dim"),

@@ -76,7 +76,7 @@ def created_text(ms: float | None, with_time: bool = True) -> str:
 
 WIDE = 130  # from this width on, the created column shows the time too
 GIVE_WAY = ("cwd", "forks", "resumes", "created", "events", "steps")  # dropped first when the table is narrow
-FLEX_MIN = 20  # narrowest a shared column (file, cwd) may be before another column gives way
+FLEX_MIN = 32  # narrowest a shared column (file, cwd) may be: a path tail that tells sessions apart
 
 
 def layout(width: int) -> list[tuple[int, int]]:
@@ -139,7 +139,8 @@ def header_text(width: int, sort_key: str, reverse: bool) -> Text:
     for i, w in layout(width):
         key, title, _, align = COLUMNS[i]
         title = "created" if key == "created" and width < WIDE else title
-        label = title + ((" ▼" if reverse else " ▲") if key == sort_key else "")
+        down = reverse != (key == "errors")  # the findings sort worst (most) first
+        label = title + ((" ▼" if down else " ▲") if key == sort_key else "")
         out.append_text(_cell(Text(label, style="bold"), w, align))
         out.append(" ")
     return out
@@ -196,13 +197,14 @@ class SessionTable(Recolored, ScrollView, can_focus=True):
         self.root = root  # file paths are shown relative to it
         self.rows: list[tuple[SessionRow, int]] = []
         self.cursor = 0
+        self.moved = False  # the user moved the cursor: until then it stays on the top (worst) row
         self.placeholder = "looking for session logs…"
 
     def set_rows(self, rows: list[tuple[SessionRow, int]], *, top: bool = False) -> None:
         """New rows; the cursor stays on its session (``top``: on the first row, after a sort) and in view."""
         current = self._key(self.rows[self.cursor][0]) if 0 <= self.cursor < len(self.rows) else None
         self.rows = rows
-        if top:
+        if top or not self.moved:
             self.cursor = 0
         else:
             self.cursor = next((i for i, (s, _) in enumerate(rows) if self._key(s) == current), 0)
@@ -256,6 +258,7 @@ class SessionTable(Recolored, ScrollView, can_focus=True):
     def action_cursor(self, delta: int) -> None:
         if not self.rows:
             return
+        self.moved = True
         self.cursor = max(0, min(len(self.rows) - 1, self.cursor + delta))
         self._keep_in_view()
         self.refresh()
@@ -270,5 +273,6 @@ class SessionTable(Recolored, ScrollView, can_focus=True):
         if 0 <= index < len(self.rows):
             if index == self.cursor and event.chain >= 2:
                 self.action_open()
+            self.moved = True
             self.cursor = index
             self.refresh()

@@ -35,13 +35,23 @@ def token_bar_text(step: Any, window: int | None, cache_read: int | None, width:
     for i in range(used, cells):
         out.append("│" if i == mark else " ", style="bold #f7768e" if i == mark else "")
     out.append("▏\n")
-    figures = " · ".join(f"{name} {n:,}" for (name, _), n in zip(PARTS, sizes))
-    out.append(f" {t.total:,} tokens ({figures})", style="bold")
-    if window:
-        out.append(f" · window {window:,}", style="#f7768e")
-    if cache_read is not None:
-        out.append(f" · cacheRead {cache_read:,} (underlined)", style="#e0af68")
+    # the words that fit the width: short ones in a narrow terminal, then the total without its parts
+    # (the bar shows them); the window and the cache read stay
+    for names, parts in ((LONG, True), (SHORT, True), (LONG, False)):
+        figures = " · ".join(f"{name} {n:,}" for name, n in zip(names[:4], sizes))
+        line = Text(f" {t.total:,} {names[4]}" + (f" ({figures})" if parts else ""), style="bold")
+        if window:
+            line.append(f" · {names[5]} {window:,}", style="#f7768e")
+        if cache_read is not None:
+            line.append(f" · {names[6]} {cache_read:,}{names[7]}", style="#e0af68")
+        if line.cell_len <= width:
+            break
+    out.append_text(line)
     return out
+
+
+LONG = ("system+tools", "prefix", "history", "new", "tokens", "window", "cacheRead", " (underlined)")
+SHORT = ("sys", "pfx", "hist", "new", "tok", "win", "cache", "")
 
 
 class TokenBar(Static):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from invariants.gate.pipeline import check
-from invariants.model.atomic import atomic_folder
+from invariants.model.atomic import atomic_folder, check_target
 from invariants.model.findings import Finding
 from invariants.reduce.logfile import LogData, ReduceInputError, read_log
 from invariants.reduce.redact import Redactor
@@ -196,16 +198,28 @@ def repro_test_name(rule: str, files: list[Path]) -> str:
     return f"test_repro_{rule.lower()}_{digest.hexdigest()[:8]}.py"
 
 
-def write_repro(reduction: Reduction, folder: Path, as_test: bool = False) -> list[Path]:
+def write_repro(reduction: Reduction, folder: Path, as_test: bool = False, into: bool = False) -> list[Path]:
     """Write the reduced log (under its original name), requests.jsonl when captures are involved, repro.json
     and, with ``as_test``, a test (:func:`repro_test_name`) into ``folder``; the files written.
 
     The folder is complete or absent: it is built beside ``folder`` under a temporary name and renamed into
     place.  An existing ``folder`` is replaced only when it is empty or an earlier repro (regular files only,
-    ``repro.json`` among them); any other is :class:`FileExistsError`, left as it is."""
+    ``repro.json`` among them); any other is :class:`FileExistsError`, left as it is, unless ``into``: then
+    the repro's files are renamed into it one by one (each whole; files of other names are left alone)."""
     folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
     if folder.exists() and not folder.is_symlink() and not _replaceable(folder):
-        raise FileExistsError(17, "exists and is not an earlier repro; choose another folder", str(folder))
+        if not into:
+            raise FileExistsError(17, "exists and is not an earlier repro; choose another folder", str(folder))
+        staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.", suffix=".repro"))
+        written = write_repro(reduction, staging, as_test)
+        try:
+            for f in written:
+                check_target(folder / f.name)  # never through a link planted at a name
+                os.replace(f, folder / f.name)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return [folder / f.name for f in written]
     with atomic_folder(folder, replace=True) as tmp:
         materialise(reduction.subject, reduction.keep, reduction.keep_lines, tmp)
         data = sorted(tmp.iterdir())

@@ -177,3 +177,19 @@ def test_max_seconds_returns_the_best_so_far_and_says_so(tmp_path):
     manifest = json.loads((out / "repro.json").read_text())
     assert manifest["timed_out"] is True and manifest["events"]["after"] == manifest["events"]["before"]
     assert "DIV001" in {f.rule for f in check(out / log.name).findings}
+
+
+def test_a_non_empty_output_folder_is_refused_unless_forced(tmp_path):
+    log = _generated(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    mine = out / "notes.txt"
+    mine.write_text("mine")
+    done = _reduce(str(log), "--rule", "DIV001", "--output", str(out))
+    assert done.returncode == 2 and "not empty" in done.stderr and "--force" in done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"] and mine.read_text() == "mine"
+    (tmp_path / "file").write_text("x")
+    assert _reduce(str(log), "--rule", "DIV001", "--output", str(tmp_path / "file")).returncode == 2
+    done = _reduce(str(log), "--rule", "DIV001", "--output", str(out), "--force")
+    assert done.returncode == 0, done.stderr
+    assert "repro.json" in {p.name for p in out.iterdir()} and mine.read_text() == "mine"

@@ -83,10 +83,10 @@ async def test_after_a_sort_the_top_row_is_highlighted_and_enter_opens_it(tmp_pa
         for _ in range(25):  # the cursor far down, the list scrolled
             await pilot.press("down")
         assert table.cursor == 25
+        await pilot.press("s")  # another column, then round to the findings again
         while screen.sort_key != "errors":
             await pilot.press("s")
-        await pilot.press("r")  # most findings first
-        await settle(pilot)
+        await settle(pilot)  # most findings first
         assert table.cursor == 0 and _highlighted_on_screen(table)
         top = table.rows[0][0]
         assert top.errors == max(errors.values())
@@ -133,6 +133,6 @@ async def test_the_findings_column_stays_at_80_columns(tmp_path, monkeypatch):
         for _ in range(len(columns) + 1):
             await pilot.press("s")
             keys.append(screen.sort_key)
-        assert keys == ["id", "file", "events", "steps", "errors", "order"]
+        assert keys == ["order", "id", "file", "steps", "errors"]
     wide = [c for c, _ in layout(198)]
     assert len(wide) == 9 and len(columns) < len(wide) and wide[-1] == columns[-1]

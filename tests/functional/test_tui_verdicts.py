@@ -44,7 +44,7 @@ async def test_our_verdict_beside_the_harnesss_and_a_filter_for_disagreements(tm
     app = create_app("story.jsonl")
     async with app.run_test(size=(140, 40)) as pilot:
         screen = await open_session(app, pilot)
-        assert "≠ 1 verdict(s) differ from the harness's" in screen.query_one(StatusLine).plain
+        assert "≠ 1 verdict differs from the harness's" in screen.query_one(StatusLine).plain
         await pilot.press("2")
         await settle(pilot)
         diff = screen.query_one(DiffView)

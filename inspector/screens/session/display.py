@@ -29,7 +29,7 @@ from inspector.widgets.document import Block, DocumentView
 from inspector.widgets.events_view import EventsView
 from inspector.widgets.findings_view import FindingsView
 from inspector.widgets.header_view import HeaderView
-from inspector.widgets.jsontext import safe, styled
+from inspector.widgets.jsontext import count, safe, styled
 from inspector.widgets.prefix_view import PrefixView
 from inspector.widgets.request_view import RequestView
 from inspector.widgets.status import SessionBar, StatusLine
@@ -116,6 +116,7 @@ class SessionDisplay(Screen):
         self.check_mode = "none"  # how the last check ran: check, or (following) full | resume | kept | none
         self._rang = False  # following: the bell rang for a new error the user has not looked at yet
         self._announced: tuple | None = None  # ... and that error (_finding_id), where n goes next
+        self._transient = False  # the status line holds a word about a jump (see say)
 
     # -- shortcuts -------------------------------------------------------------------
     @property
@@ -130,8 +131,11 @@ class SessionDisplay(Screen):
     def status(self) -> StatusLine:
         return self.query_one(StatusLine)
 
-    def say(self, text: Text | str) -> None:
+    def say(self, text: Text | str, *, transient: bool = False) -> None:
+        """Show ``text`` on the status line; a ``transient`` word (where a jump came from) goes when the user
+        moves on to another tab or back to the timeline."""
         self.status.show(text)
+        self._transient = transient
 
     @property
     def active_tab(self) -> str:
@@ -168,14 +172,18 @@ class SessionDisplay(Screen):
         if not state.findings:
             t = Text(f"✓ no findings · {request_counts(state.model.requests)}", style="green")
         else:
-            t = styled(f"{len(state.findings)} finding(s): ", "bold")
-            t.append(f"{c['error']} error(s) ", "bold red" if c["error"] else "dim")
-            t.append(f"{c['warning']} warning(s) ", "#e0af68" if c["warning"] else "dim")
-            t.append(f"{c['info']} info(s)", "#7dcfff" if c["info"] else "dim")
+            t = styled(f"{count(len(state.findings), 'finding')}: ", "bold")
+            t.append(f"{count(c['error'], 'error')} ", "bold red" if c["error"] else "dim")
+            t.append(f"{count(c['warning'], 'warning')} ", "#e0af68" if c["warning"] else "dim")
+            t.append(count(c["info"], "info"), "#7dcfff" if c["info"] else "dim")
             t.append(" · press n to jump to the first", "dim")
         disagree = sum(state.disagreeing.values())
         if disagree:
-            t.append(f" · ≠ {disagree} verdict(s) differ from the harness's (f filters the steps)", "bold #f7768e")
+            t.append(
+                f" · ≠ {count(disagree, 'verdict')} differ{'s' if disagree == 1 else ''} from the harness's"
+                " (f filters the steps)",
+                "bold #f7768e",
+            )
         self.say(t)
 
     def _update_bar(self) -> None:
@@ -197,7 +205,7 @@ class SessionDisplay(Screen):
         t.append(" │ ", "dim")
         instances, compactions = len(m.instances), len(m.compactions)
         t.append(
-            f"{m.events} events · {len(m.steps)} steps · {m.turns} turns · "
+            f"{count(m.events, 'event')} · {count(len(m.steps), 'step')} · {count(m.turns, 'turn')} · "
             f"{instances} instance{'s' if instances != 1 else ''} · "
             f"{compactions} compaction{'s' if compactions != 1 else ''} · {_recorded(m.requests)}",
             "",
@@ -265,7 +273,10 @@ class SessionDisplay(Screen):
         if visible and self.step_index not in visible:
             self.step_index = visible[0]
         self.say(
-            Text(f"timeline: {len(visible)} step(s)" + (f" with {safe(new)} findings" if new else ""), style="#7dcfff")
+            Text(
+                f"timeline: {count(len(visible), 'step')}" + (f" with {safe(new)} findings" if new else ""),
+                style="#7dcfff",
+            )
         )
 
     def on_step_selected(self, message: StepSelected) -> None:

@@ -14,7 +14,7 @@ from textual import work
 
 from inspector.screens.session.display import SessionDisplay
 from inspector.screens.state import kept
-from inspector.widgets.jsontext import safe
+from inspector.widgets.jsontext import count, safe
 from invariants.read.source import LogPath, strip_log_suffix
 
 
@@ -116,7 +116,7 @@ class SessionExport(SessionDisplay):
             return
         self.say(
             Text(
-                f"exported the rebuilt request ({len(exp.request.get('messages', []))} messages) to "
+                f"exported the rebuilt request ({count(len(exp.request.get('messages', [])), 'message')}) to "
                 f"{safe(path.resolve())}",
                 style="green",
             )

@@ -1,7 +1,8 @@
 """The session screen's workers that check the log: the first check, a huge log's preview
 (its head replayed on the first frame, its findings filled in as the whole check reads on),
-``--follow`` re-checks as the log grows (resuming the replay over the appended bytes when it
-can, :mod:`invariants.gate.follow`), and the token counts of the token bar.
+``--follow`` re-checks as the log grows (woken by the file's events through ``watchfiles``, not
+by polling; resuming the replay over the appended bytes when it can, :mod:`invariants.gate.follow`),
+and the token counts of the token bar.
 
 The check runs in a worker thread, started after the first frame is drawn, so the first
 screen appears before a large log is read; workers post messages, the screen sets its state.
@@ -12,7 +13,8 @@ from __future__ import annotations
 import gc
 import os
 import time
-from typing import Any
+from pathlib import Path
+from typing import Any, Iterator
 
 from rich.text import Text
 from textual import work
@@ -28,7 +30,7 @@ from inspector.messages import (
 from inspector.screens.session.navigation import SessionNavigation, _finding_id
 from inspector.screens.state import SessionState
 from inspector.widgets.findings_view import finding_where
-from inspector.widgets.jsontext import safe
+from inspector.widgets.jsontext import count, safe
 from inspector.widgets.token_bar import TokenBar
 from invariants.analysis.events_view import LineIndex
 from invariants.gate.pipeline import check
@@ -36,7 +38,9 @@ from invariants.gate.result import CheckResult
 from invariants.read.source import LogSource
 from invariants.replay.session import replay
 
-FOLLOW_POLL = 0.3  # seconds between looks at a followed log
+FOLLOW_POLL = 0.3  # seconds between looks at a followed log that file events cannot watch (a URL)
+FOLLOW_DEBOUNCE_MS = 50  # file events this close together are one look (a writer appends in bursts)
+FOLLOW_IDLE_MS = 2000  # with no event for this long, look anyway (a file system that drops events)
 GC_EVERY = 30.0  # seconds between full collections while following
 PREVIEW_FROM = 8 << 20  # a log this big gets a first screen from its head while the whole log is checked
 PREVIEW_BYTES = 1 << 20  # the head replayed for it: more steps than a screen shows
@@ -237,7 +241,11 @@ class SessionLoading(SessionNavigation):
         grown = state.model.events - old.model.events
         how = "resumed" if self.check_mode == "resume" else "checked"
         steps = len(state.steps) - len(old.steps)
-        t = Text(f"following: +{grown} events, {steps:+d} steps ({how} in {elapsed * 1000:.0f} ms)", style="#7dcfff")
+        t = Text(
+            f"following: +{count(grown, 'event')}, {steps:+d} step{'s' if abs(steps) != 1 else ''} "
+            f"({how} in {elapsed * 1000:.0f} ms)",
+            style="#7dcfff",
+        )
         seen = {_finding_id(f) for f in old.findings if f.severity == "error"}
         fresh = [i for i, f in enumerate(state.findings) if f.severity == "error" and _finding_id(f) not in seen]
         if fresh and not self._rang:
@@ -266,17 +274,50 @@ class SessionLoading(SessionNavigation):
             return None
         return st.st_size, st.st_mtime_ns
 
+    def _changes(self, worker: Any) -> Iterator[object]:
+        """One item each time the followed log may have changed: its folder's file events (``watchfiles``:
+        inotify, FSEvents, ...; the folder, because a log may be replaced by a rename), or, where there are
+        none to watch (a URL), a look every ``FOLLOW_POLL`` seconds.  Ends when the worker is cancelled."""
+        path = self.source.path
+        if isinstance(path, Path):
+            import watchfiles
+
+            name = path.name
+
+            def ours(_change: object, changed: str) -> bool:  # the log, or its database's write-ahead log
+                return os.path.basename(changed) in (name, name + "-wal")
+
+            class Stop:  # watchfiles stops once is_set() is true
+                def is_set(self) -> bool:
+                    return worker.is_cancelled
+
+            yield from watchfiles.watch(
+                path.parent,
+                watch_filter=ours,
+                debounce=FOLLOW_DEBOUNCE_MS,
+                stop_event=Stop(),
+                rust_timeout=FOLLOW_IDLE_MS,
+                yield_on_timeout=True,
+                recursive=False,
+                raise_interrupt=False,
+            )
+            return
+        while not worker.is_cancelled:
+            time.sleep(FOLLOW_POLL)
+            yield None
+
     @work(thread=True, exclusive=True, group="follow")
     def follow_log(self) -> None:
         worker = get_current_worker()
         last = self._stamp()
-        while not worker.is_cancelled:
-            time.sleep(FOLLOW_POLL)
+        for _ in self._changes(worker):
+            if worker.is_cancelled:
+                return
             stamp = self._stamp()
             if stamp is None or stamp == last:
                 continue
             if not self.source.compressed and not self._ends_with_newline():
-                continue  # a line is being written; look again shortly
+                continue  # a line is being written: the rest of it is another event
             last = stamp
             started = time.perf_counter()
             try:
@@ -330,3 +371,5 @@ class SessionLoading(SessionNavigation):
         if self.state is not None and message.serial == self.state.serial:
             self._tokens = message.steps
             self._show_tokens()
+            if self.status.plain == "counting tokens…":  # done: the status says where the selection is again
+                self._settle_status(force=True)

@@ -33,8 +33,10 @@ def _part_name(key: Any) -> str:
 
 
 def _finding_id(f: Any) -> tuple:
-    """What makes a finding the same one across re-checks of a growing log."""
-    return (f.rule, f.seq, f.turn, f.step, f.path, f.message)
+    """What makes a finding the same one across re-checks of a growing log: its rule, its event and (for a
+    request) its capture line; not its words or its turn and step, which a re-check may attribute anew."""
+    capture = f.detail.get("capture") if isinstance(f.detail, dict) else None
+    return (f.rule, f.seq, capture if isinstance(capture, str) else None)
 
 
 class SessionNavigation(SessionDisplay):
@@ -83,6 +85,15 @@ class SessionNavigation(SessionDisplay):
 
     def action_tab(self, tab: str) -> None:
         self.tabs.active = tab
+        self._settle_status()
+
+    def _settle_status(self, force: bool = False) -> None:
+        """Back to where the selection is, once the word about an earlier jump (or, ``force``, a finished
+        job) is stale."""
+        if not (force or self._transient):
+            return
+        if self.state is not None and 0 <= self.step_index < len(self.state.steps) and not self.previewing:
+            self._step_status(self.step_index)
 
     def action_back(self) -> None:
         search = self.query_one("#search", Input)
@@ -91,6 +102,7 @@ class SessionNavigation(SessionDisplay):
             return
         if self.focused is not self.timeline:
             self.timeline.focus()
+            self._settle_status()
             return
         if self.from_list:
             self.app.pop_screen()
@@ -203,15 +215,16 @@ class SessionNavigation(SessionDisplay):
         state = self.state
         assert state is not None
         f = state.findings[i]
+        # by priority, for a narrow terminal: the rule and its path, the sentence, then where (what is cut)
         t = styled(f"[{i + 1}/{len(state.findings)}] ", "bold")
         t.append(f"{f.severity} {f.rule}", {"error": "bold red", "warning": "bold #e0af68"}.get(f.severity, "#7dcfff"))
+        if f.path:
+            t.append(" at ", "dim")
+            t.append(safe(f.path), "bold #ff9e64")
+        t.append(": " + safe(f.message))
         where = finding_where(f)
         if where:
-            t.append(" · " + where, "dim")
-        if f.path:
-            t.append(" · at ", "dim")
-            t.append(safe(f.path), "bold #ff9e64")
-        t.append("\n" + safe(f.message))
+            t.append("\n" + where, "dim")
         self.say(t)
 
     # -- deep links (--at) --------------------------------------------------------------------------------
@@ -294,7 +307,7 @@ class SessionNavigation(SessionDisplay):
         elif same:
             self._draw_active(force=True)
         if why is not None:
-            self.say(why)
+            self.say(why, transient=True)
 
     def action_goto_origin(self) -> None:
         state = self.state
@@ -318,10 +331,19 @@ class SessionNavigation(SessionDisplay):
         elif tab == "diff":
             diff = self.query_one(DiffView)
             key = diff.selected_key
+            edit = diff.edit_of(key)
             seq = diff.source_of(key)
+            if edit is not None and seq is None:  # a difference no event made: say why
+                self.say(Text(edit.no_event(), style="#e0af68"))
+                return
             if seq is None and isinstance(key, tuple) and key and key[0] == "line":
+                if key[3] is None:  # a line only the recorded request has
+                    self.say(
+                        Text("this line is only in the recorded request: no event of the log made it", style="#e0af68")
+                    )
+                    return
                 seq = self._origin_from_path(key[2])
-            what = "the difference"
+            what = safe(edit.produced()) if edit is not None else "the difference"
         elif tab == "header":
             header = self.query_one(HeaderView)
             seq = header.target_of(header.selected_key)

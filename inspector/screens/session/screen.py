@@ -83,7 +83,7 @@ class SessionScreen(SessionLoading, SessionExport):
                     yield FindingsView(id="findings-view")
         yield StatusLine(Text(""), id="status")
         yield Input(
-            placeholder="search message and event text; Enter searches (again: next match), Escape closes", id="search"
+            placeholder="search messages and events · Enter searches (again: next) · Escape closes", id="search"
         )
         yield Footer(compact=True, show_command_palette=False)  # ctrl+p still opens it: the help says so
 
