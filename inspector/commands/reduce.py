@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rule", required=True, help="the rule code of the finding, e.g. DIV001")
     p.add_argument("--at", metavar="TURN.STEP|SEQ", help="which finding of that rule (default: the first)")
     p.add_argument("--output", required=True, metavar="DIR", help="folder for the repro (new or empty)")
-    p.add_argument("--force", action="store_true", help="write into DIR even when it is not empty (files of the repro's names are replaced)")
+    p.add_argument("--force", action="store_true", help="write into DIR even when it is not empty")
     p.add_argument("--redact", action="store_true", help="pseudonymise every string the finding does not need")
     p.add_argument(
         "--as-test",

@@ -81,7 +81,8 @@ def test_reduce_output_is_complete_or_absent_and_never_merged_into_a_foreign_fol
     assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
     out = tmp_path / "repro"
     assert main(["reduce", str(LOG), "--rule", "PFX001", "--output", str(out)]) == 0
-    assert main(["reduce", str(LOG), "--rule", "PFX001", "--output", str(out), "--as-test"]) == 0  # a re-run
+    assert main(["reduce", str(LOG), "--rule", "PFX001", "--output", str(out), "--as-test"]) == 2  # not empty
+    assert main(["reduce", str(LOG), "--rule", "PFX001", "--output", str(out), "--as-test", "--force"]) == 0
     names = sorted(p.name for p in out.iterdir())
     assert names[:2] == ["prefix-unstable.jsonl", "repro.json"] and len(names) == 3
     assert names[2].startswith("test_repro_pfx001_") and names[2].endswith(".py")
