@@ -661,10 +661,6 @@ class LogReader:
             self.events += len(objs)
             yield ChunkRun(objs, [o["data"] for o in objs], False, 0, row=raw.data), number, raw.offset
             return
-        if len(objs) == 1 and st.held is None and objs[0]["seq"] == st.expected_seq:
-            # The common case, as _accept takes it, without a generator of its own per line.
-            yield self._take(objs[0], st), number, raw.offset
-            return
         for ev in objs:
             seq = ev["seq"]
             if st.held is not None:
@@ -679,15 +675,12 @@ class LogReader:
                         st.held = _Held(ev, number, raw.offset, st.expected_seq + st.bad_since_good)
                         return
                     defects.append(_gap(number, seq, st.expected_seq))
-            yield from self._accept(ev, number, raw.offset, st)
-
-    def _accept(
-        self, ev: dict, number: int, offset: int, st: _ReadState, commits: bool = True
-    ) -> Iterator[tuple[dict, int, int]]:
-        yield self._take(ev, st, commits), number, offset
+            yield self._take(ev, st), number, raw.offset
 
     def _take(self, ev: dict, st: _ReadState, commits: bool = True) -> dict:
-        """Count ``ev`` in: the seq after it is due, and a turn/end commits the defects before it."""
+        """Accept ``ev``, the one step every accepted event goes through (the plain-line fast path,
+        :meth:`_line`, a settled held event): the seq after it is due, and a turn/end commits the
+        defects before it (``commits``: False for the line that is itself the defect)."""
         st.bad_since_good = 0
         st.skipped = None
         st.expected_seq = ev["seq"] + 1
@@ -711,11 +704,11 @@ class LogReader:
                     f"{held.due + 1}: read as seq {held.due}",
                 )
             )
-            yield from self._accept({**held.obj, "seq": held.due}, held.line, held.offset, st, commits=False)
+            yield self._take({**held.obj, "seq": held.due}, st, commits=False), held.line, held.offset
             return
         st.defects.append(_gap(held.line, seq, st.expected_seq))
         # The line with the wrong seq is the defect: a turn/end there commits nothing after it.
-        yield from self._accept(held.obj, held.line, held.offset, st, commits=False)
+        yield self._take(held.obj, st, commits=False), held.line, held.offset
 
     def _skip(self, st: _ReadState, seq: int, number: int) -> None:
         """An event whose seq does not increase is skipped; a run of them is one finding."""
