@@ -25,9 +25,9 @@ import orjson
 
 from invariants.model.jsonvalue import dumps
 from invariants.read.chunk_rows import CHUNK_ROW_TYPES, ChunkRowError, expand_row
+from invariants.read.envelope import parse_json
 from invariants.read.line_records import FrameProblem, RawLine
 from invariants.read.lines import iter_lines
-from invariants.read.load import parse_json
 from invariants.read.source import LogSource, UrlPath, log_path
 
 _STRIDE = 64  # one checkpoint every this many physical lines

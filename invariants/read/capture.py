@@ -16,9 +16,9 @@ from invariants.model.findings import Finding
 from invariants.model.jsonvalue import is_safe_int, shorten
 from invariants.model.registry import make_finding
 from invariants.read.capture_splice import split_capture
+from invariants.read.envelope import parse_json
 from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem
 from invariants.read.lines import iter_lines
-from invariants.read.load import parse_json
 from invariants.read.source import LogPath, UrlPath, local_size, log_path, strip_log_suffix
 
 if TYPE_CHECKING:  # msgspec is imported only once a capture is long enough to read typed

@@ -45,9 +45,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from invariants.read.envelope import parse_json
 from invariants.read.line_records import DEFAULT_MAX_LINE, RawLine
 from invariants.read.lines import iter_source_lines
-from invariants.read.load import parse_json
 from invariants.read.source import LogSource
 
 SNIFF_LINES = 400  # lines read before the replay takes its provisional verdict

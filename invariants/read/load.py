@@ -11,8 +11,6 @@ payloads are not kept, so memory does not grow with the number of chunks.
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -21,8 +19,19 @@ import orjson
 
 from invariants.model.findings import Finding
 from invariants.model.jsonvalue import MAX_DEPTH, is_safe_int, shorten, too_deep
-from invariants.model.records import ENVELOPE_KEYS, Event, SessionHeader
+from invariants.model.records import Event, SessionHeader
 from invariants.model.registry import make_finding, rules_where
+from invariants.read.chunk_run import ChunkRun
+from invariants.read.envelope import (
+    MAX_SAFE,
+    ROW_TYPES,
+    envelope_problem,
+    event_from,
+    header_problem,
+    is_binary,
+    is_envelope,
+    parse_json,
+)
 from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem, LineRun, RawLine, RowProblem
 from invariants.read.lines import iter_source_lines
 from invariants.read.projected import PROJECTED, RUNTIME, Mixed, Projection, line_form, rebuild_value
@@ -30,181 +39,7 @@ from invariants.read.rows_fast import expand_row_fast
 from invariants.read.source import LogSource, local_size, strip_log_suffix
 
 if TYPE_CHECKING:
-    from invariants.read.chunk_typed import TypedRun
-
-_MAX_SAFE = 2**53 - 1
-_ROW_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
-
-
-class _Reject(ValueError):
     pass
-
-
-def _reject_constant(name: str) -> Any:
-    raise _Reject(f"{name} is not JSON")
-
-
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-
-
-def parse_json(data: bytes) -> tuple[Any, str | None]:
-    """Parse one line; returns (value, None) or (None, reason)."""
-    if too_deep(data):  # before any parser: deep enough nesting crashes orjson
-        return None, f"nesting deeper than {MAX_DEPTH} levels"
-    try:
-        return orjson.loads(data), None
-    except orjson.JSONDecodeError as exc:
-        first = str(exc)
-    # orjson refuses some valid JSON (integers beyond 64 bits); let the
-    # standard parser decide, but never accept NaN/Infinity.
-    try:  # json.loads(data, parse_constant=...) without making a decoder per call
-        return _DECODER.decode(data.decode(json.detect_encoding(data), "surrogatepass")), None
-    except RecursionError:
-        return None, "nesting is too deep"
-    except (ValueError, _Reject) as exc:
-        if "recursion" in first.lower():
-            return None, "nesting is too deep"
-        return None, _short_reason(str(exc) or first)
-
-
-def _short_reason(text: str) -> str:
-    text = text.replace("\n", " ")
-    return text if len(text) < 160 else text[:157] + "…"
-
-
-def envelope_problem(obj: Any) -> str | None:
-    """Why ``obj`` is not a valid event envelope, or None."""
-    if not isinstance(obj, dict):
-        return f"line is a JSON {type(obj).__name__ if obj is not None else 'null'}, not an event object"
-    t = obj.get("type")
-    if not isinstance(t, str) or not t:
-        return "event has no string `type`"
-    extra = [k for k in obj if k not in ENVELOPE_KEYS]
-    if extra:
-        return f"{t} has unexpected envelope key(s) {', '.join(sorted(extra)[:5])}"
-    if not is_safe_int(obj.get("seq")) or obj["seq"] < 0:
-        return f"{t} has a seq that is not a safe integer >= 0: {shorten(obj.get('seq'), 40)}"
-    if "time" not in obj or not is_safe_int(obj["time"]):
-        return f"{t} has a time that is not a safe integer: {shorten(obj.get('time'), 40)}"
-    if "data" not in obj:
-        return f"{t} has no `data`"
-    if "ignorable" in obj and obj["ignorable"] is not True:
-        return f"{t} has `ignorable` other than true"
-    return None
-
-
-def header_problem(obj: Any) -> str | None:
-    """Why the first line is not a valid session header, or None."""
-    if not isinstance(obj, dict):
-        return "first line is not a JSON object"
-    if obj.get("type") != "session":
-        return f'first line has type {shorten(obj.get("type"), 40)}, not "session"'
-    if obj.get("version") != 0 or isinstance(obj.get("version"), bool):
-        return f"unsupported format version {shorten(obj.get('version'), 40)} (only 0 is known)"
-    if not isinstance(obj.get("id"), str) or not obj["id"]:
-        return "session header has no string id"
-    ca = obj.get("createdAt")
-    if not isinstance(ca, (int, float)) or isinstance(ca, bool) or (isinstance(ca, float) and not math.isfinite(ca)):
-        return "session header createdAt is not a finite number"
-    if "cwd" in obj and not isinstance(obj["cwd"], str):
-        return "session header cwd is not a string"
-    if "parentSession" in obj and not isinstance(obj["parentSession"], str):
-        return "session header parentSession is not a string"
-    if "seedLength" in obj and (not is_safe_int(obj["seedLength"]) or obj["seedLength"] < 0):
-        return "session header seedLength is not an integer >= 0"
-    if "delegationDepth" in obj and (not is_safe_int(obj["delegationDepth"]) or obj["delegationDepth"] < 0):
-        return "session header delegationDepth is not an integer >= 0"
-    return None
-
-
-class ChunkRun:
-    """Consecutive plain ``assistant/chunk`` envelopes, validated as a run.
-
-    Envelope and seq checks are done; the contract checks (open turn/step) are
-    the replay's, which may fall back to event-by-event handling.  A run the
-    typed decoder took (``typed``, see :mod:`invariants.read.chunk_typed`)
-    keeps its raw ``lines`` and parses an event only when one is asked for.
-    A run held before it is folded (the era sniff reads ahead) is
-    :meth:`compact`: its events are parsed again from its ``lines`` or its
-    packed ``row`` when asked for, so what is held does not grow with the
-    number of chunks a row packs.
-    """
-
-    __slots__ = ("_objs", "_datas", "maybe_usage", "line_step", "lines", "typed", "row", "_n")
-
-    def __init__(
-        self,
-        objs: list[dict] | None,
-        datas: list | None,
-        maybe_usage: bool = True,
-        line_step: int = 1,
-        lines: list[bytes] | None = None,
-        typed: TypedRun | None = None,
-        row: bytes | None = None,
-    ) -> None:
-        self._objs, self._datas = objs, datas
-        self.maybe_usage = maybe_usage  # False only when no usage chunk can be in the run
-        self.line_step = line_step  # 1: one event per physical line; 0: the members of one packed row
-        self.lines = lines
-        self.typed = typed
-        self.row = row  # the packed row's line, its events expanded from it
-        self._n = len(objs) if objs is not None else len(lines or ())
-
-    def __len__(self) -> int:
-        return self._n
-
-    def compact(self) -> None:
-        """Drop the parsed events if they can be had again (from the raw lines or the packed row)."""
-        if self.lines is not None or self.row is not None:
-            self._objs = self._datas = None
-
-    @property
-    def objs(self) -> list[dict]:
-        if self._objs is None:
-            self._objs = _row_events(self.row) if self.row is not None else _parse_run(self.lines or [])
-        return self._objs
-
-    @property
-    def datas(self) -> list:
-        if self._datas is None:
-            self._datas = [o["data"] for o in self.objs]
-        return self._datas
-
-    def seq(self, i: int) -> int:
-        """The seq of event ``i`` (a typed run's seqs are contiguous, checked by its decoder)."""
-        if self.typed is not None:
-            return self.typed.first_seq + i % len(self)
-        return self.objs[i]["seq"]
-
-    def events(self, indices: list[int]) -> list[dict]:
-        """Events ``indices`` of the run, parsed in one pass when the run was not."""
-        if self._objs is not None or self.row is not None:
-            return [self.objs[i] for i in indices]
-        lines = self.lines or []
-        return _parse_run([lines[i] for i in indices])
-
-    def event(self, i: int) -> dict:
-        """Event ``i`` of the run, parsed alone when the run was not."""
-        if self._objs is not None or self.row is not None:
-            return self.objs[i]
-        return _parse_run([self.lines[i]])[0]  # type: ignore[index]
-
-
-def _parse_run(lines: list[bytes]) -> list[dict]:
-    """The events of lines the typed decoder accepted, as the general path parses them."""
-    try:
-        return orjson.loads(b"[" + b",".join(lines) + b"]")
-    except orjson.JSONDecodeError:  # a number orjson refuses (the general path then asks json)
-        return [parse_json(line)[0] for line in lines]
-
-
-def _row_events(line: bytes) -> list[dict]:
-    """The events of a packed row's line that was read before (so it parses and expands)."""
-    from invariants.read.chunk_rows import expand_row
-
-    row = parse_json(line)[0]
-    return expand_row_fast(row) or expand_row(row)
-
 
 TYPED_AFTER = 8192
 """Chunk lines a reader sees in runs before it decodes runs typed: importing msgspec
@@ -481,7 +316,7 @@ class LogReader:
                 self.damaged_lines = (self.damaged_lines[0], raw.number)
             if d.code == "LOG002":
                 self.foreign_lines += 1
-            if not self.binary and _binary(raw.data):
+            if not self.binary and is_binary(raw.data):
                 self.binary = True
         last = defects[-1] if defects else None
         if last is not None and last.code in DAMAGE and (last.last == d.line - 1 or len(defects) >= MAX_PENDING):
@@ -568,9 +403,9 @@ class LogReader:
             or seqs[-1] != expected_seq + n - 1
             or seqs != list(range(expected_seq, expected_seq + n))
             or set(map(type, times)) != {int}
-            or min(times) < -_MAX_SAFE
-            or max(times) > _MAX_SAFE
-            or seqs[-1] > _MAX_SAFE
+            or min(times) < -MAX_SAFE
+            or max(times) > MAX_SAFE
+            or seqs[-1] > MAX_SAFE
         ):
             return None
         return ChunkRun(objs, datas, b'"type":"usage"' in joined, 1, raw.lines)
@@ -586,7 +421,7 @@ class LogReader:
             obj = orjson.loads(data)
         except ValueError:
             return None
-        if not (_is_envelope(obj) and obj["seq"] == st.expected_seq):
+        if not (is_envelope(obj) and obj["seq"] == st.expected_seq):
             return None
         return self._take(obj, st)
 
@@ -623,14 +458,14 @@ class LogReader:
                 )
                 st.bad_since_good += 1
                 return
-        if not _is_envelope(obj) and self.form == RUNTIME and line_form(obj) == PROJECTED:
+        if not is_envelope(obj) and self.form == RUNTIME and line_form(obj) == PROJECTED:
             rebuilt = rebuild_value(obj, st.expected_seq + st.bad_since_good)
-            if _is_envelope(rebuilt) or rebuilt["type"] in _ROW_TYPES:
+            if is_envelope(rebuilt) or rebuilt["type"] in ROW_TYPES:
                 self._other_form(PROJECTED, number, st.expected_seq + st.bad_since_good)
                 obj = rebuilt
-        if _is_envelope(obj):
+        if is_envelope(obj):
             objs: Any = (obj,)
-        elif isinstance(obj, dict) and "seq0" in obj and type(obj.get("type")) is str and obj["type"] in _ROW_TYPES:
+        elif isinstance(obj, dict) and "seq0" in obj and type(obj.get("type")) is str and obj["type"] in ROW_TYPES:
             objs = self._expand_row(obj, raw, defects)
             if objs is None:
                 st.bad_since_good += 1
@@ -747,7 +582,7 @@ class LogReader:
         self.header_problem = problem
         if err is not None and not raw.oversized:
             self.header_damaged = True
-            if _binary(raw.data):
+            if is_binary(raw.data):
                 self.binary = True
         if problem is None and isinstance(obj, dict):  # header_problem accepts only an object
             self.header = SessionHeader(
@@ -789,51 +624,5 @@ class LogReader:
         return expanded
 
 
-def _is_envelope(obj: Any) -> bool:
-    """Whether a parsed line is one event's envelope, as the harness writes it (a packed row is not)."""
-    return (
-        type(obj) is dict
-        and ENVELOPE_KEYS.issuperset(obj)
-        and type(obj.get("type")) is str
-        and type(obj.get("seq")) is int
-        and 0 <= obj["seq"] <= _MAX_SAFE
-        and type(obj.get("time")) is int
-        and -_MAX_SAFE <= obj["time"] <= _MAX_SAFE
-        and "data" in obj
-        and obj.get("ignorable", True) is True
-        and bool(obj["type"])
-    )
-
-
-def _binary(data: bytes) -> bool:
-    """Whether a line is not text: a NUL byte, or bytes that are not UTF-8."""
-    if b"\x00" in data:
-        return True
-    if data.isascii():
-        return False
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return False
-
-
 def _gap(line: int, seq: int, expected: int) -> _Defect:
     return _Defect("LOG003", line, seq, f"seq {seq} follows seq {expected - 1}: {seq - expected} event(s) missing")
-
-
-def event_from(obj: dict, line: int, offset: int = -1) -> Event:
-    """An :class:`Event` for a validated envelope object."""
-    return Event(
-        obj["type"],
-        obj["seq"],
-        obj["time"],
-        obj["data"],
-        obj.get("surfaceOp"),
-        obj.get("sourceEventSeqs"),
-        obj.get("ignorable", False) is True,
-        line,
-        "surfaceOp" in obj,
-        "sourceEventSeqs" in obj,
-        offset,
-    )

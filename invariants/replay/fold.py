@@ -17,8 +17,10 @@ from typing import Any, Callable, Iterable, Iterator
 from invariants.model.findings import Finding
 from invariants.model.records import Event
 from invariants.model.registry import make_finding, rules_where
+from invariants.read.chunk_run import ChunkRun
+from invariants.read.envelope import event_from
 from invariants.read.era import SNIFF_LINES, EraGuess, classify_header, classify_object, is_decisive, profile_for
-from invariants.read.load import ChunkRun, LogReader, event_from
+from invariants.read.load import LogReader
 from invariants.read.profiles import PROFILES, Profile
 from invariants.replay.derive import PROJECTIONS, LegacyIds, project
 from invariants.replay.header_fold import HeaderFold

@@ -11,7 +11,8 @@ import tracemalloc
 from pathlib import Path
 
 from invariants import check
-from invariants.read.load import ChunkRun, LogReader
+from invariants.read.chunk_run import ChunkRun
+from invariants.read.load import LogReader
 from invariants.simulate.convert import convert_log
 from tests.support.logs import Log
 
