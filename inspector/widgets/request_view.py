@@ -22,6 +22,7 @@ from inspector.widgets.difftext import message_body
 from inspector.widgets.document import Block, DocumentView
 from inspector.widgets.jsontext import count, literal, safe, styled, value_text
 from invariants.analysis.blame import BlameLine, marked
+from invariants.model.registry import RULES
 
 REGIONS = {
     "prefix": ("▌", "#bb9af7", "prefix"),
@@ -52,7 +53,9 @@ class RequestView(DocumentView):
         if exp is None:
             # cite only what the check reported at this step (REQ001 may be off, or the step did not stream)
             here = state.step_findings.get(index, [])
-            rules = sorted({state.findings[i].rule for i in here if state.findings[i].rule.startswith("REQ")})
+            rules = sorted(
+                {f.rule for f in (state.findings[i] for i in here) if _category(f.rule) == "unexplained-request"}
+            )
             blocks.append(
                 Block(
                     Text(
@@ -183,3 +186,9 @@ def _part_text(path: str, value: Any, differs: bool) -> Text:
     else:
         out.append_text(value_text(value, 200))
     return out
+
+
+def _category(code: str) -> str | None:
+    """The registry's category of a rule code (None for a code the registry does not know)."""
+    rule = RULES.get(code)
+    return rule.category if rule is not None else None
