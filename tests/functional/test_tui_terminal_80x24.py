@@ -42,7 +42,7 @@ def test_the_list_and_the_session_screen_at_80x24(two_same_named):
         assert "t02/req-check.jsonl" in rows[0] and "✗2" in rows[0]  # the worst first, its folder shown
         assert "t04/req-bare.jsonl" in rows[1]
         pane.keys("Enter")
-        shown = pane.wait("req-check", "✗2", "q Quit")
+        shown = pane.wait("Findings 3", "✗2", "q Quit")  # the session screen (the list also shows ✗2)
         assert "? Help" in shown.splitlines()[-1]
         pane.keys("n")
         shown = pane.wait("[1/3] error DIV001 at messages[0]", "expected  <absent>")
