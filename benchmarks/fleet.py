@@ -34,12 +34,37 @@ sys.path.insert(0, str(ROOT))
 from invariants.simulate.large import generate_large  # noqa: E402
 
 
-def make_root(root: Path, sessions: int) -> None:
+def make_root(root: Path, sessions: int, events: int = 120, steps: int = 3, templates: int = 0) -> None:
+    """``sessions`` folders in the harness layout, a capture in every fourth.  ``templates`` > 0: that many
+    distinct sessions are generated (a multiple of 4) and the rest are hard links to them (a 100,000-session root then costs
+    the disk of ``templates`` sessions; every folder is still listed, stat'ed and read)."""
+    made: list[Path] = []
     for i in range(sessions):
-        folder = root / f"--home-dev-project-{i % 7}--" / f"fleet-{i:05d}"
+        folder = root / f"--home-dev-project-{i % 7}--" / f"fleet-{i:06d}"
         folder.mkdir(parents=True, exist_ok=True)
-        capture = folder / "requests.jsonl" if i % 4 == 0 else None
-        generate_large(folder / "session.jsonl", capture, events=120, steps=3, seed=i)
+        if templates and i >= templates:
+            src = made[i % templates]
+            os.link(src / "session.jsonl", folder / "session.jsonl")
+            if i % 4 == 0:
+                os.link(src / "requests.jsonl", folder / "requests.jsonl")
+            continue
+        generate_large(folder / "session.jsonl", folder / "requests.jsonl", events=events, steps=steps, seed=i)
+        made.append(folder)
+        if i % 4:
+            (folder / "requests.jsonl").unlink()
+
+
+def small_sessions() -> None:
+    """Make :func:`generate_large` write small sessions (~30 events: one turn, short replies) for the
+    100,000-session root, so it fits the disk and a run fits an afternoon."""
+    import random
+
+    from invariants.simulate import seed_era
+
+    def reply(rng: random.Random, final: bool) -> seed_era.Reply:
+        return seed_era.Reply(reasoning=seed_era._prose(rng, rng.randint(2, 4)), text=seed_era._prose(rng, 2))
+
+    seed_era._large_reply = reply
 
 
 def run(argv: list[str]) -> tuple[float, float, float, bytes, int]:

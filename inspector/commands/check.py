@@ -168,14 +168,28 @@ def _written_input(args: argparse.Namespace) -> str | None:
     if not targets:
         return None
     from invariants.read.capture import find_capture
-    from invariants.read.discover import discover
+    from invariants.read.discover import iter_discover
 
-    sources, _ = discover(args.paths)
-    inputs = {_real(s.path) for s in sources} | {_real(c) for c in args.captures or []}
-    inputs |= {_real(c) for s in sources if s.member is None and (c := find_capture(s.path)) is not None}
-    inodes = {ino for p in inputs if (ino := _inode(p)) is not None}
+    # The inputs are streamed past the few targets (a root of a million logs is never listed).
+    wanted = {_real(t) for _, t in targets}
+    inodes = {ino for _, t in targets if (ino := _inode(Path(t))) is not None}
+    hit: set = set()
+
+    def see(p) -> None:
+        r = _real(p)
+        if r in wanted:
+            hit.add(r)
+        if inodes and (ino := _inode(p)) in inodes:  # a hard link is the same file
+            hit.add(ino)
+
+    for c in args.captures or []:
+        see(c)
+    for s in iter_discover(args.paths, []):
+        see(s.path)
+        if s.member is None and (c := find_capture(s.path)) is not None:
+            see(c)
     for flag, target in targets:
-        if _real(target) in inputs or _inode(Path(target)) in inodes:  # a hard link is the same file
+        if _real(target) in hit or _inode(Path(target)) in hit:
             return f"{flag} {target}: that is one of the inputs; logs and captures are never written"
     return None
 
@@ -231,9 +245,9 @@ def run(args: argparse.Namespace) -> int:
     from invariants import __version__
     from invariants.gate.baseline import BaselineError
     from invariants.gate.config import ConfigError
-    from invariants.gate.formats import MACHINE_FORMATS, ReportContext, render, statistics_text
+    from invariants.gate.formats import MACHINE_FORMATS, ReportContext, statistics_text, write
     from invariants.gate.ledger import LedgerError
-    from invariants.gate.pipeline import RunStats, check
+    from invariants.gate.pipeline import RunStats, check_report
     from invariants.gate.report import requests_phrase
     from invariants.gate.result import CheckOptions
 
@@ -289,7 +303,7 @@ def run(args: argparse.Namespace) -> int:
             except SchedulerError as exc:
                 return fail(str(exc))
         try:
-            result = check(
+            result = check_report(
                 args.paths,
                 CheckOptions(captures=args.captures, profile=cfg.profile, tokens=tokens),
                 config=cfg,
@@ -314,7 +328,7 @@ def run(args: argparse.Namespace) -> int:
         from invariants.gate.baseline import write_baseline
 
         try:
-            n = write_baseline(args.write_baseline, result.findings, __version__)
+            n = write_baseline(args.write_baseline, list(result.findings()), __version__)
         except OSError as exc:
             from invariants.model.atomic import write_error
 
@@ -331,16 +345,19 @@ def run(args: argparse.Namespace) -> int:
         base_dir=report_root(args, cfg),
         tool_version=__version__,
     )
-    text = render(result, fmt, ctx)
     if args.output:
-        from invariants.model.atomic import write_atomic, write_error
+        from invariants.model.atomic import atomic_file, write_error
 
         try:
-            write_atomic(args.output, text + "\n" if text else "")
+            with atomic_file(args.output) as fh:  # the report streamed into the temporary file, renamed
+                write(result, fmt, ctx, fh.write)
         except OSError as exc:
+            result.close()
             return fail(write_error(args.output, "report", exc))
-    elif text:
-        sys.stdout.write(text + "\n")
+    else:
+        write(result, fmt, ctx, sys.stdout.write)
+        sys.stdout.flush()
+    result.close()
 
     if not args.quiet and (fmt in MACHINE_FORMATS or args.output):
         s = result.summary()

@@ -187,12 +187,13 @@ class BaselineOutcome:
     suppressed: int  # findings the baseline absorbed
     stale: list[dict[str, Any]] = field(default_factory=list)  # entries of checked files that no longer occur
     unchecked: int = 0  # entries whose file was not checked in this run
+    count: int | None = None  # how many new findings, when a streamed run did not keep ``new``
 
     def to_json(self) -> dict[str, Any]:
         return {
             "file": self.file,
             "suppressed": self.suppressed,
-            "new": len(self.new),
+            "new": len(self.new) if self.count is None else self.count,
             "stale": self.stale,
             "unchecked": self.unchecked,
         }
@@ -209,31 +210,68 @@ def apply_baseline(
     of a checked file that no longer occurs; entries of other files are only
     counted.
     """
-    root = _root_of(file)
-    budget: Counter = Counter(_entry_key(e) for e in entries)
-    new: list[Finding] = []
-    suppressed = 0
-    for f in findings:
-        k = _finding_key(f, root)
-        if budget[k] > 0:
-            budget[k] -= 1
-            suppressed += 1
-        else:
-            new.append(f)
-    checked_files = {relative_file(c, root) for c in checked}
-    stale: list[dict[str, Any]] = []
-    unchecked = 0
-    left = Counter(budget)
-    for e in sorted(entries, key=_entry_sort_key):
-        k = _entry_key(e)
-        if left[k] <= 0:
-            continue
-        left[k] -= 1
-        if k[0] in checked_files:
-            stale.append(e)
-        else:
-            unchecked += 1
-    return BaselineOutcome(file, new, suppressed, stale, unchecked)
+    matcher = BaselineMatcher(entries, file)
+    new = [f for f in findings if not matcher.take(f)]
+    for c in checked:
+        matcher.saw(c)
+    return matcher.outcome(new)
+
+
+class BaselineMatcher:
+    """:func:`apply_baseline` one finding at a time (in report order), for a run that streams its report:
+    :meth:`take` each finding, :meth:`saw` (or :meth:`saw_session`) each file the run looked at."""
+
+    def __init__(self, entries: list[dict[str, Any]], file: str = "") -> None:
+        self.entries = entries
+        self.file = file
+        self.root = _root_of(file)
+        self.budget: Counter = Counter(_entry_key(e) for e in entries)
+        self.entry_files = {k[0] for k in self.budget}
+        self.checked_files: set[str] = set()  # only the files some entry names: a stale entry is one of them
+        self.suppressed = 0
+
+    def take(self, f: Finding) -> bool:
+        """Whether the baseline absorbs ``f`` (one entry absorbs one finding)."""
+        k = _finding_key(f, self.root)
+        if self.budget[k] > 0:
+            self.budget[k] -= 1
+            self.suppressed += 1
+            return True
+        return False
+
+    def saw(self, owner: Any) -> None:
+        """The run looked at ``owner`` (a log, ``db#session``, a capture file)."""
+        rel = relative_file(_absolute(owner), self.root)
+        if rel in self.entry_files:
+            self.checked_files.add(rel)
+
+    def saw_session(self, m: Any) -> None:
+        """A checked session: its file and the capture beside it (:func:`checked_owners`)."""
+        from invariants.read.capture import find_capture
+
+        self.saw(m.file)
+        cp = find_capture(m.source.path)
+        if cp is not None:
+            self.saw(cp)
+
+    def outcome(self, new: list[Finding] | None, count: int | None = None) -> BaselineOutcome:
+        """What the baseline did; ``new`` the findings it did not absorb (None: a streamed run kept only
+        their ``count``)."""
+        stale: list[dict[str, Any]] = []
+        unchecked = 0
+        left = Counter(self.budget)
+        for e in sorted(self.entries, key=_entry_sort_key):
+            k = _entry_key(e)
+            if left[k] <= 0:
+                continue
+            left[k] -= 1
+            if k[0] in self.checked_files:
+                stale.append(e)
+            else:
+                unchecked += 1
+        if new is not None:
+            return BaselineOutcome(self.file, new, self.suppressed, stale, unchecked)
+        return BaselineOutcome(self.file, [], self.suppressed, stale, unchecked, count)
 
 
 def checked_owners(

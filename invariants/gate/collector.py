@@ -8,6 +8,12 @@ in the youngest generation (a third of a large check, and another pass at
 interpreter exit).  So the run's objects are frozen (``gc.freeze``) instead:
 no collection ever scans them, and reference counting still frees them.
 
+A replayed session is itself cyclic (its model, steps, reader and tracer
+refer to each other), so a run of many small units would keep every unit's
+model until the end: :func:`collect_young` after each unit frees them,
+scanning only what was allocated since the last unit (the young
+generation), never what the run keeps.
+
 Cyclic garbage among frozen objects is only freed by a full collection.  A
 long-lived process (the TUI, an index build) runs many checks, so a run
 starts with one whenever the frozen heap has doubled since the last: the
@@ -43,3 +49,9 @@ def collector_paused() -> Iterator[None]:
         if was:
             gc.freeze()
             gc.enable()
+
+
+def collect_young() -> None:
+    """Free the cyclic garbage of the unit just checked (the youngest generation only), when paused."""
+    if not gc.isenabled():
+        gc.collect(0)

@@ -11,7 +11,8 @@ stand in.
 from __future__ import annotations
 
 import os
-from typing import Callable, Protocol, Sequence, TypeVar
+from itertools import chain, islice
+from typing import Callable, Iterable, Iterator, Protocol, Sequence, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -23,6 +24,18 @@ class Executor(Protocol):
     def map(self, fn: Callable[[T], R], items: Sequence[T], costs: Sequence[int] | None = None) -> list[R]: ...
 
 
+def completed(
+    executor: Executor, fn: Callable[[T], R], items: Iterable[T], costs: Sequence[int] | None = None
+) -> Iterator[tuple[int, R]]:
+    """``(item index, result)`` as the executor finishes them: its ``imap`` when it has one (the results
+    stream back, none is held for the others), else its ``map`` in item order."""
+    imap = getattr(executor, "imap", None)
+    if imap is not None:
+        yield from imap(fn, items, costs)
+    else:
+        yield from enumerate(executor.map(fn, items if isinstance(items, Sequence) else list(items), costs))
+
+
 class SerialExecutor:
     """Every item in this process, one after the other."""
 
@@ -30,6 +43,12 @@ class SerialExecutor:
 
     def map(self, fn: Callable[[T], R], items: Sequence[T], costs: Sequence[int] | None = None) -> list[R]:
         return [fn(x) for x in items]
+
+    def imap(
+        self, fn: Callable[[T], R], items: Iterable[T], costs: Sequence[int] | None = None
+    ) -> Iterator[tuple[int, R]]:
+        for i, x in enumerate(items):
+            yield i, fn(x)
 
 
 class ProcessExecutor:
@@ -45,19 +64,106 @@ class ProcessExecutor:
         self.jobs = max(1, jobs)
 
     def map(self, fn: Callable[[T], R], items: Sequence[T], costs: Sequence[int] | None = None) -> list[R]:
-        if self.jobs == 1 or len(items) <= 1:
-            return [fn(x) for x in items]
-        from concurrent.futures import ProcessPoolExecutor  # not on a serial run's import path
-
-        workers = min(self.jobs, len(items))
-        batches = batches_by_cost(list(costs) if costs is not None else [1] * len(items), workers)
         out: list = [None] * len(items)
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(_apply, fn, [items[i] for i in batch]) for batch in batches]
-            for batch, future in zip(batches, futures):
-                for i, result in zip(batch, future.result()):
-                    out[i] = result
+        for i, result in self.imap(fn, items, costs):
+            out[i] = result
         return out
+
+    def imap(
+        self, fn: Callable[[T], R], items: Iterable[T], costs: Sequence[int] | None = None
+    ) -> Iterator[tuple[int, R]]:
+        """``(index, result)`` as batches finish; ``items`` may be a stream (read as batches are sent).
+
+        At most ``jobs * AHEAD`` batches are out at a time, and none starts more than that many
+        batches past the oldest unfinished one, so the caller's reorder window holds a few batches,
+        never the run."""
+        head, rest = _head(items, self.jobs * AHEAD * BATCH_MAX)
+        if self.jobs == 1 or (rest is None and len(head) <= 1):
+            for i, x in enumerate(chain(head, rest or ())):
+                yield i, fn(x)
+            return
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait  # not on a serial run's path
+
+        workers = self.jobs if rest is not None else min(self.jobs, len(head))
+        batches = _batches(head, rest, costs, workers)
+        ahead = workers * AHEAD
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            running: dict = {}
+            done: set[int] = set()
+            oldest = 0  # the first batch not yet given back
+            k = 0
+            more = True
+            while more or running:
+                while more and k - oldest < ahead:
+                    batch = next(batches, None)
+                    if batch is None:
+                        more = False
+                        break
+                    running[pool.submit(_apply, fn, [x for _, x in batch])] = (k, [i for i, _ in batch])
+                    k += 1
+                if not running:
+                    break
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    b, indexes = running.pop(future)
+                    yield from zip(indexes, future.result())
+                    done.add(b)
+                while oldest in done:
+                    done.discard(oldest)
+                    oldest += 1
+
+
+def _head(items: Iterable[T], n: int) -> tuple[list[T], Iterator[T] | None]:
+    """The first ``n`` items, and the rest (None when there is no more: the whole run is known)."""
+    if isinstance(items, Sequence):
+        return list(items), None
+    it = iter(items)
+    head = list(islice(it, n))
+    if len(head) < n:
+        return head, None
+    return head, it
+
+
+def _batches(
+    head: list[T], rest: Iterator[T] | None, costs: Sequence[int] | None, workers: int
+) -> Iterator[list[tuple[int, T]]]:
+    """Batches of ``(index, item)``: a known run split by :func:`batches_in_order`; a stream in
+    :data:`BATCH_MAX` consecutive items."""
+    if rest is None:
+        for indexes in batches_in_order(list(costs) if costs is not None else [1] * len(head), workers):
+            yield [(i, head[i]) for i in indexes]
+        return
+    numbered: Iterator[tuple[int, T]] = enumerate(chain(head, rest))
+    while batch := list(islice(numbered, BATCH_MAX)):
+        yield batch
+
+
+AHEAD = 4  # batches per worker in flight (and the reorder window's reach, in batches)
+BATCH_MAX = 64  # items per batch at most: a batch's results come back (and are held) together
+
+
+def batches_in_order(costs: list[int], workers: int, per_worker: int = 4) -> list[list[int]]:
+    """Item indexes in batches of consecutive items (the report's order, so the reorder window stays
+    small), each closing at ``1 / (workers * per_worker)`` of the total cost or :data:`BATCH_MAX` items;
+    an item costlier than a batch's share is a batch of its own and goes first, so no worker is left
+    with a big folder at the end."""
+    target = max(1, sum(costs) // (workers * per_worker))
+    big = [[i] for i in sorted(range(len(costs)), key=lambda i: -costs[i]) if costs[i] >= target]
+    bigs = {b[0] for b in big}
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    weight = 0
+    for i, c in enumerate(costs):
+        if i in bigs:
+            continue
+        batch.append(i)
+        weight += c
+        if weight >= target or len(batch) >= BATCH_MAX:
+            batches.append(batch)
+            batch, weight = [], 0
+    if batch:
+        batches.append(batch)
+    return big + batches
 
 
 def batches_by_cost(costs: list[int], workers: int, per_worker: int = 4) -> list[list[int]]:

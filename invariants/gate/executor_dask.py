@@ -25,7 +25,8 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence, TextIO, TypeVar
+from itertools import chain, islice
+from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO, TypeVar
 
 from invariants.gate.unit import lost_result
 
@@ -60,45 +61,92 @@ class DaskExecutor:
         self.jobs = max(1, sum(client.nthreads().values()))
 
     def map(self, fn: Callable[[T], R], items: Sequence[T], costs: Sequence[int] | None = None) -> list[R]:
-        """``fn`` over ``items`` in batches of consecutive items (one task each), results in item order.
+        """``fn`` over ``items``, results in item order (see :meth:`imap`)."""
+        results: list[Any] = [None] * len(items)
+        for i, r in self.imap(fn, items, costs):
+            results[i] = r
+        return results
 
-        ``costs`` (the executor contract's bytes per item) is not used: the scheduler balances the
-        batches over the workers as they finish, so their order matters less than on a fixed pool."""
-        if not items:
-            return []
+    def imap(
+        self, fn: Callable[[T], R], items: Iterable[T], costs: Sequence[int] | None = None
+    ) -> Iterator[tuple[int, R]]:
+        """``(index, result)`` as tasks finish; a task is a batch of consecutive items.
+
+        At most ``jobs * AHEAD`` tasks are out at a time and none more than that many past the oldest
+        unfinished one, so neither the client nor the cluster holds the run's results.  ``costs``
+        (the executor contract's bytes per item) is not used: the scheduler balances the batches over
+        the workers as they finish."""
         from distributed import as_completed
 
-        size = self.batch or max(1, min(64, len(items) // (self.jobs * 8)))
-        batches = [list(items[i : i + size]) for i in range(0, len(items), size)]
-        # pure=False: equal batches (never the case for units, but cheap to be sure) stay two tasks
-        futures = self.client.map(_run_batch, [fn] * len(batches), batches, retries=self.retries, pure=False)
-        order = {f.key: i for i, f in enumerate(futures)}
-        results: list[Any] = [None] * len(items)
+        from invariants.gate.executor import _head
+
+        head, rest = _head(items, self.jobs * 8 * 64)
+        if not head:
+            return
+        size = self.batch or (64 if rest is not None else max(1, min(64, len(head) // (self.jobs * 8))))
+        numbered = enumerate(chain(head, rest or ()))
+        ahead = self.jobs * AHEAD
+        pending = as_completed([], with_results=False)
+        keys: dict[str, tuple[int, list[tuple[int, Any]]]] = {}
+        done: set[int] = set()
+        oldest = submitted = finished = 0
+        more = True
         started = last = time.monotonic()
-        for done, fut in enumerate(as_completed(futures), 1):
-            b = order[fut.key]
+
+        def submit() -> bool:
+            batch = list(islice(numbered, size))
+            if not batch:
+                return False
+            # pure=False: equal batches (never the case for units, but cheap to be sure) stay two tasks
+            fut = self.client.submit(_run_batch, fn, [x for _, x in batch], retries=self.retries, pure=False)
+            keys[fut.key] = (submitted, batch)
+            pending.add(fut)
+            return True
+
+        while more and submitted - oldest < ahead:
+            more = submit()
+            submitted += more
+        for fut in pending:
+            b, batch = keys.pop(fut.key)
             try:
                 # Also when the status is no longer "finished": a result lost with its worker after the task
                 # completed is recomputed by the scheduler, and result() waits for that.
                 got = fut.result()
             except Exception:
                 reason = _reason(fut)
-                got = [self.lost(fn, item, reason) for item in batches[b]]
-            results[b * size : b * size + len(got)] = got
+                got = [self.lost(fn, item, reason) for _, item in batch]
             fut.release()
+            for (i, _), r in zip(batch, got):
+                yield i, r
+            finished += 1
+            done.add(b)
+            while oldest in done:
+                done.discard(oldest)
+                oldest += 1
+            while more and submitted - oldest < ahead:
+                more = submit()
+                submitted += more
             now = time.monotonic()
             if self.progress is not None and now - last >= self.progress_every:
                 last = now
-                print(f"inspector: {done}/{len(futures)} tasks ({now - started:.0f}s)", file=self.progress, flush=True)
-        return results
+                line = f"inspector: {finished}/{submitted}{'+' if more else ''} tasks ({now - started:.0f}s)"
+                print(line, file=self.progress, flush=True)
+
+
+AHEAD = 8  # tasks per worker thread in flight (and the reorder window's reach, in tasks)
 
 
 def _run_batch(fn: Callable[[T], R], batch: list[T]) -> list[R]:
     """A worker's task: ``fn`` over a few items, the cyclic GC paused as in a serial run."""
+    from invariants.gate.collector import collect_young
     from invariants.gate.pipeline import cyclic_gc_paused
 
+    out = []
     with cyclic_gc_paused():
-        return [fn(x) for x in batch]
+        for x in batch:
+            out.append(fn(x))
+            collect_young()
+    return out
 
 
 def _reason(fut: Any) -> str:

@@ -181,50 +181,80 @@ def _verify(m: Any, entry: dict, ledger_file: str) -> Finding | None:
     )
 
 
+class Ledger:
+    """A ledger read once, each checked session verified and recorded as it comes (:meth:`see`, in the
+    run's order), written back once at the end (:meth:`save`) when anything changed.  A version-1
+    ledger is migrated as the run reaches each file it names (see :func:`_migrate`)."""
+
+    def __init__(self, ledger_file: str | os.PathLike, update: bool = True, notes: list[str] | None = None) -> None:
+        self.file = ledger_file
+        self.update = update
+        doc = read_ledger(ledger_file)
+        self.changed = False
+        self.v1: dict[str, list[tuple[str, dict[str, Any]]]] = {}  # absolute file -> its version-1 entries
+        if doc.get("version") == 1:
+            self.logs: dict[str, dict[str, Any]] = {}
+            for sid, entry in doc["sessions"].items():
+                if isinstance(entry, dict):
+                    self.v1.setdefault(str(entry.get("file", "")), []).append((sid, entry))
+            self.changed = True
+            if notes is not None:
+                notes.append(
+                    f"{ledger_file}: ledger migrated from version 1 (one entry per session id) to version 2 "
+                    f"(one entry per file and session id){'; written back' if update else ''}"
+                )
+        else:
+            self.logs = doc["logs"]
+
+    def see(self, m: Any) -> list[Finding]:
+        """RSM001 for ``m`` (a SessionModel or SessionSummary) when its log was rewritten; else it is recorded."""
+        if m.source.member is not None:
+            return []  # a session inside a SQLite database is not a byte stream of its own
+        key = ledger_key(m.source)
+        if self.v1:
+            for sid, entry in self.v1.pop(os.path.abspath(str(m.source.path)), []):
+                self.logs.setdefault(key, {})[sid] = {k: v for k, v in entry.items() if k != "file"}
+        entries = self.logs.setdefault(key, {})
+        old = entries.get(m.id)
+        if isinstance(old, dict):
+            f = _verify(m, old, str(self.file))
+            if f is not None:
+                return [f]  # keep the old record: the mismatch stays visible until someone accepts it
+        if m.torn or not m.bytes:
+            return []
+        path = str(m.source.path)
+        try:
+            digest, have = prefix_digest(path, m.bytes)
+        except OSError:
+            return []
+        new = {"events": m.events, "bytes": have, "sha256": digest}
+        if entries.get(m.id) != new:
+            entries[m.id] = new
+            self.changed = True
+        return []
+
+    def save(self) -> None:
+        """Write the ledger back (atomically) when the run changed it."""
+        for file, old in self.v1.items():  # version-1 entries of files this run did not check
+            for sid, entry in old:
+                self.logs.setdefault(file, {})[sid] = {k: v for k, v in entry.items() if k != "file"}
+        self.v1 = {}
+        if not (self.update and self.changed):
+            return
+        kept = {k: dict(sorted(v.items())) for k, v in sorted(self.logs.items()) if v}
+        try:
+            write_atomic(self.file, json.dumps({"version": LEDGER_VERSION, "logs": kept}, indent=1) + "\n")
+        except OSError as exc:
+            raise LedgerError(write_error(self.file, "ledger", exc)) from None
+        self.changed = False
+
+
 def apply_ledger(
     ledger_file: str | os.PathLike, sessions: Iterable[Any], update: bool = True, notes: list[str] | None = None
 ) -> list[Finding]:
     """RSM001 findings for ``sessions`` (SessionModel or SessionSummary), then record them.  A sentence
     about a migrated ledger is appended to ``notes`` when given."""
-    sessions = list(sessions)
-    doc = read_ledger(ledger_file)
-    changed = False
-    if doc.get("version") == 1:
-        logs = _migrate(doc, sessions)
-        changed = True
-        if notes is not None:
-            notes.append(
-                f"{ledger_file}: ledger migrated from version 1 (one entry per session id) to version 2 "
-                f"(one entry per file and session id){'; written back' if update else ''}"
-            )
-    else:
-        logs = doc["logs"]
-    findings: list[Finding] = []
-    for m in sessions:
-        if m.source.member is not None:
-            continue  # a session inside a SQLite database is not a byte stream of its own
-        entries = logs.setdefault(ledger_key(m.source), {})
-        entry = entries.get(m.id)
-        if isinstance(entry, dict):
-            f = _verify(m, entry, str(ledger_file))
-            if f is not None:
-                findings.append(f)
-                continue  # keep the old record: the mismatch stays visible until someone accepts it
-        if m.torn or not m.bytes:
-            continue
-        path = str(m.source.path)
-        try:
-            digest, have = prefix_digest(path, m.bytes)
-        except OSError:
-            continue
-        new = {"events": m.events, "bytes": have, "sha256": digest}
-        if entries.get(m.id) != new:
-            entries[m.id] = new
-            changed = True
-    if update and changed:
-        kept = {k: dict(sorted(v.items())) for k, v in sorted(logs.items()) if v}
-        try:
-            write_atomic(ledger_file, json.dumps({"version": LEDGER_VERSION, "logs": kept}, indent=1) + "\n")
-        except OSError as exc:
-            raise LedgerError(write_error(ledger_file, "ledger", exc)) from None
+    ledger = Ledger(ledger_file, update, notes)
+    findings = [f for m in sessions for f in ledger.see(m)]
+    ledger.save()
     return findings

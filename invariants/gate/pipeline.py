@@ -18,28 +18,30 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
-from invariants.gate.baseline import checked_owners
+from invariants.gate.assemble import Assembler
+from invariants.gate.collector import collect_young
 from invariants.gate.config import Config
-from invariants.gate.executor import Executor, executor_for
-from invariants.gate.ledger import apply_ledger
-from invariants.gate.policy import FindingPolicy, report_order
-from invariants.gate.result import CheckOptions, CheckResult, RequestCheck, SessionSummary
+from invariants.gate.executor import Executor, completed, executor_for
+from invariants.gate.policy import FindingPolicy
+from invariants.gate.result import CheckOptions, CheckResult, SessionSummary
 from invariants.gate.result_cache import ResultCache
 from invariants.gate.unit import (
     SourceProgress,
     Unit,
     UnitOutcome,
     check_unit,
+    iter_units,
     plan_units,
     replay_job,
     run_unit,
     unit_identity,
     unit_key,
 )
+from invariants.gate.view import ReportView
 from invariants.model.findings import Finding
-from invariants.read.discover import discover
+from invariants.read.discover import discover, iter_discover
 from invariants.read.source import LogPath, LogSource, UrlPath, absolute_name, is_url
 from invariants.replay.model import SessionModel
 
@@ -104,11 +106,7 @@ def check(
     policy = FindingPolicy.of(config)
     with cyclic_gc_paused():
         notes: list[str] = []
-        sources, problems = discover(named, notes)
-        if not allow_empty:
-            problems.extend(empty_inputs(named, sources))
-        if cache is not None:
-            cache.open_scope([_scope_path(p) for p in named] + [str(c) for c in options.captures or []])
+        sources, problems = _discovered(named, options, cache, allow_empty, notes)
         result = check_sources(
             sources,
             options,
@@ -125,6 +123,96 @@ def check(
             cache.flush()
     result.notes.extend(notes)
     return result
+
+
+def check_report(
+    paths: PathLike | Iterable[PathLike],
+    options: CheckOptions | None = None,
+    *,
+    config: Config | None = None,
+    jobs: int = 1,
+    executor: Executor | None = None,
+    cache: ResultCache | None = None,
+    stats: RunStats | None = None,
+    ledger: PathLike | None = None,
+    allow_empty: bool = False,
+    observer: RunObserver | None = None,
+) -> ReportView:
+    """:func:`check`, streamed: each unit's sessions are written to a temporary spool as the unit
+    completes (in report order), and what is returned is the :class:`ReportView` the report writers
+    read, backed by that spool (close it when written).  Memory is what the reorder window and one
+    unit hold, not the run.  ``observer`` hears of the plan and of each session as it leaves the
+    window (progress)."""
+    named = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    options = options or CheckOptions()
+    policy = FindingPolicy.of(config)
+    with cyclic_gc_paused():
+        notes: list[str] = []
+        if len(named) != 1:  # paths may overlap or interleave folders: listed and grouped first
+            listed, problems = _discovered(named, options, cache, allow_empty, notes)
+            stream: Iterable[LogSource] = listed
+        else:  # one root: walked as it is checked, never listed
+            problems = []
+            if cache is not None:
+                cache.open_scope([_scope_path(p) for p in named] + [str(c) for c in options.captures or []])
+            stream = iter_discover(named, problems, notes)
+        counted = _Counted(stream, observer)
+        assembler = stream_sources(
+            counted,
+            options,
+            policy,
+            executor=executor or executor_for(jobs),
+            cache=cache,
+            stats=stats,
+            ledger=ledger,
+            spooled=True,
+            on_session=None if observer is None else observer.session,
+            contiguous=len(named) == 1,
+        )
+        if len(named) == 1 and not allow_empty and not counted.n:
+            problems.extend(empty_inputs(named, []))
+        view = assembler.finish(problems)
+        view.notes.extend(notes)
+        if cache is not None:
+            cache.flush()
+    return view
+
+
+class _Counted:
+    """Sources passed through, counted (and told to the observer as discovered)."""
+
+    def __init__(self, sources: Iterable[LogSource], observer: RunObserver | None) -> None:
+        self.sources = sources
+        self.observer = observer
+        self.n = 0
+
+    def __iter__(self) -> Iterator[LogSource]:
+        for s in self.sources:
+            self.n += 1
+            if self.observer is not None:
+                self.observer.found(s)
+            yield s
+
+
+class RunObserver:
+    """What a streamed check tells as it goes (the CLI's progress): each log discovered, each session done."""
+
+    def found(self, source: LogSource) -> None:
+        pass
+
+    def session(self, summary: SessionSummary) -> None:
+        pass
+
+
+def _discovered(
+    named: list[PathLike], options: CheckOptions, cache: ResultCache | None, allow_empty: bool, notes: list[str]
+) -> tuple[list[LogSource], list[str]]:
+    sources, problems = discover(named, notes)
+    if not allow_empty:
+        problems.extend(empty_inputs(named, sources))
+    if cache is not None:
+        cache.open_scope([_scope_path(p) for p in named] + [str(c) for c in options.captures or []])
+    return sources, problems
 
 
 def empty_inputs(paths: list[PathLike], sources: list[LogSource]) -> list[str]:
@@ -178,21 +266,68 @@ def check_sources(
     read) replace the replays: what a caller that follows a growing log
     supplies.  They keep the run in this process.
     """
+    assembler = stream_sources(
+        sources,
+        options,
+        policy,
+        executor=executor,
+        cache=cache,
+        stats=stats,
+        models=models,
+        ledger=ledger,
+        keep_models=keep_models,
+        progress=progress,
+        spooled=False,
+    )
+    return assembler.result(assembler.finish(list(problems)))
+
+
+def stream_sources(
+    sources: Iterable[LogSource],
+    options: CheckOptions,
+    policy: FindingPolicy | None = None,
+    *,
+    executor: Executor | None = None,
+    cache: ResultCache | None = None,
+    stats: RunStats | None = None,
+    models: list[SessionModel | str] | None = None,
+    ledger: PathLike | None = None,
+    keep_models: bool = False,
+    progress: SourceProgress | None = None,
+    spooled: bool = True,
+    on_session: Callable[[SessionSummary], None] | None = None,
+    contiguous: bool = False,
+) -> Assembler:
+    """Every unit checked and handed, as it completes, to an :class:`Assembler` (returned, not finished).
+
+    ``contiguous``: ``sources`` is a stream whose folders are contiguous (one named root), planned
+    into units as it is read; otherwise the sources are listed and grouped by folder first."""
     stats = stats if stats is not None else RunStats()
-    units = plan_units(sources, options.captures)
-    stats.units = len(units)
+    if contiguous and options.captures is None:
+        units: Iterable[Unit] = iter_units(sources)
+    else:
+        units = plan_units(list(sources), options.captures)
     here = keep_models or models is not None or progress is not None
     told = None if progress is None else _judged(progress, policy or FindingPolicy())
-    outcomes = _run_units(
-        units, options, executor or executor_for(1), None if here else cache, stats, models, here, told
+    executor = executor or executor_for(1)
+    assembler = Assembler(
+        options,
+        policy or FindingPolicy(),
+        cache=None if here else cache,
+        stats=stats,
+        ledger=ledger,
+        keep=here,
+        executor=executor,
+        spooled=spooled and not here,
+        on_session=on_session,
     )
-    return _assemble(
-        units, outcomes, list(problems), options, policy or FindingPolicy(), cache, stats, ledger, here, executor
-    )
+    for n, unit, outcome in _run_units(units, options, executor, None if here else cache, stats, models, here, told):
+        assembler.add(n, unit, outcome)
+    return assembler
 
 
 def _run_units(
-    units: list[Unit],
+    units: Iterable[Unit],
     options: CheckOptions,
     executor: Executor,
     cache: ResultCache | None,
@@ -200,45 +335,70 @@ def _run_units(
     models: list[SessionModel | str] | None,
     here: bool,
     progress: SourceProgress | None = None,
-) -> list[UnitOutcome]:
-    """The per-unit half for every unit: from the cache, by the executor, or ``here`` (models kept)."""
-    outcomes: list[UnitOutcome | None] = [None] * len(units)
-    keys: list[tuple[list, list] | None] = [None] * len(units)
-    todo: list[int] = []
-    for n, unit in enumerate(units):
-        if cache is not None:
-            key = unit_key(unit, options)
-            if key is not None:
-                identity = unit_identity(unit)
-                keys[n] = (identity, key)
-                hit = cache.get("unit", identity, key)
-                if hit is not None:
-                    outcomes[n] = UnitOutcome(hit)
-                    stats.cache_hits += 1
-                    continue
-            stats.cache_misses += 1
-        todo.append(n)
+) -> Iterator[tuple[int, Unit, UnitOutcome]]:
+    """The per-unit half for every unit, ``(unit number, unit, outcome)`` as each completes: from the
+    cache, by the executor (results streamed back in the order they finish; units are planned as the
+    executor asks for more, so only those in flight are held), or ``here`` (models kept)."""
+    keys: dict[int, tuple[list, list]] = {}
+    hits: list[tuple[int, Unit, UnitOutcome]] = []
+    flying: dict[int, tuple[int, Unit]] = {}  # job number -> (unit number, unit)
+
+    def todo() -> Iterator[tuple[int, Unit]]:
+        """The units the cache does not answer (its answers go to ``hits``)."""
+        for n, unit in enumerate(units):
+            stats.units += 1
+            if cache is not None:
+                key = unit_key(unit, options)
+                if key is not None:
+                    identity = unit_identity(unit)
+                    hit = cache.get("unit", identity, key)
+                    if hit is not None:
+                        stats.cache_hits += 1
+                        hits.append((n, unit, UnitOutcome(hit)))
+                        continue
+                    keys[n] = (identity, key)
+                stats.cache_misses += 1
+            yield n, unit
+
+    def stored(n: int, outcome: UnitOutcome) -> UnitOutcome:
+        pair = keys.pop(n, None)
+        if cache is not None and pair is not None:
+            cache.put("unit", pair[0], pair[1], outcome.data)
+        return outcome
+
     if here:
-        for n in todo:
-            given = [models[i] for i in units[n].indexes] if models is not None else None
-            outcomes[n] = check_unit(units[n], options, given, progress)
-    elif executor.jobs > 1 and options.captures is not None and todo:
-        (n,) = todo  # explicit captures route globally: one unit, its replays spread over the workers
-        sources = units[n].sources
-        replayed = executor.map(replay_job, [(s, options) for s in sources], [_size(s.path) for s in sources])
-        outcomes[n] = check_unit(units[n], options, replayed)
-    else:
-        jobs = [(units[n], options) for n in todo]
-        costs = [sum(_size(s.path) for s in units[n].sources) for n in todo]
-        for n, data in zip(todo, executor.map(run_unit, jobs, costs)):
-            outcomes[n] = UnitOutcome(data)
-    if cache is not None:
-        for n in todo:
-            pair, done = keys[n], outcomes[n]
-            if pair is not None and done is not None:
-                identity, key = pair
-                cache.put("unit", identity, key, done.data)
-    return [o for o in outcomes if o is not None]
+        for n, unit in todo():
+            yield from _drained(hits)
+            given = [models[i] for i in unit.indexes] if models is not None else None
+            outcome = check_unit(unit, options, given, progress)
+            collect_young()
+            yield n, unit, stored(n, outcome)
+        yield from _drained(hits)
+        return
+    if executor.jobs > 1 and options.captures is not None:
+        for n, unit in todo():  # explicit captures route globally: one unit, its replays spread over the workers
+            sources = unit.sources
+            replayed = executor.map(replay_job, [(s, options) for s in sources], [_size(s.path) for s in sources])
+            yield n, unit, stored(n, check_unit(unit, options, replayed))
+        yield from _drained(hits)
+        return
+
+    def jobs() -> Iterator[tuple[Unit, CheckOptions]]:
+        for k, (n, unit) in enumerate(todo()):
+            flying[k] = (n, unit)
+            yield unit, options
+
+    for k, data in completed(executor, run_unit, jobs()):
+        n, unit = flying.pop(k)
+        collect_young()  # a unit replayed here (serial) leaves its models as cyclic garbage
+        yield from _drained(hits)
+        yield n, unit, stored(n, UnitOutcome(data))
+    yield from _drained(hits)
+
+
+def _drained(items: list) -> Iterator:
+    while items:
+        yield items.pop(0)
 
 
 def _judged(progress: SourceProgress, policy: FindingPolicy) -> SourceProgress:
@@ -256,74 +416,3 @@ def _size(path: LogPath) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def _assemble(
-    units: list[Unit],
-    outcomes: list[UnitOutcome],
-    problems: list[str],
-    options: CheckOptions,
-    policy: FindingPolicy,
-    cache: ResultCache | None,
-    stats: RunStats,
-    ledger: PathLike | None,
-    keep: bool,
-    executor: Executor | None,
-) -> CheckResult:
-    """The cross-session half: sessions in discovery order, fork seeds, the ledger, the policy, the order.
-
-    Findings are gathered as a serial run would make them (each session's,
-    then every capture's read findings, then the request findings, then the
-    fork findings), so every way of running gives the same report.
-    """
-    sessions: list[tuple[int, SessionSummary]] = []
-    models: list[tuple[int, SessionModel]] = []
-    source_problems: list[tuple[int, int, str]] = []
-    captures: list[tuple[int, dict, list[RequestCheck] | None]] = []
-    for unit, outcome in zip(units, outcomes):
-        res = outcome.data
-        for idx, s in res["sessions"]:
-            sessions.append((unit.indexes[idx], SessionSummary.from_json(s)))
-        if keep:
-            models.extend((unit.indexes[idx], m) for (idx, _), m in zip(res["sessions"], outcome.models))
-        for idx, msg in res["problems"]:
-            order = unit.indexes[idx] if idx < len(unit.indexes) else 1 << 60
-            source_problems.append((order, idx, msg))
-        for k, cap in enumerate(res["captures"]):
-            first = cap["first"]
-            live = outcome.requests[k] if keep else None
-            captures.append((unit.indexes[first] if first < len(unit.indexes) else 0, cap, live))
-    sessions.sort(key=lambda t: t[0])
-    models.sort(key=lambda t: t[0])
-    source_problems.sort(key=lambda t: (t[0], t[1]))
-    captures.sort(key=lambda t: t[0])  # stable: a unit's captures keep their order
-    summaries = [s for _, s in sessions]
-
-    found: list[Finding] = [f for m in summaries for f in m.findings]
-    found.extend(Finding(**f) for _, cap, _ in captures for f in cap["read"])
-    requests: list[RequestCheck] = []
-    for _, cap, live in captures:
-        found.extend(Finding(**f) for f in cap["check"])
-        requests.extend(live if live is not None else (RequestCheck.from_json(r) for r in cap["requests"]))
-    if any(m.has_header and m.parent_session for m in summaries):
-        from invariants.gate.fork_checks import fork_findings  # deferred: only a run with a forked session needs it
-
-        forks, hits = fork_findings(summaries, cache, None if keep else executor)
-        stats.fork_hits += hits
-        found.extend(forks)
-    notes: list[str] = []
-    if ledger is not None:
-        found.extend(apply_ledger(ledger, summaries, notes=notes))
-    found.sort(key=report_order(m.file for m in summaries))
-    kept = policy.filter(found)
-    checked = checked_owners(summaries, kept, options.captures) if policy.baseline_entries is not None else ()
-    findings, baseline_outcome = policy.absorb(kept, checked)
-    return CheckResult(
-        summaries,
-        findings,
-        requests,
-        problems + [msg for _, _, msg in source_problems],
-        [m for _, m in models],
-        baseline_outcome,
-        notes,
-    )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Iterator
 
 import orjson
 
@@ -88,7 +88,7 @@ def location(f: Finding) -> str:
     return ", ".join(parts)
 
 
-def report_text(result: CheckResult, verbose: bool = False) -> str:
+def report_text(result: Any, verbose: bool = False) -> str:
     """The text report: the listing with the next steps (how to open each error, how to read a rule), the summary."""
     return "\n".join([*finding_lines(result, verbose, next_steps=True), *rule_hint(result), summary_line(result)])
 
@@ -113,28 +113,32 @@ def open_command(f: Finding, model: Any) -> str | None:
     return inert(" ".join(parts))
 
 
-def rule_hint(result: CheckResult) -> list[str]:
+def rule_hint(result: Any) -> list[str]:
     """One line naming how to read a rule: the worst rule first, then every rule the report raised."""
-    if not result.findings:
+    view = _view(result)
+    if not view.finding_count:
         return []
-    worst: dict[str, int] = {}
-    for f in result.findings:
-        worst[f.rule] = min(worst.get(f.rule, 3), _SEVERITY_ORDER.get(f.severity, 3))
+    worst = {
+        rule: min(_SEVERITY_ORDER.get(sev, 3) for sev, n in sevs.items() if n)
+        for rule, sevs in view.rule_severities.items()
+    }
     rules = sorted(worst, key=lambda r: (worst[r], r))
     return [f"read a rule: inspector rules {rules[0]}" + (f"  (here: {', '.join(rules)})" if len(rules) > 1 else "")]
 
 
-def finding_lines(result: CheckResult, verbose: bool = False, next_steps: bool = False) -> list[str]:
+def finding_lines(result: Any, verbose: bool = False, next_steps: bool = False) -> list[str]:
+    """The text report's listing (see :func:`iter_finding_lines`)."""
+    return list(iter_finding_lines(_view(result), verbose, next_steps))
+
+
+def iter_finding_lines(view: Any, verbose: bool = False, next_steps: bool = False) -> Iterator[str]:
     """The text report's listing: each file's findings under a line naming the file and its session;
     ``next_steps``: under each error, the command that opens the TUI there."""
-    lines: list[str] = []
-    by_file: dict[str, list] = {}
-    for f in result.findings:
-        by_file.setdefault(f.file or "(no file)", []).append(f)
-    models = {m.file: m for m in result.sessions}
-    for file, findings in by_file.items():
-        m = models.get(file)
-        head = inert(file)
+    for b in view.blocks:
+        if not b.findings:
+            continue
+        m = b.session
+        head = inert(b.file or "(no file)")
         if m is not None:
             row = session_row(m)
             form = f", {row['form']}" if "form" in row else ""
@@ -142,20 +146,25 @@ def finding_lines(result: CheckResult, verbose: bool = False, next_steps: bool =
                 f"  (session {inert(row['session'])}, {row['profile']}{form}, {row['events']} events, "
                 f"{row['steps']} steps)"
             )
-        lines.append(head)
-        for f in findings:
+        yield head
+        for f in b.findings:
             loc = location(f)
             path = f" {inert(f.path)}:" if f.path and f.path not in f.message else ""
-            lines.append(f"  {f.severity:<7} {f.rule}  {loc + ':' if loc else ''}{path} {inert(f.message)}")
+            yield f"  {f.severity:<7} {f.rule}  {loc + ':' if loc else ''}{path} {inert(f.message)}"
             if verbose and f.detail:
-                lines.append(f"          {inert(dumps_json(f.detail))}")
+                yield f"          {inert(dumps_json(f.detail))}"
             command = open_command(f, m) if next_steps and f.severity == "error" else None
             if command is not None:
-                lines.append(f"          open it: {command}")
-    return lines
+                yield f"          open it: {command}"
 
 
-def summary_line(result: CheckResult) -> str:
+def _view(result: Any) -> Any:
+    from invariants.gate.view import view_of  # deferred: the view imports this module's neighbours
+
+    return view_of(result)
+
+
+def summary_line(result: Any) -> str:
     """The text report's last line: sessions, events, requests checked, findings per severity."""
     s = result.summary()
     tail = f"{s['sessions']} session(s), {s['events']} events, {requests_phrase(result)}"
@@ -166,7 +175,7 @@ def summary_line(result: CheckResult) -> str:
     return tail
 
 
-def requests_phrase(result: CheckResult) -> str:
+def requests_phrase(result: Any) -> str:
     """``14 request(s) checked``, or, when not every recorded request was compared, the breakdown:
     ``9 recorded request(s): 7 compared, 2 one-shot (shown, not checked)``; and how many of them the
     capture's own verdict judges otherwise."""

@@ -21,7 +21,7 @@ import os
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from invariants.gate.requests import RequestRouter
 from invariants.gate.result import CheckOptions, RequestCheck, SessionSummary
@@ -64,6 +64,23 @@ def plan_units(sources: list[LogSource], captures: list[LogPath] | None) -> list
         u.sources.append(s)
         u.indexes.append(i)
     return list(by_folder.values())
+
+
+def iter_units(sources: Iterable[LogSource]) -> Iterator[Unit]:
+    """:func:`plan_units` of a stream whose folders are contiguous (one named root, walked folder by
+    folder): each unit as soon as the walk leaves its folder, so a run never lists every log."""
+    unit: Unit | None = None
+    folder = None
+    for i, s in enumerate(sources):
+        parent = s.path.parent
+        if unit is None or parent != folder:
+            if unit is not None:
+                yield unit
+            unit, folder = Unit([], []), parent
+        unit.sources.append(s)
+        unit.indexes.append(i)
+    if unit is not None:
+        yield unit
 
 
 def replay_source(

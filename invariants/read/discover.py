@@ -40,12 +40,25 @@ def discover(
     socket or device named like a log would block or never end.  Named on the command line it is a
     problem; inside a folder it is skipped, with a sentence appended to ``notes`` when given.
     """
-    found: list[LogSource] = []
     problems: list[str] = []
-    seen: set = set()
-    for raw in paths:
+    return list(iter_discover(paths, problems, notes)), problems
+
+
+def iter_discover(
+    paths: Iterable[str | os.PathLike | UrlPath], problems: list[str], notes: list[str] | None = None
+) -> Iterator[LogSource]:
+    """:func:`discover` as a stream: the logs as the walk reaches them (a sessions root of a million
+    logs is never a list), the sentences for unusable paths appended to ``problems`` as they are met.
+
+    Logs named twice (overlapping paths) are yielded once; with one path named there is nothing to
+    overlap, so no set of every log is kept."""
+    named = list(paths)
+    seen: set | None = set() if len(named) > 1 else None
+    for raw in named:
         if isinstance(raw, UrlPath) or is_url(raw):
+            found: list[LogSource] = []
             _discover_url(found, seen, problems, UrlPath.of(str(raw)))
+            yield from found
             continue
         p = Path(raw)
         try:
@@ -69,9 +82,9 @@ def discover(
             if problem is not None:
                 problems.append(problem)
             elif p.name.endswith(SQLITE_SUFFIXES):
-                _add_database(found, seen, problems, p, p.parent, explicit=True)
+                yield from _database(seen, problems, p, p.parent, explicit=True)
             else:
-                _add(found, seen, LogSource(p, p.parent))
+                yield from _new(seen, LogSource(p, p.parent))
             continue
         if not p.is_dir():
             problems.append(f"{p}: not a regular file or directory")
@@ -83,13 +96,12 @@ def discover(
                 if notes is not None and (is_log_name(name) or name.endswith(SQLITE_SUFFIXES)):
                     notes.append(f"{fp}: not a regular file; skipped")
                 continue
-            # links are never followed, so a file's real path is the named folder's plus its place under it
-            key = os.path.join(real + folder[len(top) :], name)
             if is_log_name(name):
-                _add(found, seen, LogSource(fp, p), key)
+                # links are never followed, so a file's real path is the named folder's plus its place under it
+                key = os.path.join(real + folder[len(top) :], name) if seen is not None else None
+                yield from _new(seen, LogSource(fp, p), key)
             elif name.endswith(SQLITE_SUFFIXES):
-                _add_database(found, seen, problems, fp, p, explicit=False, notes=notes)
-    return found, problems
+                yield from _database(seen, problems, fp, p, explicit=False, notes=notes)
 
 
 def special_kind(mode: int) -> str:
@@ -112,7 +124,7 @@ def _named_file_problem(p: LogPath) -> str | None:
     return f"{p}: not a session log (expected .jsonl, .jsonl.zstd or .jsonl.zst)"
 
 
-def _discover_url(found: list[LogSource], seen: set, problems: list[str], url: UrlPath) -> None:
+def _discover_url(found: list[LogSource], seen: set | None, problems: list[str], url: UrlPath) -> None:
     """The logs of one URL, in the order a local folder gives (a folder's files sorted, then its
     folders depth first).  A SQLite database is read from local paths only: a URL one is a problem
     sentence, never skipped quietly, so a listing cannot silently give a shorter run."""
@@ -180,22 +192,29 @@ def _walk_files(top: str) -> Iterator[tuple[str, str, bool]]:
         yield from _walk_files(d)
 
 
-def _add(found: list[LogSource], seen: set, src: LogSource, real: str | None = None) -> None:
+def _new(seen: set | None, src: LogSource, real: str | None = None) -> Iterator[LogSource]:
+    """``src`` unless already yielded (``seen`` None: nothing can repeat)."""
+    if seen is None:
+        yield src
+        return
     key = (real if real is not None else str(src.path.resolve()), src.member)
     if key not in seen:
         seen.add(key)
-        found.append(src)
+        yield src
 
 
-def _add_database(
-    found: list[LogSource],
-    seen: set,
+def _add(found: list[LogSource], seen: set | None, src: LogSource, real: str | None = None) -> None:
+    found.extend(_new(seen, src, real))
+
+
+def _database(
+    seen: set | None,
     problems: list[str],
     path: Path,
     root: Path,
     explicit: bool,
     notes: list[str] | None = None,
-) -> None:
+) -> Iterator[LogSource]:
     """Every session of a harness SQLite database (read-only).
 
     Named on the command line, anything but a readable session store is a problem.  Inside a folder,
@@ -214,7 +233,7 @@ def _add_database(
             notes.append(f"{message}; skipped")
         return
     for src in members:
-        _add(found, seen, src)
+        yield from _new(seen, src)
 
 
 def _has_sqlite_magic(path: Path) -> bool:

@@ -95,10 +95,10 @@ class KillingExecutor(DaskExecutor):
         super().__init__(client, progress=None, batch=1, lost=lambda fn, job, why: lost_result(run_unit, job, why))
         self.wrap = wrap
 
-    def map(self, fn, items, costs=None):
+    def imap(self, fn, items, costs=None):  # map goes through imap too
         if fn is not run_unit:  # the fork pass's seed comparisons: no worker dies there
-            return super().map(fn, items, costs)
-        return super().map(self.wrap, items, costs)
+            return super().imap(fn, items, costs)
+        return super().imap(self.wrap, items, costs)
 
 
 def _units_of(source: Path):

@@ -10,8 +10,10 @@ No summary: it goes to stderr, as for every machine format.
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from invariants.gate.formats.context import ReportContext
-from invariants.gate.result import CheckResult
+from invariants.gate.view import ReportView
 from invariants.model.findings import Finding
 from invariants.model.inert import inert
 
@@ -29,5 +31,6 @@ def concise_line(f: Finding) -> str:
     return inert(f"{f.file}:{line}:1: {text}")
 
 
-def render_concise(result: CheckResult, ctx: ReportContext) -> str:
-    return "\n".join(concise_line(f) for f in result.findings)
+def write_concise(view: ReportView, ctx: ReportContext, out: Callable[[str], Any]) -> None:
+    for f in view.findings():
+        out(concise_line(f) + "\n")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from invariants.gate.result import CheckResult
-from invariants.model.registry import RULES
+from invariants.gate.view import ReportView, view_of
 
 FORMATS = ("text", "json", "jsonl", "junit", "sarif", "github", "gitlab", "concise")
 MACHINE_FORMATS = frozenset(FORMATS) - {"text"}
@@ -46,29 +45,12 @@ def project_root(explicit: Path | None, config_root: Path | None, start: Path) -
     return repository_root(start) or (config_root.resolve() if config_root is not None else start.resolve())
 
 
-def statistics(result: CheckResult) -> list[dict[str, Any]]:
+def statistics(result: CheckResult | ReportView) -> list[dict[str, Any]]:
     """Findings per rule, most frequent first."""
-    counts = Counter(f.rule for f in result.findings)
-    severities: dict[str, Counter] = {}
-    for f in result.findings:
-        severities.setdefault(f.rule, Counter())[f.severity] += 1
-    rows = []
-    for rule, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        r = RULES.get(rule)
-        sev = severities[rule].most_common(1)[0][0]
-        rows.append(
-            {
-                "rule": rule,
-                "name": r.name if r else "",
-                "category": r.category if r else "",
-                "severity": sev,
-                "count": n,
-            }
-        )
-    return rows
+    return view_of(result).statistics()
 
 
-def statistics_text(result: CheckResult) -> str:
+def statistics_text(result: CheckResult | ReportView) -> str:
     rows = statistics(result)
     if not rows:
         return "no findings"

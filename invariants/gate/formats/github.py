@@ -12,9 +12,10 @@ characters are shown as visible escapes.
 from __future__ import annotations
 
 import re
+from typing import Any, Callable
 
 from invariants.gate.formats.context import ReportContext
-from invariants.gate.result import CheckResult
+from invariants.gate.view import ReportView
 from invariants.model.findings import Finding
 
 _CONTROL = re.compile(
@@ -63,5 +64,6 @@ def annotation(f: Finding) -> str:
     return f"::{LEVELS.get(f.severity, 'warning')} {','.join(props)}::{escape_data(message)}"
 
 
-def render_github(result: CheckResult, ctx: ReportContext) -> str:
-    return "\n".join(annotation(f) for f in result.findings)
+def write_github(view: ReportView, ctx: ReportContext, out: Callable[[str], Any]) -> None:
+    for f in view.findings():
+        out(annotation(f) + "\n")

@@ -21,10 +21,11 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from invariants.gate.formats.context import ReportContext
 from invariants.gate.result import CheckResult
+from invariants.gate.view import ReportView, view_of
 from invariants.model.findings import Finding
 from invariants.read.source import is_url
 
@@ -57,17 +58,27 @@ def _description(f: Finding) -> str:
     return f"{f.rule} {f.message}" + (f" ({', '.join(where)})" if where else "")
 
 
-def gitlab_issues(result: CheckResult, ctx: ReportContext) -> list[dict[str, Any]]:
+def gitlab_issues(result: CheckResult | ReportView, ctx: ReportContext) -> list[dict[str, Any]]:
+    return list(iter_gitlab_issues(view_of(result), ctx))
+
+
+def write_gitlab(view: ReportView, ctx: ReportContext, out: Callable[[str], Any]) -> None:
+    """The issue list, streamed (one issue encoded at a time)."""
+    from invariants.gate.formats.streamjson import marker, write_document
+
+    write_document(marker("issues"), [("issues", iter_gitlab_issues(view, ctx))], out, not view.plain_json())
+
+
+def iter_gitlab_issues(view: ReportView, ctx: ReportContext) -> Iterator[dict[str, Any]]:
     from invariants.gate.baseline import fingerprint
 
     base = ctx.base_dir
     seen: dict[tuple, int] = {}
-    issues = []
-    for f in result.findings:
+    for f in view.findings():
         path = repository_path(f.file, base) if f.file else ""
         key = (path, f.session or "", f.rule, fingerprint(f))
         n = seen[key] = seen.get(key, -1) + 1
-        issues.append(
+        yield (
             {
                 "type": "issue",
                 "description": _description(f),
@@ -78,9 +89,9 @@ def gitlab_issues(result: CheckResult, ctx: ReportContext) -> list[dict[str, Any
                 "location": {"path": path, "lines": {"begin": f.line if f.line is not None and f.line >= 1 else 1}},
             }
         )
-    for problem in result.problems:
+    for problem in view.problems:
         file = problem.split(": ", 1)[0]
-        issues.append(
+        yield (
             {
                 "type": "issue",
                 "description": f"unusable input: {problem}",
@@ -91,4 +102,3 @@ def gitlab_issues(result: CheckResult, ctx: ReportContext) -> list[dict[str, Any
                 "location": {"path": repository_path(file, base), "lines": {"begin": 1}},
             }
         )
-    return issues

@@ -20,10 +20,11 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from pathlib import PurePath
+from typing import Any, Callable, Iterator
 
 from invariants.gate.formats.context import ReportContext
 from invariants.gate.report import location
-from invariants.gate.result import CheckResult
+from invariants.gate.view import ReportView
 from invariants.model.findings import SEVERITY_RANK, Finding
 
 # Not representable in XML 1.0, or a terminal control when the file is printed (DEL, C1: U+009B is CSI).
@@ -45,10 +46,8 @@ def _line(f: Finding) -> str:
     return f"{f.severity} {f.rule} {loc}{': ' if loc else ''}{f.message}"
 
 
-def _case(
-    suite: ET.Element, classname: str, name: str, file: str | None, findings: list, threshold: int
-) -> tuple[int, int]:
-    case = ET.SubElement(suite, "testcase", {"classname": xml_safe(classname), "name": xml_safe(name), "time": "0"})
+def _case(classname: str, name: str, file: str | None, findings: list, threshold: int) -> tuple[ET.Element, int]:
+    case = ET.Element("testcase", {"classname": xml_safe(classname), "name": xml_safe(name), "time": "0"})
     failing = [f for f in findings if SEVERITY_RANK.get(f.severity, 0) >= threshold]
     body = ([f"file: {file}"] if file else []) + [_line(f) for f in findings]
     if failing:
@@ -61,51 +60,63 @@ def _case(
     elif findings:
         out = ET.SubElement(case, "system-out")
         out.text = xml_safe("\n".join(body))
-    return (1 if failing else 0), len(findings)
+    return case, (1 if failing else 0)
 
 
-def render_junit(result: CheckResult, ctx: ReportContext) -> str:
+def _cases(view: ReportView, threshold: int) -> Iterator[tuple[ET.Element, int, int]]:
+    """(test case, failed, errored) in report order: one per session, one per file no session owns,
+    one per unusable input."""
     from invariants.gate.report import session_row
 
-    threshold = SEVERITY_RANK.get(ctx.fail_on, 2)
-    root = ET.Element("testsuites", {"name": "inspector"})
-    suite = ET.SubElement(root, "testsuite", {"name": "inspector check", "timestamp": "", "time": "0"})
-    del suite.attrib["timestamp"]
-    by_file: dict[str, list] = {}
-    for f in result.findings:
-        by_file.setdefault(f.file or "", []).append(f)
-    tests = failures = errors = 0
-    seen_files: set[str] = set()
-    for m in result.sessions:
-        row = session_row(m)
-        file = row["file"]
-        findings = by_file.get(file, []) if file not in seen_files else []
-        seen_files.add(file)
-        classname = (
-            "inspector." + PurePath(file).parent.as_posix().strip("/").replace("/", ".") if file else "inspector"
-        )
-        failed, _ = _case(suite, classname, row["session"], file, findings, threshold)
-        tests += 1
-        failures += failed
-    for file, findings in by_file.items():
-        if file in seen_files:
-            continue
-        name = PurePath(file).name if file else "(no file)"
-        failed, _ = _case(suite, "inspector.inputs", name, file or None, findings, threshold)
-        tests += 1
-        failures += failed
-    for problem in result.problems:
-        case = ET.SubElement(
-            suite, "testcase", {"classname": "inspector.inputs", "name": xml_safe(problem.split(": ")[0]), "time": "0"}
+    for b in view.blocks:
+        if b.session is not None:
+            row = session_row(b.session)
+            file = row["file"]
+            classname = (
+                "inspector." + PurePath(file).parent.as_posix().strip("/").replace("/", ".") if file else "inspector"
+            )
+            case, failed = _case(classname, row["session"], file, b.findings, threshold)
+        else:
+            name = PurePath(b.file).name if b.file else "(no file)"
+            case, failed = _case("inspector.inputs", name, b.file or None, b.findings, threshold)
+        yield case, failed, 0
+    for problem in view.problems:
+        case = ET.Element(
+            "testcase", {"classname": "inspector.inputs", "name": xml_safe(problem.split(": ")[0]), "time": "0"}
         )
         err = ET.SubElement(case, "error", {"type": "unreadable-input", "message": xml_safe(problem)})
         err.text = xml_safe(problem)
+        yield case, 0, 1
+
+
+def write_junit(view: ReportView, ctx: ReportContext, out: Callable[[str], Any]) -> None:
+    """The document, its test cases streamed: the totals (the suite's attributes) are counted in a first
+    reading of the view, each case written as it is made in the second."""
+    threshold = SEVERITY_RANK.get(ctx.fail_on, 2)
+    tests = failures = errors = 0
+    for _, failed, errored in _cases(view, threshold):
         tests += 1
-        errors += 1
+        failures += failed
+        errors += errored
+    root = ET.Element("testsuites", {"name": "inspector"})
+    suite = ET.SubElement(root, "testsuite", {"name": "inspector check", "time": "0"})
     for el in (root, suite):
         el.set("tests", str(tests))
         el.set("failures", str(failures))
         el.set("errors", str(errors))
     suite.set("skipped", "0")  # allowed on <testsuite> only
+    out('<?xml version="1.0" encoding="UTF-8"?>\n')
+    if not tests:
+        ET.indent(root)
+        out(ET.tostring(root, encoding="unicode") + "\n")
+        return
+    ET.SubElement(suite, "testcase")  # a stand-in, cut out: the cases are written one by one in its place
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode")
+    head, _, tail = ET.tostring(root, encoding="unicode").partition("<testcase />")
+    out(head)
+    first = True
+    for case, _, _ in _cases(view, threshold):
+        ET.indent(case, level=2)
+        out(("" if first else "\n    ") + ET.tostring(case, encoding="unicode"))
+        first = False
+    out(tail + "\n")

@@ -17,11 +17,12 @@ Validated in the tests against the official OASIS schema
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import quote
 
 from invariants.gate.formats.context import ReportContext
 from invariants.gate.result import CheckResult
+from invariants.gate.view import ReportView, view_of
 from invariants.model.findings import Finding
 from invariants.model.registry import RULES, Rule
 from invariants.read.source import is_url
@@ -103,7 +104,10 @@ def _result(f: Finding, index: dict[str, int], base: Path | None) -> dict[str, A
     return res
 
 
-def sarif_log(result: CheckResult, ctx: ReportContext) -> dict[str, Any]:
+def sarif_log(result: CheckResult | ReportView, ctx: ReportContext, results: Any = None) -> dict[str, Any]:
+    """The SARIF document; ``results`` stands in for the list of results (a stream marker), else they
+    are made here from the result's findings."""
+    view = view_of(result)
     base = ctx.base_dir if ctx.base_dir is not None else Path.cwd()
     rules = [_rule(r) for r in RULES.values()]
     index = {r["id"]: i for i, r in enumerate(rules)}
@@ -117,17 +121,27 @@ def sarif_log(result: CheckResult, ctx: ReportContext) -> dict[str, Any]:
             }
         },
         "originalUriBaseIds": {"SRCROOT": {"uri": base.resolve().as_uri().rstrip("/") + "/"}},
-        "results": [_result(f, index, base) for f in result.findings],
+        "results": results if results is not None else [_result(f, index, base) for f in view.findings()],
         "invocations": [
             {
-                "executionSuccessful": not result.problems,
-                "toolExecutionNotifications": [{"level": "error", "message": {"text": p}} for p in result.problems],
+                "executionSuccessful": not view.problems,
+                "toolExecutionNotifications": [{"level": "error", "message": {"text": p}} for p in view.problems],
             }
         ],
         "columnKind": "unicodeCodePoints",
-        "properties": {"summary": result.summary()},
+        "properties": {"summary": view.summary()},
     }
     if ctx.tool_version:
         run["tool"]["driver"]["version"] = ctx.tool_version
         run["tool"]["driver"]["semanticVersion"] = ctx.tool_version
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
+def write_sarif(view: ReportView, ctx: ReportContext, out: Callable[[str], Any]) -> None:
+    """The SARIF document with its results streamed from the view's findings."""
+    from invariants.gate.formats.streamjson import marker, write_document
+
+    base = ctx.base_dir if ctx.base_dir is not None else Path.cwd()
+    index = {code: i for i, code in enumerate(RULES)}
+    results = (_result(f, index, base) for f in view.findings())
+    write_document(sarif_log(view, ctx, marker("results")), [("results", results)], out, not view.plain_json())
