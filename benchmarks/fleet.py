@@ -59,12 +59,12 @@ def small_sessions() -> None:
     100,000-session root, so it fits the disk and a run fits an afternoon."""
     import random
 
-    from invariants.simulate import seed_era
+    from invariants.simulate import large
 
-    def reply(rng: random.Random, final: bool) -> seed_era.Reply:
-        return seed_era.Reply(reasoning=seed_era._prose(rng, rng.randint(2, 4)), text=seed_era._prose(rng, 2))
+    def reply(rng: random.Random, final: bool) -> large.Reply:
+        return large.Reply(reasoning=large._prose(rng, rng.randint(2, 4)), text=large._prose(rng, 2))
 
-    seed_era._large_reply = reply
+    large._large_reply = reply  # type: ignore[assignment]
 
 
 def run(argv: list[str]) -> tuple[float, float, float, bytes, int]:

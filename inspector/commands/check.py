@@ -299,9 +299,17 @@ def run(args: argparse.Namespace) -> int:
             from invariants.gate.executor_dask import SchedulerError, dask_executor
 
             try:
-                executor = stack.enter_context(dask_executor(args.scheduler, None if args.quiet else sys.stderr))
+                executor = stack.enter_context(dask_executor(args.scheduler, None))  # progress: below
             except SchedulerError as exc:
                 return fail(str(exc))
+        from inspector.progress import CheckObserver, count_in_background, progress_for
+
+        progress = progress_for("check", args.quiet)
+        observer = None
+        if progress is not None:
+            count_in_background(progress, args.paths)
+            observer = CheckObserver(progress)
+            stack.callback(progress.close)
         try:
             result = check_report(
                 args.paths,
@@ -313,6 +321,7 @@ def run(args: argparse.Namespace) -> int:
                 stats=stats,
                 ledger=args.ledger,
                 allow_empty=args.allow_empty,
+                observer=observer,
             )
         except (BaselineError, LedgerError) as exc:
             return fail(str(exc))
@@ -372,7 +381,7 @@ def run(args: argparse.Namespace) -> int:
             line += f", cache {stats.cache_hits}/{stats.units} folders"
         line += "]"
         print(line, file=sys.stderr)
-        if args.statistics and fmt not in ("text", "json") and result.findings:
+        if args.statistics and fmt not in ("text", "json") and result.finding_count:
             print(statistics_text(result), file=sys.stderr)
     if result.problems:
         return 2

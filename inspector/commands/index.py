@@ -94,16 +94,16 @@ def run(args: argparse.Namespace) -> int:
             target = Path(f"{db}{suffix}")
             if target.exists():
                 target.unlink()
-    show = not args.quiet and not args.json and sys.stderr.isatty()
-    last = [0.0]
+    from inspector.progress import progress_for
+
+    shown = progress_for("index", args.quiet or args.json, unit="folders")
 
     def progress(stats) -> None:
-        now = time.monotonic()
-        if show and now - last[0] > 0.5:
-            last[0] = now
-            print(
-                f"\rindexed {stats.groups_written}/{stats.groups} changed folders", end="", file=sys.stderr, flush=True
-            )
+        if shown is None:
+            return
+        if shown.total != stats.groups:
+            shown.total = stats.groups  # the changed folders, known once the plan is made
+        shown.advance(stats.groups_written - shown.done)
 
     with ExitStack() as stack:
         executor = None
@@ -128,8 +128,9 @@ def run(args: argparse.Namespace) -> int:
             )
         except IndexBuildError as exc:
             return fail(str(exc))
-    if show:
-        print("\r" + " " * 60 + "\r", end="", file=sys.stderr)
+        finally:
+            if shown is not None:
+                shown.close()
     for problem in stats.problems:
         fail(problem)
     if not args.quiet and stats.notes:

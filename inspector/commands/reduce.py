@@ -28,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "configuration, not the project's)",
     )
     p.add_argument("--max-seconds", type=float, metavar="N", help="stop after N seconds with the best result so far")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,15 +53,26 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{out}: not a folder")
     if out.is_dir() and not args.force and any(out.iterdir()):  # asked before the search, which may be long
         return fail(f"{out}: the output folder is not empty (its files would be overwritten); --force writes anyway")
+    from inspector.progress import progress_for
+
+    shown = progress_for("reduce", args.quiet, unit="candidates")
+
+    def told(candidates: int, events_left: int) -> None:
+        if shown is not None:
+            shown.detail = f"{events_left} events left"
+            shown.advance(candidates - shown.done)
+
     try:
-        reduction = reduce_log(
+        reduction = _reduce_shown(
+            shown,
+            reduce_log,
             log,
             args.rule,
             at=args.at,
             captures=captures,
             redact=args.redact,
             max_seconds=args.max_seconds,
-            progress=sys.stderr.isatty(),
+            progress=told,
         )
     except ReduceInputError as e:
         return fail(str(e))
@@ -91,3 +103,12 @@ def run(args: argparse.Namespace) -> int:
     if args.redact and not m["redacted"]:
         print("inspector reduce: redaction lost the finding; the repro is NOT redacted", file=sys.stderr)
     return 0
+
+
+def _reduce_shown(shown, reduce_log, *args, **kwargs):
+    """``reduce_log``, its progress display closed whatever happens."""
+    try:
+        return reduce_log(*args, **kwargs)
+    finally:
+        if shown is not None:
+            shown.close()

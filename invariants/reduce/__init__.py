@@ -15,7 +15,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from invariants.gate.pipeline import check
 from invariants.model.atomic import atomic_folder, check_target
@@ -72,7 +72,7 @@ def reduce_log(
     captures: Path | None = None,
     redact: bool = False,
     max_seconds: float | None = None,
-    progress: bool = False,
+    progress: bool | Callable[[int, int], None] = False,
 ) -> Reduction:
     """Reduce ``path`` to a minimal log that still shows the finding ``rule`` (at ``at``: TURN.STEP or SEQ)."""
     started = time.monotonic()

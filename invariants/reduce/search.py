@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from invariants.reduce.collapse import collapse, runs
 from invariants.reduce.shorten import apply_cut, cuts, long_strings
@@ -21,7 +22,9 @@ class Search:
     events: set[int] = field(default_factory=set)  # kept event indices
     lines: set[int] = field(default_factory=set)
     timed_out: bool = False
-    progress: bool = False
+    progress: bool | Callable[[int, int], None] = (
+        False  # True: a line on stderr; a callable: told (candidates, events left)
+    )
     shortened: int = 0  # strings cut
     collapsed: int = 0  # chunk runs collapsed
     _started: float = field(default_factory=time.monotonic)
@@ -46,6 +49,9 @@ class Search:
         return False
 
     def _tick(self) -> None:
+        if callable(self.progress):
+            self.progress(self.oracle.candidates, len(self.events))
+            return
         if self.progress and time.monotonic() - self._started > 1:
             print(
                 f"\rreduce: {self.oracle.candidates} candidates, {len(self.events)} events left",
@@ -144,5 +150,5 @@ class Search:
         self.one_minimal([u for tier in tiers for u in tier])
         self.collapse_runs()
         self.shorten()
-        if self.progress and time.monotonic() - self._started > 1:
+        if self.progress is True and time.monotonic() - self._started > 1:
             print(file=sys.stderr)

@@ -1,0 +1,191 @@
+"""Progress of a long command on stderr: a bar on a terminal, a line every few seconds otherwise.
+
+``check``, ``index`` and ``reduce`` tell a :class:`Progress` what is done
+(sessions, bytes); it never writes to stdout (the report's), and ``-q``
+makes none at all (:func:`progress_for`).  On a terminal it is a
+``rich.progress`` bar (sessions done / total, bytes, rate, time left) that
+disappears when the command ends; elsewhere (a CI log) one plain line every
+:data:`EVERY` seconds.  The total of a check is counted by a second walk of
+the named paths in a background thread (the check itself never lists every
+log), so the bar starts without one and gains it when the walk is done.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import Any, Iterable, TextIO
+
+from invariants.gate.pipeline import RunObserver
+
+EVERY = 5.0  # seconds between plain progress lines
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:.1f} MB"
+
+
+def _duration(s: float) -> str:
+    s = int(s)
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+class Progress:
+    """Counts done (and the total when known) and shows them; :meth:`close` ends the display."""
+
+    def __init__(
+        self, what: str, unit: str = "sessions", stream: TextIO | None = None, every: float | None = None
+    ) -> None:
+        self.what = what
+        self.unit = unit
+        self.stream = stream if stream is not None else sys.stderr
+        self.every = every if every is not None else EVERY
+        self.done = 0
+        self.bytes = 0
+        self.total: int | None = None
+        self.total_bytes: int | None = None
+        self.detail = ""  # what else to say (reduce: events left)
+        self.started = time.monotonic()
+        self.last = self.started
+        self._lock = threading.Lock()
+
+    # what the command tells
+    def set_total(self, n: int, nbytes: int | None = None) -> None:
+        with self._lock:
+            self.total, self.total_bytes = n, nbytes
+        self.show()
+
+    def advance(self, n: int = 1, nbytes: int = 0) -> None:
+        self.done += n
+        self.bytes += nbytes
+        now = time.monotonic()
+        if now - self.last >= self.every:
+            self.last = now
+            self.show()
+
+    def show(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    # what both displays say
+    def rate(self) -> float:
+        return self.done / max(time.monotonic() - self.started, 1e-6)
+
+    def left(self) -> float | None:
+        """Seconds left at the rate so far (by bytes when both totals are known)."""
+        elapsed = time.monotonic() - self.started
+        if self.total_bytes and self.bytes:
+            return elapsed * max(self.total_bytes - self.bytes, 0) / self.bytes
+        if self.total and self.done:
+            return elapsed * max(self.total - self.done, 0) / self.done
+        return None
+
+    def line(self) -> str:
+        total = f"/{self.total}" if self.total is not None else ""
+        size = self.detail or _mb(self.bytes)
+        text = f"inspector: {self.what} {self.done}{total} {self.unit}, {size}, {self.rate():.0f} {self.unit}/s"
+        left = self.left()
+        if left is not None:
+            text += f", about {_duration(left)} left"
+        return text
+
+
+class PlainProgress(Progress):
+    """One line every few seconds (and none for a command that ends sooner)."""
+
+    def show(self) -> None:
+        if time.monotonic() - self.started < self.every:
+            return
+        print(self.line(), file=self.stream, flush=True)
+
+
+class BarProgress(Progress):
+    """A ``rich.progress`` bar on the terminal ``stream`` (stderr), gone when the command ends."""
+
+    def __init__(
+        self, what: str, unit: str = "sessions", stream: TextIO | None = None, every: float | None = 0.1
+    ) -> None:
+        super().__init__(what, unit, stream, every)
+        from rich.console import Console
+        from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
+        from rich.progress import Progress as Bar
+
+        console = Console(file=self.stream, stderr=self.stream is sys.stderr)
+        self.bar = Bar(
+            TextColumn(f"inspector {what}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.fields[total_text]} " + unit),
+            TextColumn("{task.fields[bytes_text]}"),
+            TextColumn("{task.fields[rate_text]}"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        )
+        self.task = self.bar.add_task(what, total=None, total_text="?", bytes_text="", rate_text="")
+        self.bar.start()
+
+    def show(self) -> None:
+        self.bar.update(
+            self.task,
+            completed=self.done,
+            total=self.total,
+            total_text="?" if self.total is None else str(self.total),
+            bytes_text=self.detail or _mb(self.bytes),
+            rate_text=f"{self.rate():.0f} {self.unit}/s",
+        )
+
+    def close(self) -> None:
+        self.show()
+        self.bar.stop()
+
+
+def progress_for(what: str, quiet: bool, unit: str = "sessions", stream: TextIO | None = None) -> Progress | None:
+    """The display for a command: none when ``quiet``, a bar when ``stream`` (stderr) is a terminal."""
+    if quiet:
+        return None
+    stream = stream if stream is not None else sys.stderr
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return BarProgress(what, unit, stream) if tty else PlainProgress(what, unit, stream)
+
+
+def count_in_background(progress: Progress, paths: Iterable[Any]) -> threading.Thread:
+    """Walk ``paths`` once more in a daemon thread, counting logs and their bytes, and give the
+    totals to ``progress`` when done (the check never lists every log, so this is its total)."""
+    named = list(paths)
+
+    def walk() -> None:
+        from invariants.read.discover import iter_discover
+
+        n = nbytes = 0
+        try:
+            for s in iter_discover(named, []):
+                n += 1
+                if s.member is None and isinstance(s.path, os.PathLike):
+                    try:
+                        nbytes += os.stat(s.path).st_size
+                    except OSError:
+                        pass
+        except Exception:  # a count is a nicety: never let it break the command
+            return
+        progress.set_total(n, nbytes or None)
+
+    thread = threading.Thread(target=walk, name="inspector-count", daemon=True)
+    thread.start()
+    return thread
+
+
+class CheckObserver(RunObserver):
+    """A check's :class:`~invariants.gate.pipeline.RunObserver`: each session done advances ``progress``."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+
+    def session(self, summary: Any) -> None:
+        self.progress.advance(1, summary.bytes)
