@@ -1,17 +1,24 @@
-"""How does ``inspector check`` scale: serial, ``--jobs 2``, and a 2-worker Dask LocalCluster?
+"""How does ``inspector check`` scale: serial, ``--jobs 2`` and a 2-worker Dask LocalCluster, against the parse floor?
 
-Generates N small sessions in the harness layout (one folder each, so one
-unit each; a ``requests.jsonl`` capture beside every fourth) with
-``invariants.simulate.large.generate_large``, then runs
-``inspector check ROOT --format json --no-cache -q`` in a fresh process per
-mode and prints, for each: wall time, peak RSS of the client process, peak
-RSS summed over the whole process tree (client + pool or Dask workers,
-sampled every 50 ms), and whether the JSON report is byte-identical to the
-serial one.  The per-task overhead of Dask is measured apart: a no-op task
-round trip on the same cluster, one task at a time and in a batch of 1,000.
+Generates N sessions in the harness layout (one folder each, so one unit
+each; a ``requests.jsonl`` capture beside every fourth) with
+``invariants.simulate.large.generate_large`` (``--small``: ~40-event
+sessions, one turn; ``--templates K``: K distinct sessions, the rest hard
+links to them, so 100,000 folders cost the disk of K), then, for each mode,
+runs ``inspector check ROOT --format json --no-cache -q`` in a fresh process
+and prints: wall time, the *parse floor* (a fresh process that walks the
+root and parses every line of every ``.jsonl`` with orjson), their ratio,
+peak RSS of the client process and summed over the whole process tree
+(client + pool or Dask workers, sampled every 50 ms), and whether the JSON
+report is byte-identical to the serial one.  The floor and the checks take
+turns (floor, check, floor, check...) and each ratio is against the mean of
+the floors around it, so a machine whose load drifts compares like with
+like.  The per-task overhead of Dask is measured apart: a no-op task round
+trip, one at a time and 1,000 at once.
 
-    python benchmarks/fleet.py [--sessions 200] [--keep DIR]
-    python benchmarks/fleet.py --sessions 10000      # the full run (the issue's figure)
+    python benchmarks/fleet.py [--sessions 200] [--keep DIR] [--modes serial,jobs2,dask]
+    python benchmarks/fleet.py --sessions 10000 --small --templates 1000 --keep /tmp/f10k
+    python benchmarks/fleet.py --sessions 100000 --small --templates 1000 --keep /tmp/f100k
 """
 
 from __future__ import annotations
@@ -35,9 +42,9 @@ from invariants.simulate.large import generate_large  # noqa: E402
 
 
 def make_root(root: Path, sessions: int, events: int = 120, steps: int = 3, templates: int = 0) -> None:
-    """``sessions`` folders in the harness layout, a capture in every fourth.  ``templates`` > 0: that many
-    distinct sessions are generated (a multiple of 4) and the rest are hard links to them (a 100,000-session root then costs
-    the disk of ``templates`` sessions; every folder is still listed, stat'ed and read)."""
+    """``sessions`` folders in the harness layout, a capture in every fourth.  ``templates`` > 0: that
+    many distinct sessions are generated (a multiple of 4) and the rest are hard links to them (a
+    100,000-session root costs the disk of ``templates``; every folder is still listed and read)."""
     made: list[Path] = []
     for i in range(sessions):
         folder = root / f"--home-dev-project-{i % 7}--" / f"fleet-{i:06d}"
@@ -92,6 +99,29 @@ def run(argv: list[str]) -> tuple[float, float, float, bytes, int]:
     return wall, client_peak / 1e6, tree_peak / 1e6, data, proc.returncode
 
 
+FLOOR = """
+import os, sys, orjson
+loads = orjson.loads
+n = 0
+for folder, _, names in os.walk(sys.argv[1]):
+    for name in names:
+        if name.endswith(".jsonl"):
+            with open(os.path.join(folder, name), "rb") as fh:
+                for line in fh:
+                    if line.strip():
+                        loads(line)
+                        n += 1
+print(n)
+"""
+
+
+def floor(root: Path) -> float:
+    """Wall seconds of a fresh process parsing every line under ``root`` with orjson."""
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", FLOOR, str(root)], check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
 def task_overhead() -> tuple[float, float]:
     """Milliseconds per no-op Dask task on a 2-worker LocalCluster: one at a time, and 1,000 at once."""
     from distributed import Client, LocalCluster
@@ -111,34 +141,50 @@ def task_overhead() -> tuple[float, float]:
     return one, many
 
 
+MODES = {"serial": [], "jobs2": ["--jobs", "2"], "dask": ["--scheduler", "local:2"]}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sessions", type=int, default=200)
     ap.add_argument("--keep", metavar="DIR", help="generate into (or reuse) DIR and keep it")
+    ap.add_argument("--small", action="store_true", help="~40-event sessions (one turn, short replies)")
+    ap.add_argument("--templates", type=int, default=0, help="distinct sessions (a multiple of 4); the rest link")
+    ap.add_argument("--modes", default="serial,jobs2,dask", help="comma-separated: serial, jobs2, dask")
+    ap.add_argument("--no-overhead", action="store_true", help="skip the Dask per-task measurement")
     args = ap.parse_args()
 
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="fleet-bench-"))
     try:
         if not any(root.glob("*/*/session.jsonl")):
+            if args.small:
+                small_sessions()
             t = time.perf_counter()
-            make_root(root, args.sessions)
+            make_root(
+                root,
+                args.sessions,
+                events=10 if args.small else 120,
+                steps=1 if args.small else 3,
+                templates=args.templates,
+            )
             print(f"generated {args.sessions} sessions in {time.perf_counter() - t:.1f}s under {root}")
         base = [sys.executable, "-m", "inspector.cli", "check", str(root), "--format", "json", "--no-cache", "-q"]
-        modes = {
-            "serial": base,
-            "--jobs 2": base + ["--jobs", "2"],
-            "--scheduler local:2": base + ["--scheduler", "local:2"],
-        }
         ref = None
-        print(f"{'mode':<22} {'wall s':>8} {'client MB':>10} {'tree MB':>9}  report")
-        for name, argv in modes.items():
-            wall, client_mb, tree_mb, data, code = run(argv)
+        print(f"{'mode':<8} {'wall s':>8} {'floor s':>8} {'ratio':>6} {'client MB':>10} {'tree MB':>9}  report")
+        before = floor(root)
+        for name in args.modes.split(","):
+            wall, client_mb, tree_mb, data, code = run(base + MODES[name])
+            after = floor(root)
+            fl = (before + after) / 2
+            before = after
             digest = hashlib.sha256(data).hexdigest()[:12]
             ref = ref or digest
             same = "identical" if digest == ref else f"DIFFERENT ({digest})"
-            print(f"{name:<22} {wall:8.1f} {client_mb:10.0f} {tree_mb:9.0f}  {same} (exit {code})")
-        one, many = task_overhead()
-        print(f"dask no-op task: {one:.1f} ms one at a time, {many:.2f} ms each in a batch of 1000")
+            row = f"{name:<8} {wall:8.1f} {fl:8.2f} {wall / fl:6.2f} {client_mb:10.0f} {tree_mb:9.0f}"
+            print(f"{row}  {same} (exit {code})", flush=True)
+        if not args.no_overhead and "dask" in args.modes:
+            one, many = task_overhead()
+            print(f"dask no-op task: {one:.1f} ms one at a time, {many:.2f} ms each in a batch of 1000")
     finally:
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
