@@ -141,7 +141,7 @@ def task_overhead() -> tuple[float, float]:
     return one, many
 
 
-MODES = {"serial": [], "jobs2": ["--jobs", "2"], "dask": ["--scheduler", "local:2"]}
+MODES = {"serial": ["--jobs", "1"], "jobs2": ["--jobs", "2"], "dask": ["--scheduler", "local:2"]}
 
 
 def main() -> int:

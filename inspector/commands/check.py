@@ -16,7 +16,7 @@ import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .common import add_config_flags, add_input_flags, fail, missing_captures, split_codes
 
@@ -131,7 +131,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int,
         metavar="N",
         default=None,
-        help="check folders in N processes (0 = one per CPU; default 1)",
+        help="check folders in N processes (0 = one per CPU; default: one per CPU, or this process alone "
+        "for a run under 32 MB, where processes cost more than they save; -v says which)",
     )
     run_.add_argument(
         "--scheduler",
@@ -270,8 +271,8 @@ def run(args: argparse.Namespace) -> int:
 
         return run_watch(args, cfg)
     fmt, fail_on = cfg.format, cfg.fail_on
-    jobs = args.jobs if args.jobs is not None else (cfg.jobs if cfg.jobs is not None else 1)
-    if jobs < 0:
+    jobs = args.jobs if args.jobs is not None else cfg.jobs  # None: chosen from the run (serial when small)
+    if jobs is not None and jobs < 0:
         return fail("--jobs must be >= 0")
     use_cache = not args.no_cache and (cfg.cache if cfg.cache is not None else True)
 
@@ -294,7 +295,7 @@ def run(args: argparse.Namespace) -> int:
             cache = None
     stats = RunStats()
     with ExitStack() as stack:
-        executor = None
+        executor: Any = None
         if args.scheduler is not None:
             from invariants.gate.executor_dask import SchedulerError, dask_executor
 
@@ -302,6 +303,12 @@ def run(args: argparse.Namespace) -> int:
                 executor = stack.enter_context(dask_executor(args.scheduler, None))  # progress: below
             except SchedulerError as exc:
                 return fail(str(exc))
+        if executor is None and jobs is None:
+            from invariants.gate.executor import AutoExecutor
+
+            executor = AutoExecutor()
+            if args.verbose:
+                executor.said = lambda m: print(f"inspector: {m}", file=sys.stderr)
         from inspector.progress import CheckObserver, count_in_background, progress_for
 
         progress = progress_for("check", args.quiet)

@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Iterator
 from invariants.gate.assemble import Assembler
 from invariants.gate.collector import collect_young
 from invariants.gate.config import Config
-from invariants.gate.executor import Executor, completed, executor_for
+from invariants.gate.executor import AutoExecutor, Executor, completed, executor_for
 from invariants.gate.policy import FindingPolicy
 from invariants.gate.result import CheckOptions, CheckResult, SessionSummary
 from invariants.gate.result_cache import ResultCache
@@ -130,7 +130,7 @@ def check_report(
     options: CheckOptions | None = None,
     *,
     config: Config | None = None,
-    jobs: int = 1,
+    jobs: int | None = 1,
     executor: Executor | None = None,
     cache: ResultCache | None = None,
     stats: RunStats | None = None,
@@ -383,6 +383,9 @@ def _run_units(
         yield from _drained(hits)
         return
 
+    if isinstance(executor, AutoExecutor) and executor.cost is None:
+        executor.cost = _job_cost
+
     def jobs() -> Iterator[tuple[Unit, CheckOptions]]:
         for k, (n, unit) in enumerate(todo()):
             flying[k] = (n, unit)
@@ -408,6 +411,11 @@ def _judged(progress: SourceProgress, policy: FindingPolicy) -> SourceProgress:
         progress(source, [g for f in findings if (g := policy.judge(f)) is not None], read)
 
     return told
+
+
+def _job_cost(job: object) -> int:
+    unit = job[0]  # type: ignore[index]
+    return sum(_size(s.path) for s in unit.sources)
 
 
 def _size(path: LogPath) -> int:
