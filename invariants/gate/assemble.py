@@ -32,7 +32,7 @@ from invariants.gate.result import CheckOptions, CheckResult, RequestCheck, Sess
 from invariants.gate.result_cache import ResultCache
 from invariants.gate.spool import Spool
 from invariants.gate.unit import Unit, UnitOutcome
-from invariants.gate.view import Block, ReportView, RequestTally, decode_block, encode_block
+from invariants.gate.view import Block, ReportView, RequestTally, decode_block, encode_block, is_projected
 from invariants.model.findings import Finding
 from invariants.replay.model import SessionModel
 
@@ -86,6 +86,7 @@ class Assembler:
         self.parent_ids: set[str] = set()
         self.sessions = 0
         self.events = 0
+        self.projected = 0
         self.notes: list[str] = []  # said on stderr, never a problem (a ledger migrated)
         self.ledger = None
         if ledger is not None:
@@ -153,6 +154,7 @@ class Assembler:
         assert s is not None
         self.sessions += 1
         self.events += s.events
+        self.projected += is_projected(s)
         if self.ledger is not None:
             block.findings.extend(self.ledger.see(s))
         if s.has_header and s.parent_session:
@@ -197,6 +199,7 @@ class Assembler:
             self.events,
         )
         view.notes.extend(self.notes)
+        view.projected = self.projected
         kept: list[Finding] = []
 
         def final(found: list[Finding]) -> list[Finding]:

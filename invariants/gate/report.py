@@ -168,7 +168,9 @@ def summary_line(result: Any) -> str:
     """The text report's last line: sessions, events, requests checked, findings per severity."""
     s = result.summary()
     tail = f"{s['sessions']} session(s), {s['events']} events, {requests_phrase(result)}"
-    projected = sum(1 for m in result.sessions if session_row(m).get("form") == PROJECTED)
+    projected = getattr(result, "projected", None)  # a ReportView counted them as they were written
+    if projected is None:
+        projected = sum(1 for m in result.sessions if session_row(m).get("form") == PROJECTED)
     if projected:
         tail = tail.replace(" events, ", f" events ({projected} projected snapshot(s): envelopes rebuilt), ", 1)
     tail += f": {s['errors']} error(s), {s['warnings']} warning(s), {s['infos']} info(s)"

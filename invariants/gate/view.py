@@ -89,6 +89,7 @@ class ReportView:
         self.rule_severities: dict[str, Counter] = {}
         self.finding_count = 0
         self.notes: list[str] = []  # things skipped on purpose, said on stderr (CheckResult.notes)
+        self.projected = 0  # sessions read from the projected snapshot form (the summary line says so)
 
     def count(self, f: Finding) -> None:
         """Note one final finding (as it is written to the blocks)."""
@@ -114,6 +115,7 @@ class ReportView:
         view = cls(blocks, list(result.problems), result.baseline, tally, len(result.sessions), 0)
         view.notes = list(result.notes)
         view.events = sum(m.events for m in result.sessions)
+        view.projected = sum(1 for m in result.sessions if is_projected(m))
         for f in result.findings:
             view.count(f)
         return view
@@ -199,3 +201,10 @@ class ReportView:
 def view_of(result: CheckResult | ReportView) -> ReportView:
     """A writer's input: a view as it is, a whole result made into one."""
     return result if isinstance(result, ReportView) else ReportView.of(result)
+
+
+def is_projected(m: Any) -> bool:
+    """Whether a session (a summary) was read from the projected snapshot form (its report row names the form)."""
+    from invariants.read.projected import PROJECTED
+
+    return m.row().get("form") == PROJECTED
