@@ -1,8 +1,14 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# The pytest runs the tests start (pytester, the repro and plugin tests) keep arize-phoenix's plugin
+# off as this one does (pyproject.toml's addopts): it imports Phoenix's server, ~45 s a process.
+if "no:phoenix" not in os.environ.get("PYTEST_ADDOPTS", ""):
+    os.environ["PYTEST_ADDOPTS"] = (os.environ.get("PYTEST_ADDOPTS", "") + " -p no:phoenix").strip()
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
