@@ -327,10 +327,8 @@ class LogReader:
 
     def _decide_form(self, raw: RawLine, st: _ReadState) -> Projection | None:
         """Decide the log's form by this body line when it is an event object; the projection to apply, if any."""
-        try:
-            form = line_form(orjson.loads(raw.data)) if not raw.oversized else None
-        except ValueError:
-            form = None
+        obj, err = parse_json(raw.data) if not raw.oversized else (None, "oversized")
+        form = line_form(obj) if err is None else None  # parse_json refuses a line too deep to parse first
         if form is None:
             return None
         self._form_decided = True

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from invariants.model.jsonvalue import too_deep
 from invariants.read.line_records import RawLine
 
 RUNTIME = "runtime"
@@ -100,6 +101,8 @@ class Projection:
             self.next_seq += 1
             return raw
         try:
+            if too_deep(raw.data):  # before orjson: deep enough nesting crashes some releases of it
+                raise ValueError
             obj = orjson.loads(raw.data)
         except ValueError:
             self.next_seq += 1

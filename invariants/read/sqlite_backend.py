@@ -40,6 +40,7 @@ from typing import Callable, Iterator
 import orjson
 import zstandard
 
+from invariants.model.jsonvalue import too_deep
 from invariants.read.line_records import DEFAULT_MAX_LINE, RawLine, RowProblem
 from invariants.read.source import LogSource, local_file
 
@@ -447,8 +448,10 @@ def _head_row(row: tuple) -> bytes:
         if len(text) > MAX_ROW_DATA_BYTES:
             raise RowError("LOG012", f"packed {type_} row data exceeds {MAX_ROW_DATA_BYTES} bytes")
         try:
+            if too_deep(text):  # before orjson: deep enough nesting crashes some releases of it
+                raise ValueError
             members = orjson.loads(text)
-        except orjson.JSONDecodeError:
+        except ValueError:  # orjson.JSONDecodeError is one
             raise RowError("LOG012", f"packed {type_} row data is not JSON") from None
         key = "args" if type_ == "tool-call-chunks" else "texts"
         payload = members.get(key) if isinstance(members, dict) else None
