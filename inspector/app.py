@@ -113,7 +113,10 @@ class InspectorApp(App):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Textual's commands, the theme, and every action the screen in front binds to a key (so the
         palette cannot miss one: it is built from the bindings), each with its key in brackets."""
-        yield from super().get_system_commands(screen)
+        textuals = list(super().get_system_commands(screen))
+        yield from textuals
+        if not any(c.title == "Quit" for c in textuals):  # older Textual releases name theirs otherwise
+            yield SystemCommand("Quit", "Quit the application (q)", self.action_quit)
         yield SystemCommand(
             "Dark or light theme",
             "Switch between the dark and the light theme; remembered (T)",

@@ -46,9 +46,17 @@ def test_every_sample_log_is_listed():
 
 
 def test_samples_are_reproducible_from_the_generator(tmp_path):
+    import zstandard
+
     from invariants.simulate.samples import main
+    from tests.unit.test_simulator import SAMPLES_LIBZSTD, _whole_frames
 
     main([str(tmp_path)])
     for path in SAMPLES.rglob("*"):
         if path.is_file():
-            assert (tmp_path / path.relative_to(SAMPLES)).read_bytes() == path.read_bytes(), path
+            made = (tmp_path / path.relative_to(SAMPLES)).read_bytes()
+            if path.name.endswith(".zstd") and zstandard.ZSTD_VERSION != SAMPLES_LIBZSTD:
+                # another libzstd compresses the same frames to other bytes (test_simulator explains)
+                assert _whole_frames(made) == _whole_frames(path.read_bytes()), path
+                continue
+            assert made == path.read_bytes(), path
