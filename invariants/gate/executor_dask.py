@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from itertools import chain, islice
 from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO, TypeVar
 
+from invariants.gate.executor import run_batch
 from invariants.gate.unit import lost_result
 
 T = TypeVar("T")
@@ -98,7 +99,7 @@ class DaskExecutor:
             if not batch:
                 return False
             # pure=False: equal batches (never the case for units, but cheap to be sure) stay two tasks
-            fut = self.client.submit(_run_batch, fn, [x for _, x in batch], retries=self.retries, pure=False)
+            fut = self.client.submit(run_batch, fn, [x for _, x in batch], retries=self.retries, pure=False)
             keys[fut.key] = (submitted, batch)
             pending.add(fut)
             return True
@@ -134,19 +135,6 @@ class DaskExecutor:
 
 
 AHEAD = 8  # tasks per worker thread in flight (and the reorder window's reach, in tasks)
-
-
-def _run_batch(fn: Callable[[T], R], batch: list[T]) -> list[R]:
-    """A worker's task: ``fn`` over a few items, the cyclic GC paused as in a serial run."""
-    from invariants.gate.collector import collect_young
-    from invariants.gate.pipeline import cyclic_gc_paused
-
-    out = []
-    with cyclic_gc_paused():
-        for x in batch:
-            out.append(fn(x))
-            collect_young()
-    return out
 
 
 def _reason(fut: Any) -> str:

@@ -62,3 +62,26 @@ def test_cyclic_garbage_frozen_by_one_run_is_freed_once_the_frozen_heap_doubles(
     with collector_paused():
         pass
     assert ref() is None
+
+
+_made: list[weakref.ref] = []
+
+
+def _cyclic(i: int) -> int:
+    node = Node()
+    _made.append(weakref.ref(node))
+    return i
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["dask-worker", "forked-pool-worker"])
+def test_a_worker_batch_frees_each_items_cycles_and_restores_the_collector(enabled):
+    """A forked pool worker inherits the parent's paused collector and never resumes it, so without a
+    collection after each item every replayed model stayed in the worker to the end (its memory grew
+    with the items); a Dask worker's collector is on and must be again after the batch."""
+    from invariants.gate.executor import run_batch
+
+    _made.clear()
+    gc.enable() if enabled else gc.disable()
+    assert run_batch(_cyclic, [1, 2, 3]) == [1, 2, 3]
+    assert gc.isenabled() is enabled
+    assert len(_made) == 3 and all(ref() is None for ref in _made)
