@@ -22,6 +22,7 @@ given: ``import invariants`` never loads it.
 
 from __future__ import annotations
 
+import pickle
 import sys
 import time
 from contextlib import contextmanager
@@ -99,7 +100,7 @@ class DaskExecutor:
             if not batch:
                 return False
             # pure=False: equal batches (never the case for units, but cheap to be sure) stay two tasks
-            fut = self.client.submit(run_batch, fn, [x for _, x in batch], retries=self.retries, pure=False)
+            fut = self.client.submit(_pickled_batch, fn, [x for _, x in batch], retries=self.retries, pure=False)
             keys[fut.key] = (submitted, batch)
             pending.add(fut)
             return True
@@ -112,7 +113,7 @@ class DaskExecutor:
             try:
                 # Also when the status is no longer "finished": a result lost with its worker after the task
                 # completed is recomputed by the scheduler, and result() waits for that.
-                got = fut.result()
+                got = pickle.loads(fut.result())
             except Exception:
                 reason = _reason(fut)
                 got = [self.lost(fn, item, reason) for _, item in batch]
@@ -135,6 +136,12 @@ class DaskExecutor:
 
 
 AHEAD = 8  # tasks per worker thread in flight (and the reorder window's reach, in tasks)
+
+
+def _pickled_batch(fn: Callable[[T], R], items: list[T]) -> bytes:
+    """:func:`run_batch`'s results as one pickle: Dask measures a task's result (``sizeof``) and
+    serialises it by walking every nested value, a cost that bytes do not have."""
+    return pickle.dumps(run_batch(fn, items), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _reason(fut: Any) -> str:
@@ -162,6 +169,25 @@ def parse_scheduler(value: str) -> tuple[str, int | None]:
     return value, None
 
 
+def _local_config() -> dict[str, Any]:
+    """Dask settings for a cluster on this machine, whose workers share its cores with the client.
+
+    A worker's event loop otherwise wakes ~150 times a second (the 20 ms tick monitor, the 10 ms
+    statistical profiler, the 100 ms memory monitor) and takes the GIL from the task thread each
+    time; a check needs none of it.  On Linux the workers are forked from this process, which has
+    imported everything a task needs (spawned ones import Dask and the checker again: ~2 s of a
+    core each).  Measured in docs/FLEET.md."""
+    config: dict[str, Any] = {
+        "distributed.worker.profile.enabled": False,
+        "distributed.admin.tick.interval": "1s",
+        "distributed.admin.system-monitor.interval": "5s",
+        "distributed.worker.memory.monitor-interval": "1s",
+    }
+    if sys.platform == "linux":
+        config["distributed.worker.multiprocessing-method"] = "fork"
+    return config
+
+
 @contextmanager
 def dask_executor(
     scheduler: str,
@@ -179,7 +205,10 @@ def dask_executor(
             f"--scheduler needs dask and distributed (pip install 'dsh-inspector[fleet]'): {exc}"
         ) from exc
     if address == LOCAL:
+        import dask
+
         with (
+            dask.config.set(_local_config()),
             LocalCluster(
                 n_workers=n,
                 processes=True,

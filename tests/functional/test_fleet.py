@@ -65,6 +65,24 @@ def test_samples_report_is_byte_identical_to_serial(client, capsys):
     assert fleet == serial
 
 
+def test_a_local_cluster_gives_the_serial_report_with_quiet_forked_workers(capsys):
+    """``--scheduler local:2`` starts its own cluster: the report is the serial one, and its workers run
+    without the housekeeping that takes the GIL from the task thread (forked on Linux)."""
+    import dask
+
+    from invariants.gate.executor_dask import dask_executor
+
+    serial = json_report(capsys, SAMPLES)
+    assert json_report(capsys, SAMPLES, "--scheduler", "local:2") == serial
+    with dask_executor("local:2", progress=None) as ex:
+        assert dict(ex.imap(abs, range(-3, 0))) == {0: 3, 1: 2, 2: 1}
+        get = partial(ex.client.run, dask.config.get)
+        assert set(get("distributed.worker.profile.enabled").values()) == {False}
+        assert set(get("distributed.admin.tick.interval").values()) == {"1s"}
+        if sys.platform == "linux":
+            assert set(get("distributed.worker.multiprocessing-method").values()) == {"fork"}
+
+
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")
 def test_corpus_report_is_byte_identical_to_serial(client, capsys):
     serial = json_report(capsys, CORPUS)
