@@ -104,6 +104,14 @@ MAX_PENDING = 256
 however the damage is spread."""
 
 
+class _AllReaders:
+    """Chunk lines every reader of this process has seen in runs: once past ``TYPED_AFTER`` the
+    import has paid for itself, so a run of many small logs decodes typed too (a reader of one
+    small log never gets there on its own).  Typed decoding decides nothing differently."""
+
+    run_lines = 0
+
+
 class LogReader:
     """Read one log: ``header`` is set once iteration starts; ``findings`` grows."""
 
@@ -375,7 +383,7 @@ class LogReader:
         # Only a line longer than MAX_DEPTH bytes can be nested deeper than MAX_DEPTH.
         if any(map(too_deep, [line for line in lines if len(line) > MAX_DEPTH])):
             return None  # line by line: the deep line becomes a defect
-        if self._run_lines >= TYPED_AFTER:
+        if self._run_lines >= TYPED_AFTER or _AllReaders.run_lines >= TYPED_AFTER:
             from invariants.read.chunk_typed import decode_run
 
             text = raw.text if raw.text is not None else b"\n".join(lines)
@@ -383,6 +391,7 @@ class LogReader:
             if typed is not None:
                 return ChunkRun(None, None, False, 1, lines, typed)
         self._run_lines += len(lines)
+        _AllReaders.run_lines += len(lines)
         joined = b",".join(lines)
         try:
             objs = orjson.loads(b"[" + joined + b"]")

@@ -180,9 +180,18 @@ def test_chunks_that_are_not_deltas_are_parsed_only_when_their_typed_fields_fail
     assert [f["rule"] for f in findings] == ["EVT013"] and len(parsed) == 1
 
 
-@pytest.mark.parametrize("line_bytes, typed", [(0, True), (10**9, False)])
-def test_a_log_large_enough_is_decoded_typed_from_its_first_run(tmp_path, monkeypatch, line_bytes, typed):
+@pytest.mark.parametrize(
+    "line_bytes, seen_before, typed",
+    [(0, 0, True), (10**9, 0, False), (10**9, load.TYPED_AFTER, True)],
+    ids=["large", "small-first", "small-after-others"],
+)
+def test_a_log_large_enough_or_read_after_enough_chunks_is_decoded_typed(
+    tmp_path, monkeypatch, line_bytes, seen_before, typed
+):
+    """A small log is decoded typed once the process has read ``TYPED_AFTER`` chunk lines in runs
+    (msgspec's import is paid by then): a root of many small sessions gets the typed decoder too."""
     monkeypatch.setattr(load, "TYPED_LINE_BYTES", line_bytes)  # the size that counts as large: 8192 lines this long
+    monkeypatch.setattr(load._AllReaders, "run_lines", seen_before)
     calls = []
     real = chunk_typed.decode_run
     monkeypatch.setattr(chunk_typed, "decode_run", lambda *a: calls.append(real(*a)) or calls[-1])
