@@ -50,6 +50,10 @@ class ChunkRun:
     def __len__(self) -> int:
         return self._n
 
+    def nbytes(self) -> int:
+        """Bytes of the run's lines (0 for a packed row)."""
+        return sum(map(len, self.lines)) if self.lines is not None else 0
+
     def compact(self) -> None:
         """Drop the parsed events if they can be had again (from the raw lines or the packed row)."""
         if self.lines is not None or self.row is not None:

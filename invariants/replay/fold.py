@@ -34,20 +34,16 @@ RETRY_TYPES = frozenset({"llm/retry", "llm/retry-started"})
 # What a lost header event would explain: no header in force, a delta or resume with nothing to apply to.
 HEADER_LOSS_RULES = rules_where(loses_header=True)
 COMPACTION_SUMMARY = frozenset({"compact/summary", "compaction/summary"})
+HOLD_PARSED = 1 << 20
+"""Bytes of chunk lines the era sniff holds parsed while it reads ahead; past them (or for a packed
+row, whose events can outnumber its lines by far) a run is compacted and parsed again when folded.
+A small log is parsed once."""
 PROGRESS_BYTES = 8 << 20  # how much more of a log is folded between two calls of a replay's ``progress``
 Progress = Callable[[list[Finding], int], None]
 
 # Bumped when the pickled fold state changes shape (2: HeaderVersion.set_by); an older checkpoint is
 # not resumed but replayed from scratch.
 CHECKPOINT_FORMAT = 4  # 4: steps, causes and the reader's records pickle by their fields (3: the fold's)
-
-
-def _drained(ahead: list, items: Iterator) -> Iterator:
-    """The items read ahead, each let go once given (a chain would hold them all to the end), then the rest."""
-    ahead.reverse()
-    while ahead:
-        yield ahead.pop()
-    yield from items
 
 
 # A typed run's chunk types are known types or None (the decoder's Literal), all hashable.
@@ -66,6 +62,8 @@ class _Replay:
     """One pass over a log.  Without a profile it also gathers the era evidence of every event
     (``sniffing``): the profile is taken provisionally from the first lines (see
     :mod:`invariants.read.era`), and :meth:`verdict` gives the whole file's."""
+
+    ahead_sniffed = False  # the item being folded was read ahead and classified by the sniff
 
     def __init__(self, reader: LogReader, profile: Profile | None, evidence: list[str]) -> None:
         self.reader = reader
@@ -111,17 +109,31 @@ class _Replay:
 
             schema_era_evidence(self.reader.source, seen)
         ahead = []
+        budget = HOLD_PARSED
         for item in items:
             ahead.append(item)
-            if type(item[0]) is ChunkRun:
-                item[0].compact()  # held until the verdict: its events are parsed again when folded
+            obj = item[0]
+            if type(obj) is ChunkRun:
+                budget -= obj.nbytes()
+                if budget < 0 or obj.row is not None:
+                    obj.compact()  # held until the verdict: its events are parsed again when folded
             else:
-                classify_object(item[0], seen)
+                classify_object(obj, seen)
             if item[1] >= SNIFF_LINES or is_decisive(seen):
                 break
         self._header_evidence()
         self._judge_by(PROFILES[profile_for(seen).profile])
-        return _drained(ahead, items)
+        self.ahead_sniffed = True
+        return self._drained(ahead, items)
+
+    def _drained(self, ahead: list, items: Iterator) -> Iterator:
+        """The items read ahead, each let go once given (a chain would hold them all to the end), then
+        the rest, whose era evidence the fold gathers (the sniff has classified those read ahead)."""
+        ahead.reverse()
+        while ahead:
+            yield ahead.pop()
+        self.ahead_sniffed = False
+        yield from items
 
     def _header_evidence(self) -> None:
         hdr = self.reader.header
@@ -241,7 +253,7 @@ class _Replay:
                 seed_length = self.seed_length = hdr.seed_length if hdr else 0
             if seed_length and seq == seed_length:
                 self.fold.expect_anchor = True  # a forked child's own first request must anchor
-            if sniffing:
+            if sniffing and not self.ahead_sniffed:
                 classify_object(obj, seen)
             self._event(event_from(obj, line, offset))
             last = (obj, line, offset)
