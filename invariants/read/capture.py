@@ -9,6 +9,8 @@ and never resolves outside that folder.
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -76,10 +78,19 @@ def find_capture(log_path: LogPath) -> LogPath | None:
             if entry is not None and entry.get("type") == "file" and not entry.get("islink"):
                 return folder / name
         return None
+    try:  # one listing, not two stats per candidate name (a folder of many small sessions pays it per log)
+        present = set(os.listdir(folder))
+    except OSError:
+        present = set(names)  # the folder cannot be listed: ask for each name
     for name in names:
+        if name not in present:
+            continue
         candidate = folder / name
-        if candidate.is_file() and not candidate.is_symlink():
-            return candidate
+        try:
+            if stat.S_ISREG(os.lstat(candidate).st_mode):  # a regular file, not a link to one
+                return candidate
+        except OSError:
+            continue
     return None
 
 
