@@ -1,7 +1,8 @@
 """How fast is `inspector check` against the floor of merely parsing its input?
 
 Generates a seed-era session with its capture (52,000 events, 600 recorded
-requests, about 39 MB; then 2x and 4x of it) and prints, side by side for
+requests, about 39 MB; then 2x and 4x of it), in two shapes (``SHAPES``: compactions
+by surface size; resumes every 25 turns and compactions every 30), and prints, side by side for
 each, two fresh processes timed from launch to exit:
 
 * check: ``inspector check LOG --no-cache -q`` (no result cache);
@@ -16,7 +17,7 @@ taking turns.  Children run with the bytecode cache on (in the
 output folder), as an installed tool does, and from the output folder, as in a project with no
 ``[tool.inspector]`` (this repository's own pyproject.toml would have to be parsed).
 
-    python benchmarks/check_speed.py [--repeat 5] [--keep DIR] [--sizes 1,2,4] [--against DIR]
+    python benchmarks/check_speed.py [--repeat 5] [--keep DIR] [--sizes 1,2,4] [--shapes size,turns] [--against DIR]
 
 ``--against DIR`` also times the check of another checkout (an earlier commit) in the same
 turns, so a before/after on a machine whose speed drifts compares like with like.
@@ -41,7 +42,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 BASE_EVENTS, BASE_STEPS = 52_000, 600
-COMPACT_OVER = 160  # surface nodes before a compaction: sets how long the recorded histories get (39 MB at x1)
+# Shapes of the generated log (keyword arguments of generate_large), so a ratio does not hold for one
+# generator's log only.  "size": a compaction whenever the surface passes 160 nodes, which sets how long
+# the recorded histories get (39 MB at x1), a resume every 20 turns.  "turns": a resume every 25 turns,
+# a compaction every 30, so histories grow long between them (the shape issue 30 names).
+SHAPES = {
+    "size": {"resume_every": 20, "compact_over": 160},
+    "turns": {"resume_every": 25, "compact_every": 30},
+}
 
 # Each child reports its own peak RSS (VmHWM: the kernel's ru_maxrss of a child also counts the
 # parent's pages at fork, and a benchmark holding generated logs would show as every child's peak).
@@ -125,14 +133,13 @@ def best_interleaved(
     return [(min(r[0] for r in rs), min(r[1] for r in rs), min(r[2] for r in rs)) for rs in runs]
 
 
-def generate(out: Path, scale: int) -> tuple[Path, Path, dict]:
+def generate(out: Path, scale: int, shape: str) -> tuple[Path, Path, dict]:
     from invariants.simulate.large import generate_large
 
-    log, cap = out / f"bench-x{scale}.jsonl", out / f"bench-x{scale}.requests.jsonl"
+    name = f"bench-x{scale}" if shape == "size" else f"bench-{shape}-x{scale}"
+    log, cap = out / f"{name}.jsonl", out / f"{name}.requests.jsonl"
     if not log.exists() or not cap.exists():
-        generate_large(
-            log, cap, events=BASE_EVENTS * scale, steps=BASE_STEPS * scale, seed=7, compact_over=COMPACT_OVER
-        )
+        generate_large(log, cap, events=BASE_EVENTS * scale, steps=BASE_STEPS * scale, seed=7, **SHAPES[shape])
     with open(log, "rb") as fh:
         events = sum(1 for _ in fh) - 1
     with open(cap, "rb") as fh:
@@ -147,6 +154,9 @@ def main() -> int:
     ap.add_argument("--sizes", default="1,2,4", help="multiples of the 52,000-event log (default 1,2,4)")
     ap.add_argument("--parts", action="store_true", help="also split each ratio into start-up, log and captures")
     ap.add_argument(
+        "--shapes", default="size,turns", help=f"generated log shapes, comma-separated: {', '.join(SHAPES)}"
+    )
+    ap.add_argument(
         "--against",
         type=Path,
         help="a checkout of an earlier commit (git worktree add DIR REV): its check is timed in the same turns",
@@ -159,8 +169,8 @@ def main() -> int:
     scales = [int(s) for s in args.sizes.split(",")]
     rows = []
     parts: list[tuple[int, list, list]] = []
-    for scale in scales:
-        log, cap, counts = generate(out, scale)
+    for shape, scale in [(shape, scale) for shape in args.shapes.split(",") for scale in scales]:
+        log, cap, counts = generate(out, scale, shape)
         check_args = ["check", str(log), "--no-cache", "-q"]
         children = [(_FLOOR, [str(log), str(cap)], env), (_CHECK, check_args, env)]
         if earlier_env is not None:
@@ -178,23 +188,28 @@ def main() -> int:
             run_child(code, argv, e)  # warm the bytecode cache and the page cache
         timed = best_interleaved(children, args.repeat)
         if args.parts:
-            parts.append((scale, timed[:2], timed[-4:]))
+            parts.append((f"{shape} x{scale}", timed[:2], timed[-4:]))
             timed = timed[:-4]
         floor, check, *earlier = timed
-        rows.append((scale, counts, floor, check, earlier))
+        rows.append((f"{shape} x{scale}", counts, floor, check, earlier))
     print(
-        f"{'size':>4} {'events':>8} {'requests':>8} {'MiB':>6} | {'floor cpu':>9} {'wall':>6} {'RSS':>6} |"
+        f"{'log':>10} {'events':>8} {'requests':>8} {'MiB':>6} | {'floor cpu':>9} {'wall':>6} {'RSS':>6} |"
         f" {'check cpu':>9} {'wall':>6} {'RSS':>6} | {'ratio':>5}"
     )
     for scale, c, (fc, fw, fm), (cc, cw, cm), earlier in rows:
         against = "".join(f" | against: {ec:>6.3f}s {em:>3.0f}MiB {ec / fc:>5.2f}" for ec, _, em in earlier)
         print(
-            f"x{scale:<3} {c['events']:>8,} {c['requests']:>8,} {c['mib']:>6.1f} |"
+            f"{scale:>10} {c['events']:>8,} {c['requests']:>8,} {c['mib']:>6.1f} |"
             f" {fc:>8.3f}s {fw:>5.2f}s {fm:>3.0f}MiB | {cc:>8.3f}s {cw:>5.2f}s {cm:>3.0f}MiB | {cc / fc:>5.2f}{against}"
         )
-    if len(rows) > 1:
-        (s0, _, (f0, _, _), (c0, _, m0), _), (s1, _, (f1, _, _), (c1, _, m1), _) = rows[0], rows[-1]
-        print(f"x{s1 // s0} input: check CPU time x{c1 / c0:.2f} (floor x{f1 / f0:.2f}), check peak RSS x{m1 / m0:.2f}")
+    if len(scales) > 1:
+        for shape in args.shapes.split(","):
+            mine = [r for r in rows if r[0].startswith(f"{shape} ")]
+            (_, _, (f0, _, _), (c0, _, m0), _), (_, _, (f1, _, _), (c1, _, m1), _) = mine[0], mine[-1]
+            print(
+                f"{shape}: x{scales[-1] // scales[0]} input: check CPU time x{c1 / c0:.2f} (floor x{f1 / f0:.2f}),"
+                f" check peak RSS x{m1 / m0:.2f}"
+            )
     print(f"best of {args.repeat} runs each; ratio = check CPU / floor CPU; logs in {out}")
     if parts:
         print_parts(parts)
@@ -217,14 +232,14 @@ def log_alone(out: Path, log: Path) -> Path:
     return alone
 
 
-def print_parts(parts: list[tuple[int, list, list]]) -> None:
+def print_parts(parts: list[tuple[str, list, list]]) -> None:
     """Each size's CPU time split into start-up, the log and the captures, floor beside check.
 
     Every part is a difference of two best-of-N whole processes (start-up: a process that
     reads nothing; log: the log alone less start-up; captures: everything less the log
     alone), so a part is as noisy as two figures are."""
     print("\nparts (CPU seconds, differences of the runs above):")
-    print(f"{'size':>4} {'part':>9} | {'floor':>7} {'check':>7} | {'ratio':>5}")
+    print(f"{'log':>10} {'part':>9} | {'floor':>7} {'check':>7} | {'ratio':>5}")
     for scale, ((fc, _, _), (cc, _, _)), [(f0, _, _), (c0, _, _), (fl, _, _), (cl, _, _)] in parts:
         for name, f, c in (
             ("start-up", f0, c0),
@@ -232,7 +247,7 @@ def print_parts(parts: list[tuple[int, list, list]]) -> None:
             ("captures", fc - fl, cc - cl),
         ):
             ratio = f"{c / f:>5.2f}" if f > 0 else "    -"
-            print(f"x{scale:<3} {name:>9} | {f:>6.3f}s {c:>6.3f}s | {ratio}")
+            print(f"{scale:>10} {name:>9} | {f:>6.3f}s {c:>6.3f}s | {ratio}")
 
 
 if __name__ == "__main__":

@@ -61,11 +61,13 @@ def generate_large(
     resume_every: int = 20,
     change_every: int = 8,
     compact_over: int = 40,
+    compact_every: int | None = None,
 ) -> dict:
     """Stream a seed-era log of at least ``events`` events and ``steps`` steps to disk.
 
     Many chunks per step (one per word or two), tool calls, compaction whenever
-    the surface passes ``compact_over`` nodes (which also bounds the capture lines), a new
+    the surface passes ``compact_over`` nodes (which also bounds the capture lines; with
+    ``compact_every``, instead at the first step of every ``compact_every``-th turn), a new
     loop instance with a grown prefix every ``resume_every`` turns and a header
     change (a delta) every ``change_every`` turns.  Only the current
     conversation is held in memory.  ``path_capture=None`` skips captures.
@@ -98,7 +100,12 @@ def generate_large(
             n = world.rng.randint(1, 4)
             for k in range(n):
                 compact = None
-                if rec.surface_size() > compact_over:
+                due = (
+                    k == 0 and turns > 1 and (turns - 1) % compact_every == 0
+                    if compact_every
+                    else rec.surface_size() > compact_over
+                )
+                if due:
                     compact = Compaction(_prose(world.rng, 40), keep_last=6, record_request=False)
                 rec.step(_large_reply(world.rng, final=k == n - 1), compact=compact)
                 done_steps += 1

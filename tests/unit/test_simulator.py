@@ -387,3 +387,27 @@ def test_generate_large_streams_a_consistent_log(tmp_path: Path) -> None:
     again = tmp_path / "again.jsonl"
     generate_large(again, None, events=6_000, steps=60, seed=7)
     assert again.read_bytes() == log.read_bytes()
+
+
+def test_generate_large_compacts_every_n_turns_when_asked(tmp_path: Path) -> None:
+    """``compact_every``: a compaction opens every n-th turn (the benchmark's second log shape), whatever the
+    surface's size, and the log and its capture still agree."""
+    log, capture = tmp_path / "turns.jsonl", tmp_path / "turns.requests.jsonl"
+    stats = generate_large(log, capture, events=6_000, steps=60, seed=3, resume_every=7, compact_every=4)
+    _, events = _parse(log.read_bytes())
+    turn = 0
+    compacted = []
+    for e in events:
+        if e["type"] == "turn/start":
+            turn += 1
+        elif e["type"] == "compact/summary":
+            compacted.append(turn)
+    assert compacted == list(range(5, stats["turns"] + 1, 4))
+    reasons = [e["data"]["reason"] for e in events if e["type"] == "request/header"]
+    assert reasons.count("resume") == (stats["turns"] - 1) // 7
+    lines = capture.read_bytes().splitlines()
+    for line in lines[:: max(1, len(lines) // 10)]:
+        capture_line = orjson.loads(line)
+        assert orjson.dumps(capture_line["request"]) == orjson.dumps(
+            expected_request(events, capture_line["logLength"])
+        )
