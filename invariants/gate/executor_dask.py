@@ -100,7 +100,8 @@ class DaskExecutor:
             if not batch:
                 return False
             # pure=False: equal batches (never the case for units, but cheap to be sure) stay two tasks
-            fut = self.client.submit(_pickled_batch, fn, [x for _, x in batch], retries=self.retries, pure=False)
+            items = pickle.dumps([x for _, x in batch], protocol=pickle.HIGHEST_PROTOCOL)
+            fut = self.client.submit(_pickled_batch, fn, items, retries=self.retries, pure=False)
             keys[fut.key] = (submitted, batch)
             pending.add(fut)
             return True
@@ -138,10 +139,11 @@ class DaskExecutor:
 AHEAD = 8  # tasks per worker thread in flight (and the reorder window's reach, in tasks)
 
 
-def _pickled_batch(fn: Callable[[T], R], items: list[T]) -> bytes:
-    """:func:`run_batch`'s results as one pickle: Dask measures a task's result (``sizeof``) and
-    serialises it by walking every nested value, a cost that bytes do not have."""
-    return pickle.dumps(run_batch(fn, items), protocol=pickle.HIGHEST_PROTOCOL)
+def _pickled_batch(fn: Callable[[T], R], items: bytes) -> bytes:
+    """:func:`run_batch` over pickled items, its results as one pickle: Dask measures a task's data
+    (``sizeof``), and the scheduler unpickles and pickles a task's arguments again, walking every
+    nested value (a unit's paths and options), a cost that bytes do not have."""
+    return pickle.dumps(run_batch(fn, pickle.loads(items)), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _reason(fut: Any) -> str:
