@@ -307,7 +307,6 @@ def test_a_malformed_sqlite_store_is_a_finding(tmp_path, capsys):
 def test_a_zstd_bomb_is_refused_before_it_is_decompressed(tmp_path, capsys):
     """A 65 KB .jsonl.zstd whose second frame expands to 2 GiB took 22 s and 4.2 GB of memory;
     the expansion is now bounded from the block headers before anything is decompressed."""
-    import time
     import tracemalloc
 
     import zstandard
@@ -321,13 +320,12 @@ def test_a_zstd_bomb_is_refused_before_it_is_decompressed(tmp_path, capsys):
     path.write_bytes(cctx.compress(header) + bomb)
     assert path.stat().st_size < 200_000
     tracemalloc.start()
-    t0 = time.perf_counter()
     try:
         code = main(["check", str(path), "--no-cache", "--format", "json"])
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - t0 < 30 and peak < 32 << 20
+    assert peak < 32 << 20  # decompressing would need 300 MiB; its time is benchmarks/zstd_speed.py's
     findings = json.loads(capsys.readouterr().out)["findings"]
     assert code == 1 and [f["rule"] for f in findings] == ["LOG009"] and "expand" in findings[0]["message"]
 
