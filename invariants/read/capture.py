@@ -10,9 +10,8 @@ and never resolves outside that folder.
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Container, Iterator
 
 from invariants.model.findings import Finding
 from invariants.model.jsonvalue import is_safe_int, shorten
@@ -65,33 +64,41 @@ TYPED_AFTER = 1 << 20
 what the split saves on that much."""
 
 
-def find_capture(log_path: LogPath) -> LogPath | None:
-    """``requests.jsonl`` beside the log, else ``<log name>.requests.jsonl`` (plain or zstd)."""
+def find_capture(log_path: LogPath, listing: Container[str] | None = None) -> LogPath | None:
+    """``requests.jsonl`` beside the log, else ``<log name>.requests.jsonl`` (plain or zstd).
+
+    ``listing``: the names in the log's folder (:func:`folder_names`), when the caller looks for the
+    captures of many logs of one folder: only names in it are asked about, so a log with no capture
+    costs no ``stat`` call (six candidate names cost twelve)."""
     folder = log_path.parent
     names = [f"requests{s}" for s in CAPTURE_SUFFIXES] + [
         f"{strip_log_suffix(log_path.name)}.requests{s}" for s in CAPTURE_SUFFIXES
     ]
     if isinstance(folder, UrlPath):  # one listing, not a round trip per candidate name
-        listing = folder.children()
+        children = folder.children()
         for name in names:
-            entry = listing.get(name)
+            entry = children.get(name)
             if entry is not None and entry.get("type") == "file" and not entry.get("islink"):
                 return folder / name
         return None
-    try:  # one listing, not two stats per candidate name (a folder of many small sessions pays it per log)
-        present = set(os.listdir(folder))
-    except OSError:
-        present = set(names)  # the folder cannot be listed: ask for each name
     for name in names:
-        if name not in present:
+        if listing is not None and name not in listing:
             continue
         candidate = folder / name
-        try:
-            if stat.S_ISREG(os.lstat(candidate).st_mode):  # a regular file, not a link to one
-                return candidate
-        except OSError:
-            continue
+        if candidate.is_file() and not candidate.is_symlink():
+            return candidate
     return None
+
+
+def folder_names(folder: LogPath) -> set[str] | None:
+    """The names in a local folder, for :func:`find_capture`; None for a URL or a folder that cannot
+    be listed (then each candidate name is asked about)."""
+    if isinstance(folder, UrlPath):
+        return None
+    try:
+        return set(os.listdir(folder))
+    except OSError:
+        return None
 
 
 def capture_problem(path: LogPath) -> str | None:
