@@ -8,7 +8,7 @@ from collections import OrderedDict
 import sqlite_utils
 
 from invariants.model.registry import rules_where
-from invariants.read.capture import find_capture, folder_names
+from invariants.read.capture import FolderNames, find_capture
 from invariants.read.source import LogSource, UrlPath, is_url, log_path
 
 from .stats import IndexStats
@@ -107,12 +107,9 @@ def _plan(
             if not changed:
                 stats.unchanged += 1
         cap_paths: list[str] = []
-        listed: dict = {}
+        names = FolderNames()
         for src in srcs:
-            parent = src.path.parent
-            if parent not in listed:
-                listed[parent] = folder_names(parent)
-            found = find_capture(src.path, listed[parent])
+            found = find_capture(src.path, names(src.path.parent))
             if found is not None and str(found) not in cap_paths:
                 cap_paths.append(str(found))
         captures: list[CaptureTask] = []

@@ -190,13 +190,15 @@ def run_batch(fn: Callable[[T], R], items: list[T]) -> list[R]:
     collector paused as in a serial run, and each item's cyclic garbage (a replayed model refers to
     itself) freed after it, scanning only what the item allocated, so a worker's memory does not grow
     with the items it has done.  Nothing is frozen: a worker's own heap (Dask's) is never rescanned."""
+    from invariants.gate.collector import collect_young
+
     was = gc.isenabled()
     gc.disable()
     try:
         out = []
         for x in items:
             out.append(fn(x))
-            gc.collect(0)
+            collect_young()
         return out
     finally:
         if was:

@@ -17,7 +17,6 @@ needs a re-read.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain
@@ -27,7 +26,7 @@ from invariants.gate.requests import RequestRouter
 from invariants.gate.result import CheckOptions, RequestCheck, SessionSummary
 from invariants.gate.result_cache import revision
 from invariants.model.findings import Finding
-from invariants.read.capture import Prover, Recorded, capture_problem, find_capture, folder_names, iter_capture
+from invariants.read.capture import FolderNames, Prover, Recorded, capture_problem, find_capture, iter_capture
 from invariants.read.source import LogPath, LogSource, absolute_name, log_path
 from invariants.replay.fold import Progress
 from invariants.replay.model import SessionModel
@@ -136,18 +135,17 @@ def unit_key(unit: Unit, options: CheckOptions) -> list | None:
         listing: list = []
     else:
         seen: list[str] = []
-        names = _FolderNames()
+        names = FolderNames()
         for s in unit.sources:
             cp = find_capture(s.path, names(s.path.parent))
             if cp is not None and str(cp) not in seen:
                 seen.append(str(cp))
         caps = [[c, revision(c)] for c in seen]
         listing = []
-        for folder in sorted({str(s.path.parent) for s in unit.sources}):
-            try:
-                listing.append([folder, sorted(os.listdir(folder))])
-            except OSError:
-                listing.append([folder, None])
+        parents = {str(s.path.parent): s.path.parent for s in unit.sources}
+        for folder in sorted(parents):
+            present = names(parents[folder])  # the listing the capture lookup took: one per folder
+            listing.append([folder, sorted(present) if present is not None else None])
     tokens = options.tokens
     token_key = (
         None if tokens is None else [tokens.context_window, sorted(tokens.windows.items()), tokens.threshold_ratio]
@@ -191,7 +189,7 @@ def check_unit(
         plan.append((None, files, 0))
     else:
         seen: set[LogPath] = set()
-        names = _FolderNames()
+        names = FolderNames()
         for k, m in enumerate(kept):
             found = find_capture(m.source.path, names(m.source.path.parent))
             if found is not None and found not in seen:
@@ -220,19 +218,6 @@ def check_unit(
         "captures": captures,
     }
     return UnitOutcome(data, kept, live)
-
-
-class _FolderNames:
-    """:func:`folder_names` of each folder asked about, listed once (a unit is a folder, whatever its
-    number of logs)."""
-
-    def __init__(self) -> None:
-        self.listed: dict[LogPath, set[str] | None] = {}
-
-    def __call__(self, folder: LogPath) -> set[str] | None:
-        if folder not in self.listed:
-            self.listed[folder] = folder_names(folder)
-        return self.listed[folder]
 
 
 def _streamed(path: LogPath, options: CheckOptions, prove: Prover) -> tuple[Iterable[Recorded], list[Finding]]:

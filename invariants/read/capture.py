@@ -101,6 +101,18 @@ def folder_names(folder: LogPath) -> set[str] | None:
         return None
 
 
+class FolderNames:
+    """:func:`folder_names` of each folder asked about, listed once however many of its logs ask."""
+
+    def __init__(self) -> None:
+        self.listed: dict[LogPath, set[str] | None] = {}
+
+    def __call__(self, folder: LogPath) -> set[str] | None:
+        if folder not in self.listed:
+            self.listed[folder] = folder_names(folder)
+        return self.listed[folder]
+
+
 def capture_problem(path: LogPath) -> str | None:
     """Why ``path`` cannot be read as a capture file (``requests.jsonl: capture file not found``), or None.
 
