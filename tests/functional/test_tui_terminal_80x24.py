@@ -45,12 +45,14 @@ def test_the_list_and_the_session_screen_at_80x24(two_same_named):
         shown = pane.wait("Findings 3", "✗2", "q Quit")  # the session screen (the list also shows ✗2)
         assert "? Help" in shown.splitlines()[-1]
         pane.keys("n")
-        shown = pane.wait("[1/3] error DIV001 at messages[0]", "expected  <absent>")
+        # the recorded value is painted after the status line: wait for it too (the paint can come between)
+        shown = pane.wait("[1/3] error DIV001 at messages[0]", "expected  <absent>", "  recorded")
         flat = " ".join(line.strip("│ ") for line in shown.splitlines())
         assert "the recorded request has 1 message the log does not" in flat  # the finding's sentence
         # both values on screen: nothing expected, the extra message recorded
         lines = shown.splitlines()
-        at = next(i for i, line in enumerate(lines) if "  recorded" in line and "│" in line)
+        at = next((i for i, line in enumerate(lines) if "  recorded" in line and "│" in line), None)
+        assert at is not None, shown
         assert "system-reminder" in "".join(lines[at : at + 3]), shown
         assert "? Help" in shown.splitlines()[-1] and "q Quit" in shown.splitlines()[-1]
         pane.keys("e")
