@@ -5,9 +5,13 @@ A drop-in :class:`~invariants.gate.executor.Executor`: the pipeline maps
 over it exactly as over the process pool, and the cross-session half (forks,
 baselines, ordering) stays on the client, so the report is the serial one.
 
-Units are batched (consecutive units, a few tasks per worker thread) since
-most units are one small folder whose check costs less than a task's
-round trip; ``batch=1`` gives one task per unit.
+Units are batched (consecutive units) since most units are one small folder
+whose check costs less than a task's round trip: a task costs the client
+~12 ms of CPU (submit, the in-process scheduler's transitions, the result's
+trip back), on the same cores as the workers on one machine, so a stream goes
+in tasks of up to :data:`BATCH` units, smaller towards its end so that no
+worker finishes long after the other (measured in docs/FLEET.md).
+``batch=1`` gives one task per unit.
 
 Failure semantics: a worker lost mid-run has its tasks re-run by the
 scheduler on another worker; a task that raises is retried ``retries``
@@ -25,6 +29,7 @@ from __future__ import annotations
 import pickle
 import sys
 import time
+from collections import deque
 from contextlib import contextmanager
 from itertools import chain, islice
 from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO, TypeVar
@@ -56,7 +61,7 @@ class DaskExecutor:
     ) -> None:
         self.client = client
         self.lost = lost
-        self.batch = batch  # items per task; None: a few tasks per worker thread, at most 64 items each
+        self.batch = batch  # items per task; None: a few tasks per worker thread, at most BATCH items each
         self.retries = retries
         self.progress = progress
         self.progress_every = progress_every
@@ -82,11 +87,11 @@ class DaskExecutor:
 
         from invariants.gate.executor import _head
 
-        head, rest = _head(items, self.jobs * 8 * 64)
+        head, rest = _head(items, self.jobs * AHEAD * BATCH)
         if not head:
             return
-        size = self.batch or (64 if rest is not None else max(1, min(64, len(head) // (self.jobs * 8))))
-        numbered = enumerate(chain(head, rest or ()))
+        size = self.batch or (BATCH if rest is not None else max(1, min(BATCH, len(head) // (self.jobs * AHEAD))))
+        batches = tapered(enumerate(chain(head, rest or ())), size, self.jobs)
         ahead = self.jobs * AHEAD
         pending = as_completed([], with_results=False)
         keys: dict[str, tuple[int, list[tuple[int, Any]]]] = {}
@@ -96,8 +101,8 @@ class DaskExecutor:
         started = last = time.monotonic()
 
         def submit() -> bool:
-            batch = list(islice(numbered, size))
-            if not batch:
+            batch = next(batches, None)
+            if batch is None:
                 return False
             # pure=False: equal batches (never the case for units, but cheap to be sure) stay two tasks
             items = pickle.dumps([x for _, x in batch], protocol=pickle.HIGHEST_PROTOCOL)
@@ -136,7 +141,21 @@ class DaskExecutor:
                 print(line, file=self.progress, flush=True)
 
 
-AHEAD = 8  # tasks per worker thread in flight (and the reorder window's reach, in tasks)
+AHEAD = 4  # tasks per worker thread in flight (and the reorder window's reach, in tasks)
+BATCH = 256  # units per task at most
+
+
+def tapered(items: Iterator[T], size: int, jobs: int) -> Iterator[list[T]]:
+    """Consecutive ``items`` in batches of ``size`` while more than ``jobs`` batches are left, then in
+    batches of about a ``2 * jobs``-th of what is left, down to a sixteenth of ``size`` (guided
+    scheduling): the last tasks are short, so every worker ends at about the same time."""
+    least = max(1, size // 16)
+    ahead: deque[T] = deque(islice(items, size * jobs))
+    while ahead:
+        more = list(islice(items, size * jobs + size - len(ahead)))
+        ahead.extend(more)
+        n = size if more else min(size, max(least, -(-len(ahead) // (2 * jobs))))
+        yield [ahead.popleft() for _ in range(min(n, len(ahead)))]
 
 
 def _pickled_batch(fn: Callable[[T], R], items: bytes) -> bytes:

@@ -17,7 +17,7 @@ import pytest
 distributed = pytest.importorskip("distributed", reason="the fleet extra (dask, distributed) is not installed")
 
 from inspector.cli import main  # noqa: E402
-from invariants.gate.executor_dask import DaskExecutor, SchedulerError, parse_scheduler  # noqa: E402
+from invariants.gate.executor_dask import DaskExecutor, SchedulerError, parse_scheduler, tapered  # noqa: E402
 from invariants.gate.pipeline import check  # noqa: E402
 from invariants.gate.unit import Unit, lost_result, plan_units, run_unit  # noqa: E402
 from invariants.read.discover import discover  # noqa: E402
@@ -161,6 +161,25 @@ def test_scheduler_values():
     for bad in ("local:0", "local:x", "127.0.0.1:8786"):
         with pytest.raises(SchedulerError):
             parse_scheduler(bad)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 255, 256, 513, 1000, 5000])
+@pytest.mark.parametrize("jobs", [1, 2, 5])
+def test_a_stream_goes_in_full_tasks_then_ever_shorter_ones(n, jobs):
+    batches = list(tapered(iter(range(n)), 256, jobs))
+    assert [x for b in batches for x in b] == list(range(n))  # every unit once, in order
+    sizes = [len(b) for b in batches]
+    assert all(0 < s <= 256 for s in sizes)
+    assert all(s >= 16 for s in sizes[:-1])  # never a task per unit at the end
+    if n >= 256 * (jobs + 2):
+        assert sizes[0] == 256  # a long stream is sent in full tasks...
+        tail = sizes[sizes.index(max(s for s in sizes if s < 256)) :]
+        assert tail == sorted(tail, reverse=True)  # ...and its end in shrinking ones
+        assert sum(tail) >= 256 * jobs // 2 and tail[-1] < 64  # the last task is short
+
+
+def test_one_unit_a_task_when_asked():
+    assert list(tapered(iter(range(5)), 1, 2)) == [[0], [1], [2], [3], [4]]
 
 
 def test_unreachable_scheduler_is_a_one_line_error(capsys):
