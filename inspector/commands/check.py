@@ -16,7 +16,7 @@ import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from .common import add_config_flags, add_input_flags, fail, missing_captures, split_codes
 
@@ -160,46 +160,33 @@ def _severity_flags(values: list[str] | None) -> dict[str, str]:
 
 
 def _written_input(args: argparse.Namespace) -> str | None:
-    """A file this run would write (--output, --write-baseline, --ledger) that is one of its inputs."""
+    """A file this run would write (--output, --write-baseline, --ledger) that is one of its inputs.
+
+    A target that does not exist yet is no input, so a run writing new files walks nothing here.
+    An existing one is matched by identity (device, inode), which a symlink or a hard link to it
+    shares, so each input costs one ``stat``; the inputs are streamed, never listed."""
     targets = [
         (flag, getattr(args, attr))
         for flag, attr in (("--output", "output"), ("--write-baseline", "write_baseline"), ("--ledger", "ledger"))
         if getattr(args, attr, None)
     ]
-    if not targets:
+    existing = {ino: (flag, t) for flag, t in targets if (ino := _inode(Path(t))) is not None}
+    if not existing:
         return None
     from invariants.read.capture import find_capture
     from invariants.read.discover import iter_discover
 
-    # The inputs are streamed past the few targets (a root of a million logs is never listed).
-    wanted = {_real(t) for _, t in targets}
-    inodes = {ino for _, t in targets if (ino := _inode(Path(t))) is not None}
-    hit: set = set()
+    def inputs() -> Iterator:
+        yield from args.captures or []
+        for s in iter_discover(args.paths, []):
+            yield s.path
+            if s.member is None and (c := find_capture(s.path)) is not None:
+                yield c
 
-    def see(p) -> None:
-        r = _real(p)
-        if r in wanted:
-            hit.add(r)
-        if inodes and (ino := _inode(p)) in inodes:  # a hard link is the same file
-            hit.add(ino)
-
-    for c in args.captures or []:
-        see(c)
-    for s in iter_discover(args.paths, []):
-        see(s.path)
-        if s.member is None and (c := find_capture(s.path)) is not None:
-            see(c)
-    for flag, target in targets:
-        if _real(target) in hit or _inode(Path(target)) in hit:
-            return f"{flag} {target}: that is one of the inputs; logs and captures are never written"
+    for p in inputs():
+        if (ino := _inode(p)) is not None and (hit := existing.get(ino)) is not None:
+            return f"{hit[0]} {hit[1]}: that is one of the inputs; logs and captures are never written"
     return None
-
-
-def _real(path):
-    """The path with links resolved, never raising (a symlink loop stays as named); a URL as it is."""
-    if not isinstance(path, (str, os.PathLike)):
-        return path.resolve()
-    return Path(os.path.realpath(path))
 
 
 def _inode(path) -> tuple[int, int] | None:

@@ -281,6 +281,22 @@ def test_report_files_onto_an_input_are_refused(tmp_path, capsys, flag, victim):
     assert (tmp_path / victim).read_bytes() == before
 
 
+@pytest.mark.parametrize("victim", ["s.jsonl", "s.requests.jsonl"])
+def test_a_report_file_linked_to_an_input_is_refused(tmp_path, capsys, victim):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(SAMPLES / "clean-multi-turn.jsonl", logs / "s.jsonl")
+    shutil.copy(SAMPLES / "clean-multi-turn.requests.jsonl", logs / "s.requests.jsonl")
+    before = (logs / victim).read_bytes()
+    (tmp_path / "via").symlink_to(logs)  # the input named through a linked folder
+    (tmp_path / "out.json").symlink_to(logs / victim)
+    code = main(["check", str(tmp_path / "via"), "--no-cache", "--output", str(tmp_path / "out.json")])
+    assert code == 2 and "one of the inputs" in capsys.readouterr().err
+    assert (logs / victim).read_bytes() == before
+    code = main(["check", str(tmp_path / "via"), "--no-cache", "--output", str(tmp_path / "new.json")])
+    assert code == 0 and (tmp_path / "new.json").is_file()  # a file that does not exist yet is no input
+
+
 # -- confinement ----------------------------------------------------------------------------
 
 HOSTILE_PARENTS = [
