@@ -31,6 +31,7 @@ class Spool(Generic[T]):
         self._decode = decode
         self._items: list[T] = []
         self._file: IO[bytes] | None = tempfile.TemporaryFile() if encode is not None else None
+        self._at_end = True  # False once read: the next append seeks back (a seek flushes the buffer)
         self.count = 0
         self.fallbacks = 0  # items the json module had to encode (orjson could not)
 
@@ -44,11 +45,12 @@ class Spool(Generic[T]):
             self._items.append(item)
             return
         assert self._encode is not None
-        self._file.seek(0, 2)
+        if not self._at_end:
+            self._file.seek(0, 2)
+            self._at_end = True
         data = _dumps(self._encode(item))
         self.fallbacks += data[:1] == b"\x00"
-        self._file.write(data)
-        self._file.write(b"\n")
+        self._file.write(data + b"\n")
 
     def __len__(self) -> int:
         return self.count
@@ -61,6 +63,7 @@ class Spool(Generic[T]):
         fh = self._file
         fh.flush()
         fh.seek(0)
+        self._at_end = False
         decode = self._decode
         for line in fh:  # sequential readers only (a report reads its blocks once per section)
             yield decode(_loads(line))
