@@ -8,11 +8,12 @@ and skips the rest (the text deltas) without building Python objects for
 them, while still checking that every line is valid JSON.  Nothing is
 decided here that the general path would decide differently: any run this
 decoder does not accept (an extra or missing key, a wrong type, a syntax
-error, a non-ASCII byte) goes through the general path, which reports it as
-before.
+error, bytes that are not UTF-8) goes through the general path, which
+reports it as before.
 
-Non-ASCII runs always take the general path: msgspec does not check the
-UTF-8 of text it skips, and invalid UTF-8 is a damaged line (``LOG001``).
+msgspec does not check the UTF-8 of text it skips, and invalid UTF-8 is a
+damaged line (``LOG001``), so a run that is not ASCII is decoded as UTF-8
+first (in C, a fraction of the parse), as the capture reader does.
 """
 
 from __future__ import annotations
@@ -106,14 +107,17 @@ def decode_run(text: bytes | memoryview, expected_seq: int, lines: int) -> Typed
     """The run (its ``lines`` lines, newline-separated) as a :class:`TypedRun` when it is
     the plain case, else None (take the general path).
 
-    The plain case: ASCII, valid JSON, one value on each line, every line exactly
+    The plain case: UTF-8, valid JSON, one value on each line, every line exactly
     ``{type, seq, time, data: {turn, step, chunk: {...}}}`` with integer seq, time,
     turn and step, a known chunk type (or none), seqs contiguous from
     ``expected_seq``, times safe integers and one (turn, step) throughout.  A
     memoryview ``text`` is a slice of a block already known to be ASCII.
     """
     if type(text) is bytes and not text.isascii():
-        return None
+        try:
+            text.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
     try:
         parsed = _decode(text)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):

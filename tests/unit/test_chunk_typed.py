@@ -153,10 +153,17 @@ def test_damaged_runs_are_left_to_the_general_path():
     seq = orjson.loads(run[0])["seq"]
     assert chunk_typed.decode_run(b"\n".join(run), seq, len(run)) is not None
     assert chunk_typed.decode_run(memoryview(b"\n".join(run)), seq, len(run)) is not None
-    names = ("invalid utf-8", "non-ascii text", "extra envelope key", "syntax error", "other turn", "seq gap")
+    names = ("invalid utf-8", "extra envelope key", "syntax error", "other turn", "seq gap")
     for name in (*names, "duplicate type after seq", "two values on a line", "unknown chunk type"):
         damaged = [MUTATIONS[name](run[3]) if i == 3 else line for i, line in enumerate(run)]
         assert chunk_typed.decode_run(b"\n".join(damaged), seq, len(run)) is None, name
+    for bad in (b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xf4\x90\x80\x80"):  # stray, cut short, surrogate, > U+10FFFF
+        damaged = [
+            line.replace(b'" w', b'"\xc3\xa9' + bad + b" w", 1) if i == 3 else line for i, line in enumerate(run)
+        ]
+        assert chunk_typed.decode_run(b"\n".join(damaged), seq, len(run)) is None, bad
+    text = [MUTATIONS["non-ascii text"](line) for line in run]  # UTF-8 text in every delta: still the plain case
+    assert text != run and chunk_typed.decode_run(b"\n".join(text), seq, len(run)) is not None
 
 
 def test_typed_runs_check_the_values_of_chunks_that_are_not_deltas(tmp_path, monkeypatch):
