@@ -1,8 +1,9 @@
 """How fast is `inspector check` against the floor of merely parsing its input?
 
 Generates a seed-era session with its capture (52,000 events, 600 recorded
-requests, about 39 MB; then 2x and 4x of it), in two shapes (``SHAPES``: compactions
-by surface size; resumes every 25 turns and compactions every 30), and prints, side by side for
+requests, about 39 MB; then 2x and 4x of it), in three shapes (``SHAPES``: compactions
+by surface size; resumes every 25 turns and compactions every 30; the same with text that is not
+ASCII), and prints, side by side for
 each, two fresh processes timed from launch to exit:
 
 * check: ``inspector check LOG --no-cache -q`` (no result cache);
@@ -17,7 +18,8 @@ taking turns.  Children run with the bytecode cache on (in the
 output folder), as an installed tool does, and from the output folder, as in a project with no
 ``[tool.inspector]`` (this repository's own pyproject.toml would have to be parsed).
 
-    python benchmarks/check_speed.py [--repeat 5] [--keep DIR] [--sizes 1,2,4] [--shapes size,turns] [--against DIR]
+    python benchmarks/check_speed.py [--repeat 5] [--keep DIR] [--sizes 1,2,4]
+        [--shapes size,turns,text] [--against DIR]
 
 ``--against DIR`` also times the check of another checkout (an earlier commit) in the same
 turns, so a before/after on a machine whose speed drifts compares like with like.
@@ -41,14 +43,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from invariants.simulate.large import WORDS_UTF8  # noqa: E402
+
 BASE_EVENTS, BASE_STEPS = 52_000, 600
 # Shapes of the generated log (keyword arguments of generate_large), so a ratio does not hold for one
 # generator's log only.  "size": a compaction whenever the surface passes 160 nodes, which sets how long
 # the recorded histories get (39 MB at x1), a resume every 20 turns.  "turns": a resume every 25 turns,
-# a compaction every 30, so histories grow long between them (the shape issue 30 names).
+# a compaction every 30, so histories grow long between them (the shape issue 30 names).  "text": "turns"
+# with prose half of whose words are not ASCII (CJK, accents, typographic punctuation, emoji).
 SHAPES = {
     "size": {"resume_every": 20, "compact_over": 160},
     "turns": {"resume_every": 25, "compact_every": 30},
+    "text": {"resume_every": 25, "compact_every": 30, "vocabulary": WORDS_UTF8},
 }
 
 # Each child reports its own peak RSS (VmHWM: the kernel's ru_maxrss of a child also counts the
@@ -154,7 +160,7 @@ def main() -> int:
     ap.add_argument("--sizes", default="1,2,4", help="multiples of the 52,000-event log (default 1,2,4)")
     ap.add_argument("--parts", action="store_true", help="also split each ratio into start-up, log and captures")
     ap.add_argument(
-        "--shapes", default="size,turns", help=f"generated log shapes, comma-separated: {', '.join(SHAPES)}"
+        "--shapes", default="size,turns,text", help=f"generated log shapes, comma-separated: {', '.join(SHAPES)}"
     )
     ap.add_argument(
         "--against",

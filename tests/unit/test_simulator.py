@@ -18,7 +18,7 @@ import zstandard
 
 from invariants.read.zstdio import FrameError, iter_frames
 from invariants.replay.header_codec import apply_delta, canonical, diff_header, header_equals
-from invariants.simulate.large import generate_large
+from invariants.simulate.large import WORDS_UTF8, generate_large
 from invariants.simulate.sample import Sample
 from invariants.simulate.samples import build_samples, write_samples
 from invariants.simulate.seed_era import sample_clean, sample_repaired_resume, sample_torn_tail
@@ -411,3 +411,22 @@ def test_generate_large_compacts_every_n_turns_when_asked(tmp_path: Path) -> Non
         assert orjson.dumps(capture_line["request"]) == orjson.dumps(
             expected_request(events, capture_line["logLength"])
         )
+
+
+def test_generate_large_writes_text_that_is_not_ascii_when_asked(tmp_path: Path) -> None:
+    """``vocabulary=WORDS_UTF8`` (the benchmark's ``text`` shape): the prose is UTF-8 written as is, in the
+    log and its capture, which still agree; the default vocabulary stays ASCII."""
+    log, capture = tmp_path / "text.jsonl", tmp_path / "text.requests.jsonl"
+    generate_large(log, capture, events=3_000, steps=30, seed=5, vocabulary=WORDS_UTF8)
+    data = log.read_bytes()
+    assert not data.isascii() and not capture.read_bytes().isascii()
+    assert "缓存".encode() in data or "café".encode() in data
+    _, events = _parse(data)
+    lines = capture.read_bytes().splitlines()
+    for line in lines[:: max(1, len(lines) // 8)]:
+        capture_line = orjson.loads(line)
+        assert orjson.dumps(capture_line["request"]) == orjson.dumps(
+            expected_request(events, capture_line["logLength"])
+        )
+    generate_large(tmp_path / "ascii.jsonl", None, events=3_000, steps=30, seed=5)
+    assert (tmp_path / "ascii.jsonl").read_bytes().isascii()
