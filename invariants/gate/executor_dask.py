@@ -236,6 +236,9 @@ def dask_executor(
                 threads_per_worker=1,
                 host="127.0.0.1",
                 dashboard_address=None,
+                # The scheduler's HTTP endpoints (health, metrics) still listen, by default on port 8787: when
+                # that port is taken (a user's own Dask dashboard) Dask warns on stderr. Any free port will do.
+                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
             ) as cluster,
             Client(cluster) as client,
         ):

@@ -65,16 +65,27 @@ def test_samples_report_is_byte_identical_to_serial(client, capsys):
     assert fleet == serial
 
 
-def test_a_local_cluster_gives_the_serial_report_with_quiet_forked_workers(capsys):
+def test_a_local_cluster_gives_the_serial_report_with_quiet_forked_workers(capsys, recwarn):
     """``--scheduler local:2`` starts its own cluster: the report is the serial one, and its workers run
-    without the housekeeping that takes the GIL from the task thread (forked on Linux)."""
+    without the housekeeping that takes the GIL from the task thread (forked on Linux).  Its scheduler
+    listens on a free loopback port, so a taken 8787 (a user's own dashboard) draws no warning."""
+    import socket
+
     import dask
 
     from invariants.gate.executor_dask import dask_executor
 
     serial = json_report(capsys, SAMPLES)
-    assert json_report(capsys, SAMPLES, "--scheduler", "local:2") == serial
+    taken = socket.socket()
+    try:
+        taken.bind(("127.0.0.1", 8787))
+    except OSError:
+        pass  # already taken, which is the case this is about
+    with taken:
+        assert json_report(capsys, SAMPLES, "--scheduler", "local:2") == serial
+    assert [str(w.message) for w in recwarn if "already in use" in str(w.message)] == []
     with dask_executor("local:2", progress=None) as ex:
+        assert ex.client.cluster.scheduler.http_server.port != 8787
         assert dict(ex.imap(abs, range(-3, 0))) == {0: 3, 1: 2, 2: 1}
         get = partial(ex.client.run, dask.config.get)
         assert set(get("distributed.worker.profile.enabled").values()) == {False}
