@@ -164,7 +164,8 @@ def _written_input(args: argparse.Namespace) -> str | None:
 
     A target that does not exist yet is no input, so a run writing new files walks nothing here.
     An existing one is matched by identity (device, inode), which a symlink or a hard link to it
-    shares, so each input costs one ``stat``; the inputs are streamed, never listed."""
+    shares, so each input costs one ``stat``, and each folder one listing (its logs' captures are
+    looked up in it, as the check does); the inputs are streamed, never listed."""
     targets = [
         (flag, getattr(args, attr))
         for flag, attr in (("--output", "output"), ("--write-baseline", "write_baseline"), ("--ledger", "ledger"))
@@ -173,14 +174,20 @@ def _written_input(args: argparse.Namespace) -> str | None:
     existing = {ino: (flag, t) for flag, t in targets if (ino := _inode(Path(t))) is not None}
     if not existing:
         return None
-    from invariants.read.capture import find_capture
+    from invariants.read.capture import find_capture, folder_names
     from invariants.read.discover import iter_discover
 
     def inputs() -> Iterator:
         yield from args.captures or []
+        folder, names = None, None  # the walk gives a folder's logs together: one listing each
         for s in iter_discover(args.paths, []):
             yield s.path
-            if s.member is None and (c := find_capture(s.path)) is not None:
+            if s.member is not None:
+                continue
+            if s.path.parent != folder:
+                folder = s.path.parent
+                names = folder_names(folder)
+            if (c := find_capture(s.path, names)) is not None:
                 yield c
 
     for p in inputs():

@@ -281,6 +281,23 @@ def test_report_files_onto_an_input_are_refused(tmp_path, capsys, flag, victim):
     assert (tmp_path / victim).read_bytes() == before
 
 
+@pytest.mark.parametrize("victim", [0, 1, 2])
+def test_the_capture_of_any_folder_of_a_root_is_refused_as_a_report_file(tmp_path, capsys, victim):
+    """Each folder's captures are looked up in that folder's own listing (the victim's capture name is
+    in no other folder), whichever folder comes first."""
+    for i in range(3):
+        folder = tmp_path / "--home-dev-proj--" / f"s{i}"
+        folder.mkdir(parents=True)
+        shutil.copy(SAMPLES / "clean-multi-turn.jsonl", folder / "session.jsonl")
+        name = "requests.jsonl" if i == victim else "session.requests.jsonl"
+        shutil.copy(SAMPLES / "clean-multi-turn.requests.jsonl", folder / name)
+    target = tmp_path / "--home-dev-proj--" / f"s{victim}" / "requests.jsonl"
+    before = target.read_bytes()
+    code = main(["check", str(tmp_path), "--no-cache", "--output", str(target)])
+    assert code == 2 and "one of the inputs" in capsys.readouterr().err
+    assert target.read_bytes() == before
+
+
 @pytest.mark.parametrize("victim", ["s.jsonl", "s.requests.jsonl"])
 def test_a_report_file_linked_to_an_input_is_refused(tmp_path, capsys, victim):
     logs = tmp_path / "logs"
