@@ -135,12 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     columns = [("jobs", 4), ("wall s", 7), ("speedup", 8), ("main CPU", 9), ("workers CPU", 12), ("est. idle s", 12)]
     print(" ".join(f"{name:>{width}}" for name, width in columns) + f" {'est. speedup':>13}  report")
     counts = [int(j) for j in args.jobs.split(",")]
-    env = child_env(Path(tempfile.mkdtemp(prefix="jobs-speed-pycache-")))
-    run(paths, 1, env)  # fills the bytecode cache, as an installed tool has it: no timed run compiles
     by_jobs: dict[int, list] = {j: [] for j in counts}
-    for _ in range(args.repeat):  # interleaved, so a burst of load elsewhere hits every job count alike
-        for jobs in counts:
-            by_jobs[jobs].append(run(paths, jobs, env))
+    with tempfile.TemporaryDirectory(prefix="jobs-speed-pycache-") as cache:
+        env = child_env(Path(cache))
+        run(paths, 1, env)  # fills the bytecode cache, as an installed tool has it: no timed run compiles
+        for _ in range(args.repeat):  # interleaved, so a burst of load elsewhere hits every job count alike
+            for jobs in counts:
+                by_jobs[jobs].append(run(paths, jobs, env))
     for jobs in counts:
         runs = by_jobs[jobs]
         wall = min(r[0] for r in runs)
