@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Sequence
 
 import psutil
 
@@ -75,8 +76,9 @@ def small_sessions() -> None:
 
     from invariants.simulate import large
 
-    def reply(rng: random.Random, final: bool) -> large.Reply:
-        return large.Reply(reasoning=large._prose(rng, rng.randint(2, 4)), text=large._prose(rng, 2))
+    def reply(rng: random.Random, final: bool, vocabulary: Sequence[str]) -> large.Reply:
+        prose = large._prose
+        return large.Reply(reasoning=prose(rng, rng.randint(2, 4), vocabulary), text=prose(rng, 2, vocabulary))
 
     large._large_reply = reply  # type: ignore[assignment]
 
