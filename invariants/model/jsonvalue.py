@@ -258,6 +258,18 @@ def _orjson_encodes(depth: int) -> bool:
     return True
 
 
+def is_utf8(data: bytes) -> bool:
+    """Whether ``data`` is UTF-8 (ASCII decided in one C pass). msgspec does not check the UTF-8
+    of the text it skips, so its typed readers ask this first."""
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def too_deep(data: bytes, limit: int = MAX_DEPTH) -> bool:
     """Whether ``nesting_depth(data) > limit``, at C speed for ordinary lines.
 

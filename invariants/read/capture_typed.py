@@ -28,7 +28,7 @@ import msgspec
 import orjson
 from msgspec import UNSET, Raw, UnsetType
 
-from invariants.model.jsonvalue import MAX_DEPTH, too_deep
+from invariants.model.jsonvalue import MAX_DEPTH, is_utf8, too_deep
 
 
 class _Request(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -91,11 +91,8 @@ def decode_capture(data: bytes, cleared: Cleared | None = None) -> tuple[dict[st
     """
     if cleared is None:
         cleared = Cleared()
-    if not data.isascii():
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            return None  # msgspec does not check the UTF-8 of what it skips
+    if not is_utf8(data):
+        return None  # msgspec does not check the UTF-8 of what it skips
     try:
         line = _line(data)
     except (msgspec.DecodeError, RecursionError):

@@ -24,6 +24,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from invariants.model.jsonvalue import is_utf8
+
 _MAX_SAFE = 2**53 - 1
 
 
@@ -113,11 +115,8 @@ def decode_run(text: bytes | memoryview, expected_seq: int, lines: int) -> Typed
     ``expected_seq``, times safe integers and one (turn, step) throughout.  A
     memoryview ``text`` is a slice of a block already known to be ASCII.
     """
-    if type(text) is bytes and not text.isascii():
-        try:
-            text.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
+    if type(text) is bytes and not is_utf8(text):
+        return None
     try:
         parsed = _decode(text)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):

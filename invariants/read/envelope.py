@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from invariants.model.jsonvalue import MAX_DEPTH, is_safe_int, shorten, too_deep
+from invariants.model.jsonvalue import MAX_DEPTH, is_safe_int, is_utf8, shorten, too_deep
 from invariants.model.records import ENVELOPE_KEYS, Event
 
 MAX_SAFE = 2**53 - 1
@@ -115,15 +115,7 @@ def is_envelope(obj: Any) -> bool:
 
 def is_binary(data: bytes) -> bool:
     """Whether a line is not text: a NUL byte, or bytes that are not UTF-8."""
-    if b"\x00" in data:
-        return True
-    if data.isascii():
-        return False
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return True
-    return False
+    return b"\x00" in data or not is_utf8(data)
 
 
 def event_from(obj: dict, line: int, offset: int = -1) -> Event:
