@@ -379,7 +379,7 @@ def run(args: argparse.Namespace) -> int:
             line += f"; baseline: {result.baseline.suppressed} known, {len(result.baseline.stale)} no longer occur"
         line += f" [{time.perf_counter() - started:.2f}s"
         if cache is not None:
-            line += f", cache {stats.cache_hits}/{stats.units} folders"
+            line += f", cache {stats.cache_hits}/{stats.units} units"
         line += "]"
         print(line, file=sys.stderr)
         if args.statistics and fmt not in ("text", "json") and result.finding_count:

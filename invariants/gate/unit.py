@@ -2,9 +2,12 @@
 
 A unit is a *folder*: its logs and the capture files beside them (a capture
 routes its lines to the sessions of its own folder, so a folder is
-self-contained).  With ``--captures`` given, routing is global and the whole
-run is one unit.  :func:`check_unit` gives the unit's JSON-able result, what
-a worker sends back and what the result cache stores::
+self-contained).  A folder that holds no capture has nothing to route, so each
+of its logs is a unit of its own: a seed-era project folder of many thousand
+logs is never held whole, and its logs spread over the workers.  With
+``--captures`` given, routing is global and the whole run is one unit.
+:func:`check_unit` gives the unit's JSON-able result, what a worker sends back
+and what the result cache stores::
 
     {"sessions": [[index in unit, SessionSummary JSON], ...],
      "problems": [[index in unit, sentence], ...],
@@ -26,8 +29,16 @@ from invariants.gate.requests import RequestRouter
 from invariants.gate.result import CheckOptions, RequestCheck, SessionSummary
 from invariants.gate.result_cache import revision
 from invariants.model.findings import Finding
-from invariants.read.capture import FolderNames, Prover, Recorded, capture_problem, find_capture, iter_capture
-from invariants.read.source import LogPath, LogSource, absolute_name, log_path
+from invariants.read.capture import (
+    FolderNames,
+    Prover,
+    Recorded,
+    capture_problem,
+    find_capture,
+    folder_names,
+    iter_capture,
+)
+from invariants.read.source import LogPath, LogSource, absolute_name, is_capture_name, log_path
 from invariants.replay.fold import Progress
 from invariants.replay.model import SessionModel
 from invariants.replay.session import replay
@@ -38,11 +49,12 @@ SourceProgress = Callable[[LogSource, list[Finding], int], None]
 
 @dataclass(slots=True)
 class Unit:
-    """A folder (or, with explicit captures, the whole run)."""
+    """A folder (or, with explicit captures, the whole run; or one log of a folder with no capture)."""
 
     sources: list[LogSource]
     indexes: list[int]  # global discovery index of each source
     captures: list[str] | None = None  # explicit capture files; None = beside each log
+    alone: bool = False  # one log of a folder that held no capture when planned: no capture lookup
 
 
 @dataclass(slots=True)
@@ -62,7 +74,7 @@ def plan_units(sources: list[LogSource], captures: list[LogPath] | None) -> list
         u = by_folder.setdefault(s.path.parent, Unit([], []))
         u.sources.append(s)
         u.indexes.append(i)
-    return list(by_folder.values())
+    return [part for u in by_folder.values() for part in _split(u)]
 
 
 def iter_units(sources: Iterable[LogSource]) -> Iterator[Unit]:
@@ -74,12 +86,26 @@ def iter_units(sources: Iterable[LogSource]) -> Iterator[Unit]:
         parent = s.path.parent
         if unit is None or parent != folder:
             if unit is not None:
-                yield unit
+                yield from _split(unit)
             unit, folder = Unit([], []), parent
         unit.sources.append(s)
         unit.indexes.append(i)
     if unit is not None:
-        yield unit
+        yield from _split(unit)
+
+
+def _split(unit: Unit) -> list[Unit]:
+    """A folder's unit, or one unit per log when the folder is local and holds no capture file.
+
+    Only a capture needs the models of its folder together (its lines route by session id); without
+    one, each log is checked as it would be in the folder, so the report is the same.  A folder of
+    one log is never listed: the harness's own layout (a folder a session) costs nothing here."""
+    if len(unit.sources) < 2 or any(s.member is not None for s in unit.sources):
+        return [unit]
+    names = folder_names(unit.sources[0].path.parent)
+    if names is None or any(is_capture_name(n) for n in names):
+        return [unit]
+    return [Unit([s], [i], alone=True) for s, i in zip(unit.sources, unit.indexes)]
 
 
 def replay_source(
@@ -112,7 +138,7 @@ def replay_sources(sources: list[LogSource], options: CheckOptions) -> tuple[lis
 
 def unit_identity(unit: Unit) -> list:
     return [
-        "explicit" if unit.captures is not None else "beside",
+        "explicit" if unit.captures is not None else "alone" if unit.alone else "beside",
         [absolute_name(s.path) for s in unit.sources],
         [str(s.root) for s in unit.sources],
         [str(s.path) for s in unit.sources],
@@ -130,9 +156,11 @@ def unit_key(unit: Unit, options: CheckOptions) -> list | None:
         revs.append(r)
         if s.member is not None:
             revs.append(revision(f"{s.path}-wal"))  # SQLite in WAL mode: recent commits live beside the file
+    listing: list = []
     if unit.captures is not None:
         caps = [[c, revision(c)] for c in unit.captures]
-        listing: list = []
+    elif unit.alone:  # its folder held no capture: a capture added since changes the plan, hence the unit
+        caps = []
     else:
         seen: list[str] = []
         names = FolderNames()
@@ -141,7 +169,6 @@ def unit_key(unit: Unit, options: CheckOptions) -> list | None:
             if cp is not None and str(cp) not in seen:
                 seen.append(str(cp))
         caps = [[c, revision(c)] for c in seen]
-        listing = []
         parents = {str(s.path.parent): s.path.parent for s in unit.sources}
         for folder in sorted(parents):
             present = names(parents[folder])  # the listing the capture lookup took: one per folder
@@ -187,7 +214,7 @@ def check_unit(
                 continue
             files.append(p)
         plan.append((None, files, 0))
-    else:
+    elif not unit.alone:
         seen: set[LogPath] = set()
         names = FolderNames()
         for k, m in enumerate(kept):

@@ -111,7 +111,7 @@ def test_cli_cache_dir_and_no_cache(capsys, tree, tmp_path):
     cache_dir = tmp_path / "c"
     a = run(capsys, "check", str(tree), "--cache-dir", str(cache_dir), "--format", "json")
     b = run(capsys, "check", str(tree), "--cache-dir", str(cache_dir), "--format", "json")
-    assert a[:2] == b[:2] and "cache 0/" in a[2] and "cache 3/3 folders" in b[2]
+    assert a[:2] == b[:2] and "cache 0/" in a[2] and "cache 3/3 units" in b[2]
     assert (cache_dir / "CACHEDIR.TAG").exists() and (cache_dir / ".gitignore").read_text().strip().endswith("*")
     c = run(capsys, "check", str(tree), "--no-cache", "--format", "json")
     assert c[:2] == a[:2] and "cache" not in c[2]

@@ -1,0 +1,141 @@
+"""How a run is cut into units: a folder, or, when the folder holds no capture, each of its logs.
+
+A capture routes its lines by session id to any log of its folder, so a folder with one is checked
+whole.  A folder without one (the seed-era layout keeps every session of a project in one folder)
+is cut into one unit a log, so it is never held whole and spreads over the workers: the report
+must be the one the whole folder gives, serial, in parallel and from the cache, and a capture that
+appears later must be checked, not hidden behind a cached one-log answer.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import invariants.gate.unit as unit_mod
+from invariants import ResultCache, RunStats, check
+from invariants.gate.formats import ReportContext, render
+from invariants.gate.unit import iter_units, plan_units
+from invariants.read.discover import discover, iter_discover
+from tests.conftest import SAMPLES
+
+FORMATS = ("text", "json", "sarif", "junit", "github")
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """``flat``: every sample log and the fork pair, no capture (a parent and its child share it);
+    ``with-capture``: two logs and one capture; ``single``: one log and its capture."""
+    root = tmp_path / "root"
+    flat = root / "flat"
+    flat.mkdir(parents=True)
+    for p in sorted(SAMPLES.glob("*.jsonl")):
+        if not p.name.endswith(".requests.jsonl"):
+            shutil.copy(p, flat / p.name)
+    for p in (SAMPLES / "fork").glob("*.jsonl"):
+        if p.name != "requests.jsonl":
+            shutil.copy(p, flat / p.name)
+    both = root / "with-capture"
+    both.mkdir()
+    for name in ("capture-divergence", "clean-multi-turn"):
+        shutil.copy(SAMPLES / f"{name}.jsonl", both / f"{name}.jsonl")
+    shutil.copy(SAMPLES / "capture-divergence.requests.jsonl", both / "capture-divergence.requests.jsonl")
+    single = root / "single"
+    single.mkdir()
+    shutil.copy(SAMPLES / "compaction.jsonl", single / "compaction.jsonl")
+    shutil.copy(SAMPLES / "compaction.requests.jsonl", single / "compaction.requests.jsonl")
+    return root
+
+
+def _reports(result) -> list[str]:
+    return [render(result, fmt, ReportContext(verbose=True)) for fmt in FORMATS]
+
+
+def _whole_folders(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plan as before the cut: one unit a folder, whatever it holds."""
+    monkeypatch.setattr(unit_mod, "_split", lambda unit: [unit])
+
+
+def test_a_folder_without_a_capture_is_one_unit_a_log(root: Path) -> None:
+    sources, _ = discover([root])
+    streamed = list(iter_units(iter_discover([root], [])))
+    listed = plan_units(sources, None)
+    for units in (streamed, listed):
+        flat = [u for u in units if u.sources[0].path.parent.name == "flat"]
+        logs = [s for s in sources if s.path.parent.name == "flat"]
+        assert len(flat) == len(logs) > 2
+        assert all(u.alone and len(u.sources) == 1 for u in flat)
+        assert [u.indexes[0] for u in flat] == [i for i, s in enumerate(sources) if s.path.parent.name == "flat"]
+        others = {u.sources[0].path.parent.name: u for u in units if u.sources[0].path.parent.name != "flat"}
+        assert len(others["with-capture"].sources) == 2 and not others["with-capture"].alone
+        assert len(others["single"].sources) == 1 and not others["single"].alone
+    assert sorted(i for u in streamed for i in u.indexes) == list(range(len(sources)))
+
+
+@pytest.mark.parametrize("name", ["requests.jsonl", "requests.jsonl.zstd", "other.requests.jsonl", "requests-1.jsonl"])
+def test_any_capture_name_keeps_the_folder_whole(root: Path, name: str) -> None:
+    (root / "flat" / name).write_bytes(b"")
+    units = list(iter_units(iter_discover([root / "flat"], [])))
+    assert len(units) == 1 and not units[0].alone
+
+
+def test_a_capture_that_is_a_symlink_keeps_the_folder_whole(root: Path) -> None:
+    os.symlink(SAMPLES / "compaction.requests.jsonl", root / "flat" / "requests.jsonl")
+    units = list(iter_units(iter_discover([root / "flat"], [])))
+    assert len(units) == 1  # the lookup ignores it; keeping the folder whole is never wrong
+
+
+def test_cut_units_give_the_report_the_whole_folder_gives(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cut = check([root], keep_models=True)
+    assert any(f.file and "/flat/" in f.file for f in cut.findings)  # the samples' own findings
+    reference = _reports(cut)
+    assert _reports(check([root])) == reference
+    assert _reports(check([root], jobs=2)) == reference
+    st = RunStats()
+    assert _reports(check([root], cache=ResultCache(tmp_path / "cache"), stats=st)) == reference
+    assert st.units == len(list((root / "flat").iterdir())) + 2
+    with monkeypatch.context() as m:
+        _whole_folders(m)
+        assert _reports(check([root], keep_models=True)) == reference
+        assert _reports(check([root], jobs=2)) == reference
+
+
+def test_a_capture_added_later_is_checked_not_served_from_the_cache(root: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    before = check([root], cache=ResultCache(cache))
+    assert not any(
+        f.file and f.file.endswith("/flat/capture-divergence.jsonl") and f.rule.startswith("DIV")
+        for f in before.findings
+    )
+    shutil.copy(SAMPLES / "capture-divergence.requests.jsonl", root / "flat" / "capture-divergence.requests.jsonl")
+    st = RunStats()
+    after = check([root], cache=ResultCache(cache), stats=st)
+    assert _reports(after) == _reports(check([root], keep_models=True))
+    assert any(
+        f.file and f.file.endswith("/flat/capture-divergence.jsonl") and f.rule.startswith("DIV")
+        for f in after.findings
+    )
+    assert st.cache_hits == 2  # the two other folders; the flat folder is one unit now, never checked before
+
+
+def test_a_folder_cut_into_logs_is_listed_once(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A seed-era folder of n logs must not be listed once a log (n listings of n names each)."""
+    listed: list[str] = []
+    real = os.listdir
+
+    def counting(path: os.PathLike | str = ".") -> list[str]:
+        listed.append(os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "listdir", counting)
+    flat = str(root / "flat")
+    check([root])
+    assert listed.count(flat) == 1
+    listed.clear()
+    check([root], cache=ResultCache(tmp_path / "cache"))
+    assert listed.count(flat) == 1
