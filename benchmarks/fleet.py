@@ -1,7 +1,10 @@
 """How does ``inspector check`` scale: serial, ``--jobs 2`` and a 2-worker Dask LocalCluster, against the parse floor?
 
 Generates N sessions in the harness layout (one folder each, so one unit
-each; a ``requests.jsonl`` capture beside every fourth) with
+each; a ``requests.jsonl`` capture beside every fourth; ``--layout cwd``: the
+seed-era layout, ``cwd-<hash12>/<id>.jsonl`` with ``<id>.requests.jsonl``,
+a project folder of ``--templates`` sessions (1,000 without); ``--no-captures``:
+none) with
 ``invariants.simulate.large.generate_large`` (``--small``: ~40-event
 sessions, one turn; ``--templates K``: K distinct sessions, the rest hard
 links to them, so 100,000 folders cost the disk of K), then, for each mode,
@@ -18,13 +21,14 @@ trip, one at a time and 1,000 at once.
 
 Children run as an installed tool does: with the bytecode cache on (in a
 temporary folder, even when ``PYTHONDONTWRITEBYTECODE`` is set, as pip
-compiles on install), and each mode runs once untimed on one session folder
+compiles on install), and each mode runs once untimed on one session log
 first, so no timed run compiles a module (``distributed`` alone took 0.77 s
 to import from source against 0.22 s from its cache).
 
     python benchmarks/fleet.py [--sessions 200] [--keep DIR] [--modes serial,jobs2,dask]
     python benchmarks/fleet.py --sessions 10000 --small --templates 1000 --keep /tmp/f10k
     python benchmarks/fleet.py --sessions 100000 --small --templates 1000 --keep /tmp/f100k
+    python benchmarks/fleet.py --sessions 10000 --templates 1000 --layout cwd --no-captures --keep /tmp/c10k
 """
 
 from __future__ import annotations
@@ -49,24 +53,50 @@ from benchmarks.check_speed import child_env  # noqa: E402
 from invariants.simulate.large import generate_large  # noqa: E402
 
 
-def make_root(root: Path, sessions: int, events: int = 120, steps: int = 3, templates: int = 0) -> None:
-    """``sessions`` folders in the harness layout, a capture in every fourth.  ``templates`` > 0: that
-    many distinct sessions are generated (a multiple of 4) and the rest are hard links to them (a
-    100,000-session root costs the disk of ``templates``; every folder is still listed and read)."""
-    made: list[Path] = []
+def make_root(
+    root: Path,
+    sessions: int,
+    events: int = 120,
+    steps: int = 3,
+    templates: int = 0,
+    layout: str = "project",
+    captures: bool = True,
+) -> None:
+    """``sessions`` logs in ``layout`` (:func:`paths`), a capture beside every fourth (none without
+    ``captures``).  ``templates`` > 0: that many distinct sessions are generated (a multiple of 4) and
+    the rest are hard links to them (a 100,000-session root costs the disk of ``templates``; every
+    folder is still listed and every log read)."""
+    made: list[tuple[Path, Path]] = []
     for i in range(sessions):
-        folder = root / f"--home-dev-project-{i % 7}--" / f"fleet-{i:06d}"
-        folder.mkdir(parents=True, exist_ok=True)
+        log, capture = paths(root, i, layout, templates or 1000)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with_capture = captures and i % 4 == 0
         if templates and i >= templates:
-            src = made[i % templates]
-            os.link(src / "session.jsonl", folder / "session.jsonl")
-            if i % 4 == 0:
-                os.link(src / "requests.jsonl", folder / "requests.jsonl")
+            src_log, src_capture = made[i % templates]
+            os.link(src_log, log)
+            if with_capture:
+                os.link(src_capture, capture)
             continue
-        generate_large(folder / "session.jsonl", folder / "requests.jsonl", events=events, steps=steps, seed=i)
-        made.append(folder)
-        if i % 4:
-            (folder / "requests.jsonl").unlink()
+        generate_large(log, capture, events=events, steps=steps, seed=i)
+        made.append((log, capture))
+        if not with_capture:
+            capture.unlink()
+
+
+def paths(root: Path, i: int, layout: str, per_folder: int) -> tuple[Path, Path]:
+    """Session ``i``'s log and capture.  ``project``: today's harness, a folder a session under seven
+    project folders.  ``cwd``: the seed era's, every session of a project in its folder, ``per_folder``
+    sessions a project (a template's copies land in different projects: no id repeats in a folder)."""
+    if layout == "project":
+        folder = root / f"--home-dev-project-{i % 7}--" / f"fleet-{i:06d}"
+        return folder / "session.jsonl", folder / "requests.jsonl"
+    folder = root / f"cwd-{i // per_folder:012x}"
+    return folder / f"fleet-{i:06d}.jsonl", folder / f"fleet-{i:06d}.requests.jsonl"
+
+
+def first_log(root: Path) -> Path | None:
+    """A log under ``root`` (a root already generated), or None."""
+    return next((p for p in root.rglob("*.jsonl") if not p.name.endswith("requests.jsonl")), None)
 
 
 def small_sessions() -> None:
@@ -160,12 +190,14 @@ def main() -> int:
     ap.add_argument("--templates", type=int, default=0, help="distinct sessions (a multiple of 4); the rest link")
     ap.add_argument("--modes", default="serial,jobs2,dask", help="comma-separated: serial, jobs2, dask")
     ap.add_argument("--no-overhead", action="store_true", help="skip the Dask per-task measurement")
+    ap.add_argument("--layout", choices=("project", "cwd"), default="project", help="harness layout (see above)")
+    ap.add_argument("--no-captures", action="store_true", help="no capture beside any session")
     args = ap.parse_args()
 
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="fleet-bench-"))
     cache = tempfile.TemporaryDirectory(prefix="fleet-pycache-")
     try:
-        if not any(root.glob("*/*/session.jsonl")):
+        if first_log(root) is None:
             if args.small:
                 small_sessions()
             t = time.perf_counter()
@@ -175,12 +207,15 @@ def main() -> int:
                 events=10 if args.small else 120,
                 steps=1 if args.small else 3,
                 templates=args.templates,
+                layout=args.layout,
+                captures=not args.no_captures,
             )
             print(f"generated {args.sessions} sessions in {time.perf_counter() - t:.1f}s under {root}")
         env = child_env(Path(cache.name))
         base = [sys.executable, "-m", "inspector.cli", "check", "--format", "json", "--no-cache", "-q"]
         modes = args.modes.split(",")
-        one = next(root.glob("*/*/session.jsonl")).parent
+        one = first_log(root)
+        assert one is not None
         for name in dict.fromkeys(modes):  # fills the bytecode cache: no timed run compiles
             run(base + [str(one)] + MODES[name], env)
         ref = None
