@@ -26,12 +26,14 @@ given: ``import invariants`` never loads it.
 
 from __future__ import annotations
 
+import multiprocessing
 import pickle
 import sys
 import time
 from collections import deque
 from contextlib import contextmanager
 from itertools import chain, islice
+from multiprocessing import forkserver
 from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO, TypeVar
 
 from invariants.gate.executor import run_batch
@@ -190,23 +192,45 @@ def parse_scheduler(value: str) -> tuple[str, int | None]:
     return value, None
 
 
+FORK_SERVER = "forkserver"
+WORKER_MODULES = ["distributed", "invariants.gate.executor_dask", "invariants.gate.unit"]
+"""What a fork server imports once for every local worker: Dask and the checker."""
+
+
 def _local_config() -> dict[str, Any]:
     """Dask settings for a cluster on this machine, whose workers share its cores with the client.
 
     A worker's event loop otherwise wakes ~150 times a second (the 20 ms tick monitor, the 10 ms
     statistical profiler, the 100 ms memory monitor) and takes the GIL from the task thread each
-    time; a check needs none of it.  On Linux the workers are forked from this process, which has
-    imported everything a task needs (spawned ones import Dask and the checker again: ~2 s of a
-    core each).  Measured in docs/FLEET.md."""
+    time; a check needs none of it.  Workers start from the fork server (:func:`_start_fork_server`)
+    where there is one.  The nanny would set ``MALLOC_TRIM_THRESHOLD_=65536`` in this process for
+    its workers, which makes glibc give freed memory back at once: workers started with it took
+    10 % longer on the same tasks.  Measured in docs/FLEET.md."""
     config: dict[str, Any] = {
         "distributed.worker.profile.enabled": False,
         "distributed.admin.tick.interval": "1s",
         "distributed.admin.system-monitor.interval": "5s",
         "distributed.worker.memory.monitor-interval": "1s",
+        "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
     }
-    if sys.platform == "linux":
-        config["distributed.worker.multiprocessing-method"] = "fork"
+    if FORK_SERVER in multiprocessing.get_all_start_methods():
+        config["distributed.worker.multiprocessing-method"] = FORK_SERVER
     return config
+
+
+def _start_fork_server() -> None:
+    """Start the process local workers are forked from, before this one imports Dask, so the two
+    imports run side by side.
+
+    A worker forked from this process would inherit every lock another of its threads held at that
+    moment (the event loop writing a log line, a progress bar drawing) and wait forever on the first
+    it needs: a test run hung so, its worker stuck in its first log line.  The fork server is a
+    fresh process with one thread that has imported Dask and the checker; a worker forked from it
+    starts as fast and holds nothing.  Without one (Windows) workers are spawned: Dask's default."""
+    if FORK_SERVER not in multiprocessing.get_all_start_methods():
+        return
+    multiprocessing.get_context(FORK_SERVER).set_forkserver_preload(WORKER_MODULES)
+    forkserver.ensure_running()  # a no-op when this process already has one
 
 
 @contextmanager
@@ -219,6 +243,8 @@ def dask_executor(
 
     ``lost`` makes the result of a task that could not finish anywhere (the index passes its own)."""
     address, n = parse_scheduler(scheduler)
+    if address == LOCAL:
+        _start_fork_server()
     try:
         from distributed import Client, LocalCluster
     except ImportError as exc:

@@ -91,7 +91,41 @@ def test_a_local_cluster_gives_the_serial_report_with_quiet_forked_workers(capsy
         assert set(get("distributed.worker.profile.enabled").values()) == {False}
         assert set(get("distributed.admin.tick.interval").values()) == {"1s"}
         if sys.platform == "linux":
-            assert set(get("distributed.worker.multiprocessing-method").values()) == {"fork"}
+            assert set(get("distributed.worker.multiprocessing-method").values()) == {"forkserver"}
+        # the nanny's default would make glibc trim freed memory at once (10 % slower tasks)
+        assert dask.config.get("distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_") is None
+
+
+HELD_AT_START = """
+import os, sys, threading
+held, taken = threading.Lock(), threading.Event()
+def hold():
+    with held:
+        taken.set()
+        threading.Event().wait()
+threading.Thread(target=hold, daemon=True).start()
+taken.wait()
+# A process forked from this one finds the lock taken, as a worker forked while another thread wrote a log line
+# finds that stream's lock: it would wait forever; here it says so and exits.
+os.register_at_fork(after_in_child=lambda: held.acquire(timeout=1) or os._exit(17))
+from inspector.cli import run
+if __name__ == "__main__":
+    sys.argv = ["inspector", "check", sys.argv[1], "--scheduler", "local:2", "--no-cache", "--format", "json", "-q"]
+    run()
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no fork on Windows")
+def test_a_lock_held_when_the_local_cluster_starts_never_reaches_a_worker(capsys, tmp_path):
+    """Workers are forked from a fresh process, never from the client: a worker forked from a process
+    whose other thread held a lock at that moment (a log line being written) hung a test run."""
+    import subprocess
+
+    script = tmp_path / "held.py"
+    script.write_text(HELD_AT_START)
+    serial = json_report(capsys, SAMPLES)
+    done = subprocess.run([sys.executable, str(script), str(SAMPLES)], capture_output=True, text=True, timeout=180)
+    assert (done.returncode, done.stdout) == serial, done.stderr[-2000:]
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")
