@@ -197,15 +197,16 @@ WORKER_MODULES = ["distributed", "invariants.gate.executor_dask", "invariants.ga
 """What a fork server imports once for every local worker: Dask and the checker."""
 
 
-def _local_config() -> dict[str, Any]:
+def _local_config(fork_server: bool) -> dict[str, Any]:
     """Dask settings for a cluster on this machine, whose workers share its cores with the client.
 
     A worker's event loop otherwise wakes ~150 times a second (the 20 ms tick monitor, the 10 ms
     statistical profiler, the 100 ms memory monitor) and takes the GIL from the task thread each
-    time; a check needs none of it.  Workers start from the fork server (:func:`_start_fork_server`)
-    where there is one.  The nanny would set ``MALLOC_TRIM_THRESHOLD_=65536`` in this process for
-    its workers, which makes glibc give freed memory back at once: workers started with it took
-    10 % longer on the same tasks.  Measured in docs/FLEET.md."""
+    time; a check needs none of it.  Workers start from the fork server when one runs
+    (``fork_server``: :func:`_start_fork_server` started it).  The nanny would set
+    ``MALLOC_TRIM_THRESHOLD_=65536`` in this process for its workers, which makes glibc give freed
+    memory back at once: workers started with it took 10 % longer on the same tasks.  Measured in
+    docs/FLEET.md."""
     config: dict[str, Any] = {
         "distributed.worker.profile.enabled": False,
         "distributed.admin.tick.interval": "1s",
@@ -213,14 +214,14 @@ def _local_config() -> dict[str, Any]:
         "distributed.worker.memory.monitor-interval": "1s",
         "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
     }
-    if FORK_SERVER in multiprocessing.get_all_start_methods():
+    if fork_server:
         config["distributed.worker.multiprocessing-method"] = FORK_SERVER
     return config
 
 
-def _start_fork_server() -> None:
+def _start_fork_server() -> bool:
     """Start the process local workers are forked from, before this one imports Dask, so the two
-    imports run side by side.
+    imports run side by side; False where there is no fork server.
 
     A worker forked from this process would inherit every lock another of its threads held at that
     moment (the event loop writing a log line, a progress bar drawing) and wait forever on the first
@@ -228,9 +229,10 @@ def _start_fork_server() -> None:
     fresh process with one thread that has imported Dask and the checker; a worker forked from it
     starts as fast and holds nothing.  Without one (Windows) workers are spawned: Dask's default."""
     if FORK_SERVER not in multiprocessing.get_all_start_methods():
-        return
+        return False
     multiprocessing.get_context(FORK_SERVER).set_forkserver_preload(WORKER_MODULES)
     forkserver.ensure_running()  # a no-op when this process already has one
+    return True
 
 
 @contextmanager
@@ -243,8 +245,7 @@ def dask_executor(
 
     ``lost`` makes the result of a task that could not finish anywhere (the index passes its own)."""
     address, n = parse_scheduler(scheduler)
-    if address == LOCAL:
-        _start_fork_server()
+    fork_server = address == LOCAL and _start_fork_server()
     try:
         from distributed import Client, LocalCluster
     except ImportError as exc:
@@ -255,7 +256,7 @@ def dask_executor(
         import dask
 
         with (
-            dask.config.set(_local_config()),
+            dask.config.set(_local_config(fork_server)),
             LocalCluster(
                 n_workers=n,
                 processes=True,
