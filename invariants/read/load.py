@@ -186,8 +186,8 @@ class LogReader:
         not validate as a whole, goes line by line.
         """
         st = _ReadState(*self._start)
-        if self._run_lines < TYPED_AFTER and self._large():
-            self._run_lines = TYPED_AFTER
+        if self._run_lines < TYPED_AFTER and _AllReaders.run_lines < TYPED_AFTER and self._large():
+            self._run_lines = TYPED_AFTER  # (past the process's TYPED_AFTER, a log's size no longer matters)
         start_offset = st.start_offset
         first = start_offset == 0
         self.resume_point = None
