@@ -98,12 +98,20 @@ def _split(unit: Unit) -> list[Unit]:
     """A folder's unit, or one unit per log when the folder is local and holds no capture file.
 
     Only a capture needs the models of its folder together (its lines route by session id); without
-    one, each log is checked as it would be in the folder, so the report is the same.  A folder of
-    one log is never listed: the harness's own layout (a folder a session) costs nothing here."""
-    if len(unit.sources) < 2 or any(s.member is not None for s in unit.sources):
+    one, each log is checked as it would be in the folder, so the report is the same.  The walk that
+    found the logs says what capture names their folder holds (``LogSource.beside``); a folder it
+    did not list is listed here, unless it has one log (nothing to split: its unit looks up its
+    capture when checked)."""
+    if any(s.member is not None for s in unit.sources):
         return [unit]
-    names = folder_names(unit.sources[0].path.parent)
-    if names is None or any(is_capture_name(n) for n in names):
+    beside = [s.beside for s in unit.sources]
+    if any(b is None for b in beside):
+        if len(unit.sources) < 2:
+            return [unit]
+        names = folder_names(unit.sources[0].path.parent)
+        if names is None or any(is_capture_name(n) for n in names):
+            return [unit]
+    elif any(beside):
         return [unit]
     return [Unit([s], [i], alone=True) for s, i in zip(unit.sources, unit.indexes)]
 
@@ -218,7 +226,8 @@ def check_unit(
         seen: set[LogPath] = set()
         names = FolderNames()
         for k, m in enumerate(kept):
-            found = find_capture(m.source.path, names(m.source.path.parent))
+            src = m.source  # its folder's capture names, from the walk that found it, or a listing
+            found = find_capture(src.path, src.beside if src.beside is not None else names(src.path.parent))
             if found is not None and found not in seen:
                 seen.add(found)
                 plan.append((found, [found], kept_index[k]))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import os
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, NamedTuple
@@ -281,11 +281,15 @@ class LogSource:
 
     ``member`` is set for a session stored in a SQLite database: ``path`` is
     then the database file and ``member`` the session id inside it.
+    ``beside``: the capture names (:func:`is_capture_name`) in the log's folder when the walk
+    that found it listed that folder, so its capture lookup needs no listing of its own; None
+    when not known.  Not part of the source's identity.
     """
 
     path: LogPath
     root: LogPath
     member: str | None = None
+    beside: frozenset[str] | None = field(default=None, compare=False, repr=False)
 
     @property
     def display(self) -> str:

@@ -123,8 +123,11 @@ def test_a_capture_added_later_is_checked_not_served_from_the_cache(root: Path, 
     assert st.cache_hits == 2  # the two other folders; the flat folder is one unit now, never checked before
 
 
-def test_a_folder_cut_into_logs_is_listed_once(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A seed-era folder of n logs must not be listed once a log (n listings of n names each)."""
+def test_a_walked_folder_is_never_listed_again(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk's own listing says what captures a folder holds: planning the cut and looking up each
+    log's capture list nothing again (a seed-era folder of n logs was once listed once a log, n
+    listings of n names each; a harness session folder once a session).  Only the cache's key of a
+    folder with a capture holds its listing, taken once."""
     listed: list[str] = []
     real = os.listdir
 
@@ -133,9 +136,30 @@ def test_a_folder_cut_into_logs_is_listed_once(root: Path, tmp_path: Path, monke
         return real(path)
 
     monkeypatch.setattr(os, "listdir", counting)
-    flat = str(root / "flat")
-    check([root])
-    assert listed.count(flat) == 1
-    listed.clear()
+    result = check([root])
+    assert listed == []
+    assert sum(1 for f in result.findings if f.rule.startswith("DIV")) > 0  # the captures were still found
     check([root], cache=ResultCache(tmp_path / "cache"))
-    assert listed.count(flat) == 1
+    assert sorted(listed) == sorted(str(root / name) for name in ("single", "with-capture"))
+
+
+def test_a_log_named_alone_still_finds_its_capture(root: Path) -> None:
+    """A log named on the command line was found by no walk: its folder is listed for its capture."""
+    log = root / "with-capture" / "capture-divergence.jsonl"
+    assert next(iter_discover([log], [])).beside is None
+    named = [f.to_json() for f in check([log]).findings if f.rule.startswith("DIV")]
+    walked = [f.to_json() for f in check([root / "with-capture"]).findings if f.rule.startswith("DIV")]
+    assert named and named == walked
+
+
+def test_a_session_folder_without_a_capture_is_a_unit_alone(tmp_path: Path) -> None:
+    """The harness layout (a folder a session): a session with no capture needs no lookup at all."""
+    root = tmp_path / "sessions"
+    for name, capture in (("a", False), ("b", True)):
+        (root / name).mkdir(parents=True)
+        shutil.copy(SAMPLES / "capture-divergence.jsonl", root / name / "session.jsonl")
+        if capture:
+            shutil.copy(SAMPLES / "capture-divergence.requests.jsonl", root / name / "requests.jsonl")
+    units = list(iter_units(iter_discover([root], [])))
+    assert [(u.sources[0].path.parent.name, u.alone) for u in units] == [("a", True), ("b", False)]
+    assert units[1].sources[0].beside == frozenset({"requests.jsonl"})
