@@ -5,8 +5,12 @@ each; a ``requests.jsonl`` capture beside every fourth; ``--layout cwd``: the
 seed-era layout, ``cwd-<hash12>/<id>.jsonl`` with ``<id>.requests.jsonl``,
 a project folder of ``--templates`` sessions (1,000 without); ``--no-captures``:
 none) with
-``invariants.simulate.large.generate_large`` (``--small``: ~40-event
-sessions, one turn; ``--templates K``: K distinct sessions, the rest hard
+``invariants.simulate.large.generate_large`` in one of three ``SHAPES``
+(``--shape``: ``long``, the default, ~360 lines, 3 steps of long replies;
+``steps``, ~140 lines, 11 steps of short replies, the ~117-event sessions
+issue 30 names; ``small``, ~37 lines, one step; a check's cost per line
+differs by shape, so a ratio holds for the shape it was measured on;
+``--templates K``: K distinct sessions, the rest hard
 links to them, so 100,000 folders cost the disk of K), then, for each mode,
 runs ``inspector check ROOT --format json --no-cache -q`` in a fresh process
 and prints: wall time, the *parse floor* (a fresh process that walks the
@@ -26,8 +30,9 @@ first, so no timed run compiles a module (``distributed`` alone took 0.77 s
 to import from source against 0.22 s from its cache).
 
     python benchmarks/fleet.py [--sessions 200] [--keep DIR] [--modes serial,jobs2,dask]
-    python benchmarks/fleet.py --sessions 10000 --small --templates 1000 --keep /tmp/f10k
-    python benchmarks/fleet.py --sessions 100000 --small --templates 1000 --keep /tmp/f100k
+    python benchmarks/fleet.py --sessions 10000 --templates 1000 --keep /tmp/f10k
+    python benchmarks/fleet.py --sessions 10000 --shape steps --templates 1000 --keep /tmp/m10k
+    python benchmarks/fleet.py --sessions 100000 --shape small --templates 1000 --keep /tmp/f100k
     python benchmarks/fleet.py --sessions 10000 --templates 1000 --layout cwd --no-captures --keep /tmp/c10k
 """
 
@@ -99,9 +104,17 @@ def first_log(root: Path) -> Path | None:
     return next((p for p in root.rglob("*.jsonl") if not p.name.endswith("requests.jsonl")), None)
 
 
-def small_sessions() -> None:
-    """Make :func:`generate_large` write small sessions (~30 events: one turn, short replies) for the
-    100,000-session root, so it fits the disk and a run fits an afternoon."""
+SHAPES = {  # generate_large's least events and steps, and whether replies are short (short_replies)
+    "long": (120, 3, False),
+    "steps": (117, 6, True),
+    "small": (10, 1, True),
+}
+
+
+def short_replies() -> None:
+    """Make :func:`generate_large` write short replies (a few words of reasoning and text a step): with
+    one step, ~37-line sessions for the 100,000-session root, so it fits the disk and a run fits an
+    afternoon."""
     import random
 
     from invariants.simulate import large
@@ -186,7 +199,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sessions", type=int, default=200)
     ap.add_argument("--keep", metavar="DIR", help="generate into (or reuse) DIR and keep it")
-    ap.add_argument("--small", action="store_true", help="~40-event sessions (one turn, short replies)")
+    ap.add_argument("--shape", choices=tuple(SHAPES), default="long", help="sessions' shape (see above)")
     ap.add_argument("--templates", type=int, default=0, help="distinct sessions (a multiple of 4); the rest link")
     ap.add_argument("--modes", default="serial,jobs2,dask", help="comma-separated: serial, jobs2, dask")
     ap.add_argument("--no-overhead", action="store_true", help="skip the Dask per-task measurement")
@@ -198,14 +211,15 @@ def main() -> int:
     cache = tempfile.TemporaryDirectory(prefix="fleet-pycache-")
     try:
         if first_log(root) is None:
-            if args.small:
-                small_sessions()
+            events, steps, short = SHAPES[args.shape]
+            if short:
+                short_replies()
             t = time.perf_counter()
             make_root(
                 root,
                 args.sessions,
-                events=10 if args.small else 120,
-                steps=1 if args.small else 3,
+                events=events,
+                steps=steps,
                 templates=args.templates,
                 layout=args.layout,
                 captures=not args.no_captures,

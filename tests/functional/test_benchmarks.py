@@ -1,6 +1,7 @@
-"""The fleet benchmark still runs: a benchmark nobody runs breaks unseen (``--small`` failed with a
-TypeError for a whole round).  Tiny roots, both harness layouts; the figures are not checked, only
-that every mode ran, checked the generated sessions and gave the serial report."""
+"""The fleet benchmark still runs: a benchmark nobody runs breaks unseen (``--small``, now ``--shape
+small``, failed with a TypeError for a whole round).  Tiny roots, every shape, both harness layouts;
+the figures are not checked, only that every mode ran, checked the generated sessions and gave the
+serial report."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize(
     ("flags", "modes", "logs"),
     [
-        (["--small"], "serial", "*/*/session.jsonl"),
+        (["--shape", "small"], "serial", "*/*/session.jsonl"),
+        (["--shape", "steps"], "serial", "*/*/session.jsonl"),
         (["--templates", "4", "--layout", "cwd"], "serial,jobs2", "cwd-*/fleet-*[0-9].jsonl"),
         (["--layout", "cwd", "--no-captures"], "serial", "cwd-*/fleet-*[0-9].jsonl"),
     ],
