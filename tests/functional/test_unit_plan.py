@@ -163,3 +163,18 @@ def test_a_session_folder_without_a_capture_is_a_unit_alone(tmp_path: Path) -> N
     units = list(iter_units(iter_discover([root], [])))
     assert [(u.sources[0].path.parent.name, u.alone) for u in units] == [("a", True), ("b", False)]
     assert units[1].sources[0].beside == frozenset({"requests.jsonl"})
+
+
+def test_a_capture_added_to_a_session_folder_is_checked(tmp_path: Path) -> None:
+    """A session checked alone (no capture), then given one: the cached one-log answer is not served."""
+    folder = tmp_path / "sessions" / "a"
+    folder.mkdir(parents=True)
+    shutil.copy(SAMPLES / "capture-divergence.jsonl", folder / "session.jsonl")
+    cache = tmp_path / "cache"
+    assert not any(f.rule.startswith("DIV") for f in check([folder.parent], cache=ResultCache(cache)).findings)
+    shutil.copy(SAMPLES / "capture-divergence.requests.jsonl", folder / "requests.jsonl")
+    st = RunStats()
+    after = check([folder.parent], cache=ResultCache(cache), stats=st)
+    assert st.cache_hits == 0
+    assert any(f.rule.startswith("DIV") for f in after.findings)
+    assert _reports(after) == _reports(check([folder.parent]))
