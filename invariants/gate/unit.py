@@ -2,8 +2,8 @@
 
 A unit is a *folder*: its logs and the capture files beside them (a capture
 routes its lines to the sessions of its own folder, so a folder is
-self-contained).  A folder that holds no capture has nothing to route, so each
-of its logs is a unit of its own: a seed-era project folder of many thousand
+self-contained).  A folder where no log has a capture beside it has nothing to
+route, so each of its logs is a unit of its own: a seed-era project folder of many thousand
 logs is never held whole, and its logs spread over the workers.  With
 ``--captures`` given, routing is global and the whole run is one unit.
 :func:`check_unit` gives the unit's JSON-able result, what a worker sends back
@@ -38,7 +38,7 @@ from invariants.read.capture import (
     folder_names,
     iter_capture,
 )
-from invariants.read.source import LogPath, LogSource, absolute_name, is_capture_name, log_path
+from invariants.read.source import LogPath, LogSource, absolute_name, capture_candidates, log_path
 from invariants.replay.fold import Progress
 from invariants.replay.model import SessionModel
 from invariants.replay.session import replay
@@ -54,7 +54,7 @@ class Unit:
     sources: list[LogSource]
     indexes: list[int]  # global discovery index of each source
     captures: list[str] | None = None  # explicit capture files; None = beside each log
-    alone: bool = False  # one log of a folder that held no capture when planned: no capture lookup
+    alone: bool = False  # one log of a folder where no log had a capture when planned: no capture lookup
 
 
 @dataclass(slots=True)
@@ -95,23 +95,21 @@ def iter_units(sources: Iterable[LogSource]) -> Iterator[Unit]:
 
 
 def _split(unit: Unit) -> list[Unit]:
-    """A folder's unit, or one unit per log when the folder is local and holds no capture file.
+    """A folder's unit, or one unit per log when no log of the folder has a capture beside it.
 
     Only a capture needs the models of its folder together (its lines route by session id); without
-    one, each log is checked as it would be in the folder, so the report is the same.  The walk that
-    found the logs says what capture names their folder holds (``LogSource.beside``); a folder it
-    did not list is listed here, unless it has one log (nothing to split: its unit looks up its
-    capture when checked)."""
+    one, each log is checked as it would be in the folder, so the report is the same.  What the walk
+    that found the logs saw beside each (``LogSource.beside``) decides; a folder it did not list is
+    listed here, unless it has one log (nothing to split: its unit looks up its capture when checked)."""
     if any(s.member is not None for s in unit.sources):
         return [unit]
-    beside = [s.beside for s in unit.sources]
-    if any(b is None for b in beside):
+    if any(s.beside is None for s in unit.sources):
         if len(unit.sources) < 2:
             return [unit]
         names = folder_names(unit.sources[0].path.parent)
-        if names is None or any(is_capture_name(n) for n in names):
+        if names is None or any(c in names for s in unit.sources for c in capture_candidates(s.path.name)):
             return [unit]
-    elif any(beside):
+    elif any(s.beside for s in unit.sources):
         return [unit]
     return [Unit([s], [i], alone=True) for s, i in zip(unit.sources, unit.indexes)]
 

@@ -20,12 +20,10 @@ from invariants.read.capture_splice import split_capture
 from invariants.read.envelope import parse_json
 from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem
 from invariants.read.lines import iter_lines
-from invariants.read.source import LogPath, UrlPath, local_size, log_path, strip_log_suffix
+from invariants.read.source import LogPath, UrlPath, capture_candidates, local_size, log_path
 
 if TYPE_CHECKING:  # msgspec is imported only once a capture is long enough to read typed
     from invariants.read.capture_typed import Cleared
-
-CAPTURE_SUFFIXES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
 
 
 @dataclass(slots=True, eq=False)
@@ -71,9 +69,7 @@ def find_capture(log_path: LogPath, listing: Container[str] | None = None) -> Lo
     captures of many logs of one folder: only names in it are asked about, so a log with no capture
     costs no ``stat`` call (six candidate names cost twelve)."""
     folder = log_path.parent
-    names = [f"requests{s}" for s in CAPTURE_SUFFIXES] + [
-        f"{strip_log_suffix(log_path.name)}.requests{s}" for s in CAPTURE_SUFFIXES
-    ]
+    names = capture_candidates(log_path.name)
     if isinstance(folder, UrlPath):  # one listing, not a round trip per candidate name
         children = folder.children()
         for name in names:

@@ -24,6 +24,7 @@ from invariants.read.source import (
     LogSource,
     UrlError,
     UrlPath,
+    capture_candidates,
     is_capture_name,
     is_log_name,
     is_url,
@@ -90,7 +91,7 @@ def iter_discover(
             problems.append(f"{p}: not a regular file or directory")
             continue
         top, real = str(p), str(p.resolve())
-        for folder, name, regular, beside in _walk_files(top):
+        for folder, name, regular, listing in _walk_files(top):
             fp = Path(folder, name)
             if not regular:
                 if notes is not None and (is_log_name(name) or name.endswith(SQLITE_SUFFIXES)):
@@ -99,6 +100,7 @@ def iter_discover(
             if is_log_name(name):
                 # links are never followed, so a file's real path is the named folder's plus its place under it
                 key = os.path.join(real + folder[len(top) :], name) if seen is not None else None
+                beside = tuple(c for c in capture_candidates(name) if c in listing)
                 yield from _new(seen, LogSource(fp, p, beside=beside), key)
             elif name.endswith(SQLITE_SUFFIXES):
                 yield from _database(seen, problems, fp, p, explicit=False, notes=notes)
@@ -168,19 +170,19 @@ def _walk_url(top: UrlPath) -> Iterator[UrlPath]:
 
 
 def _walk_files(top: str) -> Iterator[tuple[str, str, bool, frozenset[str]]]:
-    """(folder, name, regular, beside) of every entry under ``top`` that is neither a folder nor a symlink,
-    in the order of ``os.walk`` with sorted names (a folder's files, then its folders depth first);
-    ``regular`` is False for a FIFO, socket or device, which must never be opened; ``beside`` is the
-    capture names in the folder (of any kind of entry, as a listing has them), so no one lists it again
-    to look up a log's capture.  Symlinks are neither followed nor listed; an unreadable folder is
-    skipped.  One ``scandir`` per folder and no call per file (the entry type comes with the listing):
-    discovery is serial work before any worker starts."""
+    """(folder, name, regular, listing) of every entry under ``top`` that is neither a folder nor a
+    symlink, in the order of ``os.walk`` with sorted names (a folder's files, then its folders depth
+    first); ``regular`` is False for a FIFO, socket or device, which must never be opened; ``listing``
+    is every name in the folder, so no one lists it again to look up a log's capture.  Symlinks are
+    neither followed nor listed; an unreadable folder is skipped.  One ``scandir`` per folder and no
+    call per file (the entry type comes with the listing): discovery is serial work before any worker
+    starts."""
     try:
         with os.scandir(top) as it:
             entries = sorted(it, key=lambda e: e.name)
     except OSError:
         return
-    beside = frozenset(e.name for e in entries if is_capture_name(e.name))
+    listing = frozenset(e.name for e in entries)
     dirs = []
     for e in entries:
         try:
@@ -188,7 +190,7 @@ def _walk_files(top: str) -> Iterator[tuple[str, str, bool, frozenset[str]]]:
                 if not e.is_symlink():
                     dirs.append(e.path)
             elif not e.is_symlink():
-                yield top, e.name, e.is_file(follow_symlinks=False), beside
+                yield top, e.name, e.is_file(follow_symlinks=False), listing
         except OSError:
             continue
     for d in dirs:

@@ -34,6 +34,13 @@ def strip_log_suffix(name: str) -> str:
     return name
 
 
+def capture_candidates(log_name: str) -> list[str]:
+    """The names a log's capture may have beside it, in the order they are looked up: the folder's
+    ``requests.jsonl`` (plain or zstd), then ``<log name>.requests.jsonl``."""
+    own = strip_log_suffix(log_name)
+    return [f"requests{s}" for s in LOG_SUFFIXES] + [f"{own}.requests{s}" for s in LOG_SUFFIXES]
+
+
 def is_log_name(name: str) -> bool:
     return name.endswith(LOG_SUFFIXES) and not is_capture_name(name)
 
@@ -281,15 +288,15 @@ class LogSource:
 
     ``member`` is set for a session stored in a SQLite database: ``path`` is
     then the database file and ``member`` the session id inside it.
-    ``beside``: the capture names (:func:`is_capture_name`) in the log's folder when the walk
-    that found it listed that folder, so its capture lookup needs no listing of its own; None
-    when not known.  Not part of the source's identity.
+    ``beside``: when the walk that found the log listed its folder, which of its
+    :func:`capture_candidates` that listing holds (usually none or one), so its capture lookup
+    needs no listing of its own; None when not known.  Not part of the source's identity.
     """
 
     path: LogPath
     root: LogPath
     member: str | None = None
-    beside: frozenset[str] | None = field(default=None, compare=False, repr=False)
+    beside: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
     @property
     def display(self) -> str:

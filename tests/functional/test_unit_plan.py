@@ -75,11 +75,24 @@ def test_a_folder_without_a_capture_is_one_unit_a_log(root: Path) -> None:
     assert sorted(i for u in streamed for i in u.indexes) == list(range(len(sources)))
 
 
-@pytest.mark.parametrize("name", ["requests.jsonl", "requests.jsonl.zstd", "other.requests.jsonl", "requests-1.jsonl"])
-def test_any_capture_name_keeps_the_folder_whole(root: Path, name: str) -> None:
+@pytest.mark.parametrize("name", ["requests.jsonl", "requests.jsonl.zstd", "compaction.requests.jsonl.zst"])
+def test_a_capture_a_log_would_read_keeps_the_folder_whole(root: Path, name: str) -> None:
     (root / "flat" / name).write_bytes(b"")
+    for units in (list(iter_units(iter_discover([root / "flat"], []))), plan_units(discover([root / "flat"])[0], None)):
+        assert len(units) == 1 and not units[0].alone
+
+
+@pytest.mark.parametrize("name", ["other.requests.jsonl", "requests-1.jsonl"])
+def test_a_capture_name_no_log_looks_up_does_not(root: Path, name: str) -> None:
+    """No log's lookup reads ``other.requests.jsonl`` (no log ``other.jsonl``) or ``requests-1.jsonl``:
+    the folder is cut, and the report is the one the whole folder gives."""
+    shutil.copy(SAMPLES / "compaction.requests.jsonl", root / "flat" / name)
     units = list(iter_units(iter_discover([root / "flat"], [])))
-    assert len(units) == 1 and not units[0].alone
+    assert len(units) > 2 and all(u.alone for u in units)
+    reference = _reports(check([root / "flat"]))
+    with pytest.MonkeyPatch.context() as m:
+        _whole_folders(m)
+        assert _reports(check([root / "flat"])) == reference
 
 
 def test_a_capture_that_is_a_symlink_keeps_the_folder_whole(root: Path) -> None:
@@ -162,7 +175,7 @@ def test_a_session_folder_without_a_capture_is_a_unit_alone(tmp_path: Path) -> N
             shutil.copy(SAMPLES / "capture-divergence.requests.jsonl", root / name / "requests.jsonl")
     units = list(iter_units(iter_discover([root], [])))
     assert [(u.sources[0].path.parent.name, u.alone) for u in units] == [("a", True), ("b", False)]
-    assert units[1].sources[0].beside == frozenset({"requests.jsonl"})
+    assert units[1].sources[0].beside == ("requests.jsonl",)
 
 
 def test_a_capture_added_to_a_session_folder_is_checked(tmp_path: Path) -> None:
@@ -178,3 +191,16 @@ def test_a_capture_added_to_a_session_folder_is_checked(tmp_path: Path) -> None:
     assert st.cache_hits == 0
     assert any(f.rule.startswith("DIV") for f in after.findings)
     assert _reports(after) == _reports(check([folder.parent]))
+
+
+@pytest.mark.parametrize(("name", "cut"), [(None, True), ("other.requests.jsonl", True), ("requests.jsonl", False)])
+def test_logs_named_alone_are_planned_by_their_folder_listing(root: Path, name: str | None, cut: bool) -> None:
+    """Logs named one by one were found by no walk: their folder is listed, once, and decides alike."""
+    if name is not None:
+        shutil.copy(SAMPLES / "compaction.requests.jsonl", root / "flat" / name)
+    logs = sorted(p for p in (root / "flat").glob("*.jsonl") if ".requests." not in p.name and p.name != name)[:3]
+    sources, _ = discover(logs)
+    assert all(s.beside is None for s in sources)
+    units = plan_units(sources, None)
+    assert [len(u.sources) for u in units] == ([1, 1, 1] if cut else [3])
+    assert all(u.alone == cut for u in units)
