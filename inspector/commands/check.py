@@ -164,8 +164,9 @@ def _written_input(args: argparse.Namespace) -> str | None:
 
     A target that does not exist yet is no input, so a run writing new files walks nothing here.
     An existing one is matched by identity (device, inode), which a symlink or a hard link to it
-    shares, so each input costs one ``stat``, and each folder one listing (its logs' captures are
-    looked up in it, as the check does); the inputs are streamed, never listed."""
+    shares, so each input costs one ``stat``; a log's capture is looked up as the check does (in
+    the walk's own listing, or one listing of the folder of logs named one by one); the inputs are
+    streamed, never listed."""
     targets = [
         (flag, getattr(args, attr))
         for flag, attr in (("--output", "output"), ("--write-baseline", "write_baseline"), ("--ledger", "ledger"))
@@ -174,20 +175,18 @@ def _written_input(args: argparse.Namespace) -> str | None:
     existing = {ino: (flag, t) for flag, t in targets if (ino := _inode(Path(t))) is not None}
     if not existing:
         return None
-    from invariants.read.capture import find_capture, folder_names
+    from functools import lru_cache
+
+    from invariants.read.capture import capture_of, folder_names
     from invariants.read.discover import iter_discover
+
+    names = lru_cache(maxsize=1)(folder_names)  # logs named one by one (a shell glob) come a folder at a time
 
     def inputs() -> Iterator:
         yield from args.captures or []
-        folder, names = None, None  # the walk gives a folder's logs together: one listing each
         for s in iter_discover(args.paths, []):
             yield s.path
-            if s.member is not None:
-                continue
-            if s.path.parent != folder:
-                folder = s.path.parent
-                names = folder_names(folder)
-            if (c := find_capture(s.path, names)) is not None:
+            if s.member is None and (c := capture_of(s, names)) is not None:
                 yield c
 
     for p in inputs():

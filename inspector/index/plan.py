@@ -8,7 +8,7 @@ from collections import OrderedDict
 import sqlite_utils
 
 from invariants.model.registry import rules_where
-from invariants.read.capture import FolderNames, find_capture
+from invariants.read.capture import FolderNames, capture_of
 from invariants.read.source import LogSource, UrlPath, is_url, log_path
 
 from .stats import IndexStats
@@ -109,7 +109,7 @@ def _plan(
         cap_paths: list[str] = []
         names = FolderNames()
         for src in srcs:
-            found = find_capture(src.path, names(src.path.parent))
+            found = capture_of(src, names)
             if found is not None and str(found) not in cap_paths:
                 cap_paths.append(str(found))
         captures: list[CaptureTask] = []

@@ -33,6 +33,7 @@ from invariants.read.capture import (
     FolderNames,
     Prover,
     Recorded,
+    capture_of,
     capture_problem,
     find_capture,
     folder_names,
@@ -224,8 +225,7 @@ def check_unit(
         seen: set[LogPath] = set()
         names = FolderNames()
         for k, m in enumerate(kept):
-            src = m.source  # its folder's capture names, from the walk that found it, or a listing
-            found = find_capture(src.path, src.beside if src.beside is not None else names(src.path.parent))
+            found = capture_of(m.source, names)
             if found is not None and found not in seen:
                 seen.add(found)
                 plan.append((found, [found], kept_index[k]))

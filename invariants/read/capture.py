@@ -20,7 +20,7 @@ from invariants.read.capture_splice import split_capture
 from invariants.read.envelope import parse_json
 from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem
 from invariants.read.lines import iter_lines
-from invariants.read.source import LogPath, UrlPath, capture_candidates, local_size, log_path
+from invariants.read.source import LogPath, LogSource, UrlPath, capture_candidates, local_size, log_path
 
 if TYPE_CHECKING:  # msgspec is imported only once a capture is long enough to read typed
     from invariants.read.capture_typed import Cleared
@@ -95,6 +95,12 @@ def folder_names(folder: LogPath) -> set[str] | None:
         return set(os.listdir(folder))
     except OSError:
         return None
+
+
+def capture_of(src: LogSource, names: Callable[[LogPath], Container[str] | None]) -> LogPath | None:
+    """:func:`find_capture` of a log: in what the walk that found it saw beside it (``src.beside``), else
+    in ``names(folder)`` (a :class:`FolderNames`), so a folder the walk listed is never listed again."""
+    return find_capture(src.path, src.beside if src.beside is not None else names(src.path.parent))
 
 
 class FolderNames:
