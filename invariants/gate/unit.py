@@ -2,10 +2,11 @@
 
 A unit is a *folder*: its logs and the capture files beside them (a capture
 routes its lines to the sessions of its own folder, so a folder is
-self-contained).  A folder where no log has a capture beside it has nothing to
-route, so each of its logs is a unit of its own: a seed-era project folder of many thousand
-logs is never held whole, and its logs spread over the workers.  With
-``--captures`` given, routing is global and the whole run is one unit.
+self-contained).  A folder where no log has a capture beside it has nothing
+to route, so each of its logs is a unit of its own: a seed-era project folder
+of many thousand logs is never held whole, and its logs spread over the
+workers.  With ``--captures`` given, routing is global and the whole run is
+one unit.
 :func:`check_unit` gives the unit's JSON-able result, what a worker sends back
 and what the result cache stores::
 
