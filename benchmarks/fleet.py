@@ -20,8 +20,10 @@ peak RSS of the client process and summed over the whole process tree
 report is byte-identical to the serial one.  The floor and the checks take
 turns (floor, check, floor, check...) and each ratio is against the mean of
 the floors around it, so a machine whose load drifts compares like with
-like.  The per-task overhead of Dask is measured apart: a no-op task round
-trip, one at a time and 1,000 at once.
+like; one untimed floor reads the root first (the first read of a root just
+written, or after another root was read, ran 10-60 % slow).  The per-task
+overhead of Dask is measured apart: a no-op task round trip, one at a time
+and 1,000 at once.
 
 Children run as an installed tool does: with the bytecode cache on (in a
 temporary folder, even when ``PYTHONDONTWRITEBYTECODE`` is set, as pip
@@ -234,6 +236,7 @@ def main() -> int:
             run(base + [str(one)] + MODES[name], env)
         ref = None
         print(f"{'mode':<8} {'wall s':>8} {'floor s':>8} {'ratio':>6} {'client MB':>10} {'tree MB':>9}  report")
+        floor(root, env)  # untimed: the first read of a root (just written, or after another root) ran 10-60 % slow
         before = floor(root, env)
         for name in modes:
             wall, client_mb, tree_mb, data, code = run(base + [str(root)] + MODES[name], env)
