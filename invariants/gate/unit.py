@@ -6,9 +6,8 @@ self-contained).  A folder where no log has a capture beside it has nothing
 to route, so each of its logs is a unit of its own: a seed-era project folder
 of many thousand logs is never held whole, and its logs spread over the
 workers.  With ``--captures`` given, routing is global and the whole run is
-one unit.
-:func:`check_unit` gives the unit's JSON-able result, what a worker sends back
-and what the result cache stores::
+one unit.  :func:`check_unit` gives the unit's JSON-able result, what a worker
+sends back and what the result cache stores::
 
     {"sessions": [[index in unit, SessionSummary JSON], ...],
      "problems": [[index in unit, sentence], ...],
@@ -40,7 +39,7 @@ from invariants.read.capture import (
     folder_names,
     iter_capture,
 )
-from invariants.read.source import LogPath, LogSource, absolute_name, capture_candidates, log_path
+from invariants.read.source import LogPath, LogSource, absolute_name, captures_present, log_path
 from invariants.replay.fold import Progress
 from invariants.replay.model import SessionModel
 from invariants.replay.session import replay
@@ -51,7 +50,7 @@ SourceProgress = Callable[[LogSource, list[Finding], int], None]
 
 @dataclass(slots=True)
 class Unit:
-    """A folder (or, with explicit captures, the whole run; or one log of a folder with no capture)."""
+    """A folder (or, with explicit captures, the whole run; or one log of a folder where no log has a capture)."""
 
     sources: list[LogSource]
     indexes: list[int]  # global discovery index of each source
@@ -105,13 +104,13 @@ def _split(unit: Unit) -> list[Unit]:
     listed here, unless it has one log (nothing to split: its unit looks up its capture when checked)."""
     if any(s.member is not None for s in unit.sources):
         return [unit]
-    if any(s.beside is None for s in unit.sources):
-        if len(unit.sources) < 2:
+    beside = [s.beside for s in unit.sources]
+    if any(b is None for b in beside):
+        names = folder_names(unit.sources[0].path.parent) if len(unit.sources) > 1 else None
+        if names is None:
             return [unit]
-        names = folder_names(unit.sources[0].path.parent)
-        if names is None or any(c in names for s in unit.sources for c in capture_candidates(s.path.name)):
-            return [unit]
-    elif any(s.beside for s in unit.sources):
+        beside = [captures_present(s.path.name, names) for s in unit.sources]
+    if any(beside):
         return [unit]
     return [Unit([s], [i], alone=True) for s, i in zip(unit.sources, unit.indexes)]
 

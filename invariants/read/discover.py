@@ -24,7 +24,7 @@ from invariants.read.source import (
     LogSource,
     UrlError,
     UrlPath,
-    capture_candidates,
+    captures_present,
     is_capture_name,
     is_log_name,
     is_url,
@@ -100,8 +100,7 @@ def iter_discover(
             if is_log_name(name):
                 # links are never followed, so a file's real path is the named folder's plus its place under it
                 key = os.path.join(real + folder[len(top) :], name) if seen is not None else None
-                beside = tuple(c for c in capture_candidates(name) if c in listing)
-                yield from _new(seen, LogSource(fp, p, beside=beside), key)
+                yield from _new(seen, LogSource(fp, p, beside=captures_present(name, listing)), key)
             elif name.endswith(SQLITE_SUFFIXES):
                 yield from _database(seen, problems, fp, p, explicit=False, notes=notes)
 

@@ -186,8 +186,8 @@ class LogReader:
         not validate as a whole, goes line by line.
         """
         st = _ReadState(*self._start)
-        if self._run_lines < TYPED_AFTER and _AllReaders.run_lines < TYPED_AFTER and self._large():
-            self._run_lines = TYPED_AFTER  # (past the process's TYPED_AFTER, a log's size no longer matters)
+        if not self._typed() and self._large():  # (once typed, a log's size no longer matters)
+            self._run_lines = TYPED_AFTER
         start_offset = st.start_offset
         first = start_offset == 0
         self.resume_point = None
@@ -373,6 +373,10 @@ class LogReader:
         mixed.finding.message = mixed.message()
         mixed.finding.detail = {"lines": mixed.count, "first_line": mixed.first, "last_line": mixed.last}
 
+    def _typed(self) -> bool:
+        """Whether chunk runs decode typed: this log or this process has read ``TYPED_AFTER`` chunk lines."""
+        return self._run_lines >= TYPED_AFTER or _AllReaders.run_lines >= TYPED_AFTER
+
     def _large(self) -> bool:
         """Whether the log is a local file of at least ``TYPED_AFTER * TYPED_LINE_BYTES`` bytes."""
         return self.source.member is None and local_size(self.source.path) >= TYPED_AFTER * TYPED_LINE_BYTES
@@ -383,7 +387,7 @@ class LogReader:
         # Only a line longer than MAX_DEPTH bytes can be nested deeper than MAX_DEPTH.
         if any(map(too_deep, [line for line in lines if len(line) > MAX_DEPTH])):
             return None  # line by line: the deep line becomes a defect
-        if self._run_lines >= TYPED_AFTER or _AllReaders.run_lines >= TYPED_AFTER:
+        if self._typed():
             from invariants.read.chunk_typed import decode_run
 
             text = raw.text if raw.text is not None else b"\n".join(lines)

@@ -16,7 +16,7 @@ import zlib
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, NamedTuple
+from typing import Any, BinaryIO, Container, NamedTuple
 
 LOG_SUFFIXES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
@@ -39,6 +39,11 @@ def capture_candidates(log_name: str) -> list[str]:
     ``requests.jsonl`` (plain or zstd), then ``<log name>.requests.jsonl``."""
     own = strip_log_suffix(log_name)
     return [f"requests{s}" for s in LOG_SUFFIXES] + [f"{own}.requests{s}" for s in LOG_SUFFIXES]
+
+
+def captures_present(log_name: str, listing: Container[str]) -> tuple[str, ...]:
+    """Which of the log's :func:`capture_candidates` a listing of its folder holds, in lookup order."""
+    return tuple(c for c in capture_candidates(log_name) if c in listing)
 
 
 def is_log_name(name: str) -> bool:
