@@ -48,7 +48,7 @@ class Spool(Generic[T]):
         if not self._at_end:
             self._file.seek(0, 2)
             self._at_end = True
-        data = _dumps(self._encode(item))
+        data = dump_item(self._encode(item))
         self.fallbacks += data[:1] == b"\x00"
         self._file.write(data + b"\n")
 
@@ -66,7 +66,7 @@ class Spool(Generic[T]):
         self._at_end = False
         decode = self._decode
         for line in fh:  # sequential readers only (a report reads its blocks once per section)
-            yield decode(_loads(line))
+            yield decode(load_item(line))
 
     def close(self) -> None:
         self._items = []
@@ -80,7 +80,9 @@ class Spool(Generic[T]):
             f.close()
 
 
-def _dumps(value: Any) -> bytes:
+def dump_item(value: Any) -> bytes:
+    """One item as bytes without a newline: orjson's JSON, or ``\\x00`` and the json module's where orjson
+    refuses the value."""
     try:
         return orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):  # lone surrogates, huge ints: the json module carries them
@@ -89,7 +91,8 @@ def _dumps(value: Any) -> bytes:
         return b"\x00" + json.dumps(value, ensure_ascii=True).encode()
 
 
-def _loads(line: bytes) -> Any:
+def load_item(line: bytes) -> Any:
+    """The value :func:`dump_item` gave ``line`` for."""
     if line[:1] == b"\x00":
         import json
 
