@@ -6,10 +6,11 @@ read and check findings of its folder's captures that name its file) and
 held in a *reorder window* until every session before it in discovery order
 has arrived; then it is written to a :class:`~invariants.gate.spool.Spool`
 (a temporary file for the CLI), and the ledger sees it.  What stays in memory
-is the window, the findings that name no session of their unit (few), and
-the forked children; parents are found at the end by reading the spool
-again for the ids the children name.  So a run holds what its largest
-window holds, not a summary per session.
+is the window and the findings that name no session of their unit (few).
+Forked children are checked against their parents at the end, from the
+spool read once into a temporary table
+(:class:`~invariants.gate.session_table.SessionTable`).  So a run holds what
+its largest window holds, not a summary per session.
 
 :meth:`Assembler.finish` then merges the late findings (fork seeds, a
 capture's lines no log explains) into their places, applies the
@@ -82,8 +83,7 @@ class Assembler:
         self.tally = RequestTally()
         self.requests: list[tuple[int, int, list[RequestCheck]]] = []  # kept for a CheckResult only
         self.models: list[tuple[int, SessionModel]] = []
-        self.children: list[SessionSummary] = []
-        self.parent_ids: set[str] = set()
+        self.forked = 0  # sessions whose header names a parent (the fork pass reads them from the blocks)
         self.sessions = 0
         self.events = 0
         self.projected = 0
@@ -158,8 +158,7 @@ class Assembler:
         if self.ledger is not None:
             block.findings.extend(self.ledger.see(s))
         if s.has_header and s.parent_session:
-            self.children.append(s)
-            self.parent_ids.add(s.parent_session)
+            self.forked += 1
         if self.spooled and s.findings:
             s.findings = []  # a spooled block carries them in its own list
         self.blocks.append(block)
@@ -174,7 +173,7 @@ class Assembler:
             missing = self.total - self.next
             raise RuntimeError(f"check: {missing} source(s) never came back from their unit")
         by_file: dict[str, list[tuple[tuple, Finding]]] = {}
-        if self.children:
+        if self.forked:
             self._forks()
         for tie, f in self.late:
             by_file.setdefault(f.file or "", []).append((tie, f))
@@ -250,16 +249,16 @@ class Assembler:
         return view
 
     def _forks(self) -> None:
-        """Fork seed findings of every child, parents chosen among the sessions of the ids children name."""
+        """Fork seed findings of every child, its parent chosen among the checked sessions of its parent's
+        id: the blocks are read once into a temporary table, which hands the children out one by one."""
         from invariants.gate.fork_checks import fork_findings
+        from invariants.gate.session_table import SessionTable
 
-        ids = self.parent_ids
-        subset = [
-            b.session
-            for b in self.blocks
-            if b.session is not None and (b.session.id in ids or (b.session.has_header and b.session.parent_session))
-        ]
-        forks, hits = fork_findings(subset, self.cache, None if self.keep else self.executor)
+        table = SessionTable(b.session for b in self.blocks if b.session is not None)
+        try:
+            forks, hits = fork_findings(table.forks(), self.cache, None if self.keep else self.executor)
+        finally:
+            table.close()
         if self.stats is not None:
             self.stats.fork_hits += hits
         for pos, f in enumerate(forks):

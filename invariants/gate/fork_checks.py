@@ -10,8 +10,7 @@ a run's children, cached per child in the result cache.
 from __future__ import annotations
 
 import os
-from functools import lru_cache
-from typing import Any, Protocol, Sequence, TypeVar
+from typing import Any, Iterable, Iterator, Protocol, Sequence, TypeVar
 
 from invariants.analysis.forks import (
     ForkSide,
@@ -21,7 +20,7 @@ from invariants.analysis.forks import (
     parent_candidates,
     root_index_scope,
 )
-from invariants.gate.executor import Executor, SerialExecutor
+from invariants.gate.executor import Executor, SerialExecutor, completed
 from invariants.gate.result import SessionSummary
 from invariants.gate.result_cache import ResultCache, revision
 from invariants.model.findings import Finding
@@ -42,18 +41,18 @@ class Checked(Protocol):
 C = TypeVar("C", bound=Checked)
 
 
-@lru_cache(maxsize=1 << 16)
 def _place(path: str) -> tuple[str, str | None]:
     """A log's folder, and its project directory when it is ``<id>/session.jsonl*`` (late layout)."""
     folder = os.path.dirname(path)
     return folder, os.path.dirname(folder) if os.path.basename(path).startswith("session.jsonl") else None
 
 
-def _near(a: LogSource, b: LogSource) -> bool:
-    """Logs a fork keeps together: one folder, one project directory (``<id>/session.jsonl*``), one database."""
-    pa, pb = str(a.path), str(b.path)  # strings: a child is compared with every log of its parent's id
-    (da, ga), (db, gb) = _place(pa), _place(pb)
-    return da == db or (a.member is not None and pa == pb) or (ga is not None and ga == gb)
+def _near(a: LogSource, place: tuple[str, str | None], b: LogSource) -> bool:
+    """Logs a fork keeps together (``place`` is ``a``'s): one folder, one project directory
+    (``<id>/session.jsonl*``), one database."""
+    pb = str(b.path)
+    (da, ga), (db, gb) = place, _place(pb)
+    return da == db or (a.member is not None and str(a.path) == pb) or (ga is not None and ga == gb)
 
 
 def checked_parent(child: LogSource, parent_id: str, created_at: Any, same_id: Sequence[C]) -> C | None:
@@ -65,7 +64,8 @@ def checked_parent(child: LogSource, parent_id: str, created_at: Any, same_id: S
     the child.  Ids repeat across unrelated folders (test suites reuse them),
     so a log of that id anywhere else is never taken for the parent.
     """
-    pick = [c for c in same_id if _near(child, c.source)]
+    place = _place(str(child.path))  # strings: a child is compared with every log of its parent's id
+    pick = [c for c in same_id if _near(child, place, c.source)]
     if not pick and same_id:
         places = set(parent_candidates(child, parent_id))
         pick = [c for c in same_id if c.source.path in places and could_be_parent(created_at, c.created_at)]
@@ -87,34 +87,49 @@ def resolve_parent(
 
 
 def fork_findings(
-    sessions: list[SessionSummary], cache: ResultCache | None = None, executor: Executor | None = None
+    forks: Iterable[tuple[SessionSummary, list[SessionSummary]]],
+    cache: ResultCache | None = None,
+    executor: Executor | None = None,
 ) -> tuple[list[Finding], int]:
-    """The seed findings of every forked child among ``sessions`` (in their order), and how many children
-    the cache answered.  Parents are chosen here, over all the sessions; the seed comparisons, which
-    read both logs' heads, go to ``executor``'s workers."""
-    by_id: dict[str, list[SessionSummary]] = {}
-    for m in sessions:
-        by_id.setdefault(m.id, []).append(m)
-    answers: list[list[Finding] | None] = []
-    todo: list[tuple[int, list, list, tuple[ForkSide, ForkSide | None]]] = []
+    """The seed findings of every forked child of ``forks`` (each child with the checked sessions of its
+    parent's id, in report order; :meth:`~invariants.gate.session_table.SessionTable.forks`), in the
+    children's order, and how many children the cache answered.
+
+    ``forks`` is read as the executor asks for work and the seed comparisons, which read both logs'
+    heads, go to its workers and come back as they finish, so what is held is the comparisons in
+    flight, not the run's children."""
+    answers: dict[int, list[Finding]] = {}  # child number -> its findings, until those before it are out
+    asked: dict[int, tuple[int, list, list]] = {}  # job number -> (child number, cache identity, key)
+    out: list[Finding] = []
     hits = 0
-    with root_index_scope():  # each root scanned once for all the fork checks
-        for m in sessions:
-            if not m.has_header or not m.parent_session:
+    issued = 0  # jobs handed to the executor
+    done = 0  # children whose findings are in ``out``
+
+    def jobs() -> Iterator[tuple[ForkSide, ForkSide | None]]:
+        nonlocal hits, issued
+        for n, (child, same_id) in enumerate(forks):
+            found, identity, key, sides = _one_child(child, same_id, cache)
+            if found is not None:
+                hits += 1
+                answers[n] = found
                 continue
-            same_id = [c for c in by_id.get(m.parent_session, []) if c is not m]
-            found, identity, key, sides = _one_child(m, same_id, cache)
-            hits += found is not None
-            if found is None:
-                todo.append((len(answers), identity, key, sides))
-            answers.append(found)
-    jobs = [sides for _, _, _, sides in todo]
-    checked = (executor or SerialExecutor()).map(fork_job, jobs, [s[0].seed_length for s in jobs])
-    for (n, identity, key, _), found_json in zip(todo, checked):
-        answers[n] = [Finding(**f) for f in found_json]
-        if cache is not None and key[0] is not None:
-            cache.put("fork", identity, key, found_json)
-    return [f for found in answers if found is not None for f in found], hits
+            asked[issued] = (n, identity, key)
+            issued += 1
+            yield sides
+
+    with root_index_scope():  # each root scanned once for all the fork checks
+        for k, found_json in completed(executor or SerialExecutor(), fork_job, jobs()):
+            n, identity, key = asked.pop(k)
+            answers[n] = [Finding(**f) for f in found_json]
+            if cache is not None and key[0] is not None:
+                cache.put("fork", identity, key, found_json)
+            while done in answers:
+                out.extend(answers.pop(done))
+                done += 1
+    while done in answers:  # children the cache answered after the last comparison
+        out.extend(answers.pop(done))
+        done += 1
+    return out, hits
 
 
 def fork_job(sides: tuple[ForkSide, ForkSide | None]) -> list[dict[str, Any]]:

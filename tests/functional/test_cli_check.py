@@ -120,9 +120,12 @@ def test_fork_parent_found_under_the_same_root_in_the_late_layout(tmp_path):
     child.write(child_path)
     from invariants.gate.fork_checks import fork_findings
     from invariants.gate.result import SessionSummary
+    from invariants.gate.session_table import SessionTable
     from invariants.replay.session import replay
 
-    found_findings, _ = fork_findings([SessionSummary.from_model(replay(LogSource(child_path, tmp_path)))])
+    table = SessionTable([SessionSummary.from_model(replay(LogSource(child_path, tmp_path)))])
+    found_findings, _ = fork_findings(table.forks())
+    table.close()
     assert [f.rule for f in found_findings] == ["FRK001"]
 
 

@@ -1,0 +1,128 @@
+"""The fork pass at the end of a check: children handed out one by one from a temporary table, in report order."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import orjson
+
+from invariants import check
+from invariants.gate.fork_checks import fork_findings
+from invariants.gate.result import SessionSummary
+from invariants.gate.session_table import SessionTable
+from tests.support.logs import Log
+
+
+def _summary(session: str, path: str, parent: str | None = None, has_header: bool = True) -> SessionSummary:
+    return SessionSummary(
+        session=session,
+        file=path,
+        era="seed",
+        profile="seed",
+        events=3,
+        turns=1,
+        steps=1,
+        instances=1,
+        requests=0,
+        path=path,
+        root="/r",
+        parent_session=parent,
+        seed_length=2 if parent else 0,
+        has_header=has_header,
+    )
+
+
+def _names(pairs: Iterator[tuple[SessionSummary, list[SessionSummary]]]) -> list[tuple[str, list[str]]]:
+    return [(child.path, [c.path for c in same]) for child, same in pairs]
+
+
+def test_the_table_hands_out_each_child_in_report_order_with_the_sessions_of_its_parents_id():
+    sessions = [
+        _summary("c1", "/r/a/c1.jsonl", parent="p"),  # before its parent in report order
+        _summary("p", "/r/a/p.jsonl"),
+        _summary("q", "/r/a/q.jsonl"),
+        _summary("p", "/r/b/p.jsonl"),  # the same id elsewhere: a candidate too, in report order
+        _summary("c2", "/r/a/c2.jsonl", parent="c1"),  # a child's child
+        _summary("s", "/r/a/s.jsonl", parent="s"),  # names itself: never its own parent
+        _summary("s", "/r/c/s.jsonl"),
+        _summary("h", "/r/a/h.jsonl", parent="p", has_header=False),  # no header: not a fork
+    ]
+    table = SessionTable(sessions)
+    try:
+        assert _names(table.forks()) == [
+            ("/r/a/c1.jsonl", ["/r/a/p.jsonl", "/r/b/p.jsonl"]),
+            ("/r/a/c2.jsonl", ["/r/a/c1.jsonl"]),
+            ("/r/a/s.jsonl", ["/r/c/s.jsonl"]),
+        ]
+        child, _ = next(table.forks())
+        assert child == sessions[0]  # the whole summary comes back, findings aside
+    finally:
+        table.close()
+
+
+def test_a_value_orjson_refuses_survives_the_table():
+    odd = _summary("p", "/r/a/p.jsonl")
+    odd.created_at = 2**70  # beyond orjson's integers: the json module carries it
+    table = SessionTable([_summary("c", "/r/a/c.jsonl", parent="p"), odd])
+    try:
+        ((_, [parent]),) = list(table.forks())
+        assert parent.created_at == 2**70
+    finally:
+        table.close()
+
+
+class _Recording:
+    """A result cache that answers nothing and notes, at each answer stored, how many children were read."""
+
+    def __init__(self, read: list[int]) -> None:
+        self.read = read
+        self.at_put: list[int] = []
+
+    def get(self, kind: str, identity: Any, key: Any) -> None:
+        return None
+
+    def put(self, kind: str, identity: Any, key: Any, value: Any) -> None:
+        self.at_put.append(len(self.read))
+
+
+def _families(root, n: int, tampered: set[int]) -> None:
+    for i in range(n):
+        parent = Log(f"parent-{i}")
+        parent.clean_turn(1, header_reason="initial")
+        child = parent.fork(f"child-{i}")
+        if i in tampered:
+            child.events[1] = {**child.events[1], "data": {"content": [{"type": "text", "text": "changed"}]}}
+        child.clean_turn(2, header_reason="resume")
+        parent.write(root / f"f{i}" / "b-parent.jsonl")
+        child.write(root / f"f{i}" / "a-child.jsonl")  # the child comes first in report order
+
+
+def test_the_fork_pass_reads_each_child_only_when_the_comparison_before_it_is_done(tmp_path):
+    _families(tmp_path, 3, tampered={1})
+    result = check([tmp_path])
+    read: list[int] = []
+
+    def counted(pairs: Iterator[tuple[SessionSummary, list[SessionSummary]]]) -> Iterator:
+        for pair in pairs:
+            read.append(1)
+            yield pair
+
+    table = SessionTable(result.sessions)
+    cache = _Recording(read)
+    try:
+        found, hits = fork_findings(counted(table.forks()), cache)
+    finally:
+        table.close()
+    assert cache.at_put == [1, 2, 3]  # a list of every child first would have read 3 before the first answer
+    assert hits == 0
+    assert [(f.rule, f.session) for f in found] == [("FRK001", "child-1")]
+
+
+def test_fork_findings_are_the_same_serial_and_on_workers_and_in_report_order(tmp_path):
+    from invariants.gate.executor import ProcessExecutor
+
+    _families(tmp_path, 12, tampered={2, 9})
+    serial = check([tmp_path])
+    pooled = check([tmp_path], executor=ProcessExecutor(2))
+    assert [f.session for f in serial.findings if f.rule == "FRK001"] == ["child-2", "child-9"]
+    assert orjson.dumps([f.to_json() for f in pooled.findings]) == orjson.dumps([f.to_json() for f in serial.findings])
