@@ -11,7 +11,9 @@ none) with
 issue 30 names; ``small``, ~37 lines, one step; a check's cost per line
 differs by shape, so a ratio holds for the shape it was measured on;
 ``--templates K``: K distinct sessions, the rest hard
-links to them, so 100,000 folders cost the disk of K), then, for each mode,
+links to them, so 100,000 folders cost the disk of K; ``--forks``: every
+second session a fork of the one before it, as a subagent's is, every
+session with an id of its own), then, for each mode,
 runs ``inspector check ROOT --format json --no-cache -q`` in a fresh process
 and prints: wall time, the *parse floor* (a fresh process that walks the
 root and parses every line of every ``.jsonl`` with orjson), their ratio,
@@ -36,18 +38,21 @@ to import from source against 0.22 s from its cache).
     python benchmarks/fleet.py --sessions 10000 --shape steps --templates 1000 --keep /tmp/m10k
     python benchmarks/fleet.py --sessions 100000 --shape small --templates 1000 --keep /tmp/f100k
     python benchmarks/fleet.py --sessions 10000 --templates 1000 --layout cwd --no-captures --keep /tmp/c10k
+    python benchmarks/fleet.py --sessions 100000 --shape small --templates 1000 --forks --keep /tmp/k100k
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Sequence
 
@@ -68,16 +73,29 @@ def make_root(
     templates: int = 0,
     layout: str = "project",
     captures: bool = True,
+    forks: bool = False,
 ) -> None:
     """``sessions`` logs in ``layout`` (:func:`paths`), a capture beside every fourth (none without
     ``captures``).  ``templates`` > 0: that many distinct sessions are generated (a multiple of 4) and
     the rest are hard links to them (a 100,000-session root costs the disk of ``templates``; every
-    folder is still listed and every log read)."""
+    folder is still listed and every log read).  ``forks``: every second session is a fork of the one
+    before it (:func:`write_fork`), and every session has an id of its own (copies of a template are
+    written with their own id, not linked), so each child has exactly one parent."""
     made: list[tuple[Path, Path]] = []
     for i in range(sessions):
-        log, capture = paths(root, i, layout, templates or 1000)
+        log, capture = paths(root, i, layout, templates or 1000, forks)
         log.parent.mkdir(parents=True, exist_ok=True)
         with_capture = captures and i % 4 == 0
+        if forks and i % 2:
+            write_fork(paths(root, i - 1, layout, templates or 1000, forks)[0], log, fleet_id(i))
+            continue
+        if forks and templates and i >= templates:
+            src_log, src_capture = made[i % templates // 2]  # the templates are the parents
+            old, new = own_id(src_log), fleet_id(i).encode()
+            log.write_bytes(src_log.read_bytes().replace(old, new))
+            if with_capture:
+                capture.write_bytes(src_capture.read_bytes().replace(old, new))
+            continue
         if templates and i >= templates:
             src_log, src_capture = made[i % templates]
             os.link(src_log, log)
@@ -90,12 +108,33 @@ def make_root(
             capture.unlink()
 
 
-def paths(root: Path, i: int, layout: str, per_folder: int) -> tuple[Path, Path]:
+def fleet_id(i: int) -> str:
+    """Session ``i``'s own id (a UUID, as the harness's)."""
+    return str(uuid.UUID(int=i + 1))
+
+
+def own_id(log: Path) -> bytes:
+    """The id in ``log``'s header, as the bytes that spell it."""
+    with open(log, "rb") as fh:
+        return json.loads(fh.readline())["id"].encode()
+
+
+def write_fork(parent: Path, child: Path, child_id: str) -> None:
+    """A fork of ``parent`` as the harness's store writes one: a header naming the parent and the seed's
+    length, then the parent's events (the whole log, which ends on a closed turn) as the seed."""
+    lines = parent.read_bytes().splitlines()
+    head = json.loads(lines[0])
+    head.update(id=child_id, createdAt=head["createdAt"] + 1, parentSession=head["id"], seedLength=len(lines) - 1)
+    child.write_bytes(b"\n".join([json.dumps(head, separators=(",", ":")).encode(), *lines[1:]]) + b"\n")
+
+
+def paths(root: Path, i: int, layout: str, per_folder: int, forks: bool = False) -> tuple[Path, Path]:
     """Session ``i``'s log and capture.  ``project``: today's harness, a folder a session under seven
     project folders.  ``cwd``: the seed era's, every session of a project in its folder, ``per_folder``
-    sessions a project (a template's copies land in different projects: no id repeats in a folder)."""
+    sessions a project (a template's copies land in different projects: no id repeats in a folder).
+    ``forks``: a child (odd ``i``) in its parent's project, as a fork keeps its parent's cwd."""
     if layout == "project":
-        folder = root / f"--home-dev-project-{i % 7}--" / f"fleet-{i:06d}"
+        folder = root / f"--home-dev-project-{(i - i % 2 if forks else i) % 7}--" / f"fleet-{i:06d}"
         return folder / "session.jsonl", folder / "requests.jsonl"
     folder = root / f"cwd-{i // per_folder:012x}"
     return folder / f"fleet-{i:06d}.jsonl", folder / f"fleet-{i:06d}.requests.jsonl"
@@ -207,6 +246,7 @@ def main() -> int:
     ap.add_argument("--no-overhead", action="store_true", help="skip the Dask per-task measurement")
     ap.add_argument("--layout", choices=("project", "cwd"), default="project", help="harness layout (see above)")
     ap.add_argument("--no-captures", action="store_true", help="no capture beside any session")
+    ap.add_argument("--forks", action="store_true", help="every second session a fork of the one before it")
     args = ap.parse_args()
 
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="fleet-bench-"))
@@ -225,6 +265,7 @@ def main() -> int:
                 templates=args.templates,
                 layout=args.layout,
                 captures=not args.no_captures,
+                forks=args.forks,
             )
             print(f"generated {args.sessions} sessions in {time.perf_counter() - t:.1f}s under {root}")
         env = child_env(Path(cache.name))

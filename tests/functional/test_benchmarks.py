@@ -37,3 +37,26 @@ def test_fleet_benchmark_runs(tmp_path: Path, flags: list[str], modes: str, logs
     rows = [line for line in done.stdout.splitlines() if line.split()[:1] in (["serial"], ["jobs2"])]
     assert [r.split()[0] for r in rows] == modes.split(",")
     assert all(r.endswith("identical (exit 0)") for r in rows), done.stdout
+
+
+def test_fleet_benchmark_forks_are_children_of_the_session_before(tmp_path: Path) -> None:
+    """``--forks``: every second session a fork of the one before it, each with an id of its own (also the
+    copies of a template), its seed compared with its parent and found clean."""
+    pytest.importorskip("psutil")
+    import orjson
+
+    from invariants import check
+
+    root = tmp_path / "root"
+    argv = [sys.executable, str(ROOT / "benchmarks" / "fleet.py"), "--sessions", "8", "--keep", str(root)]
+    flags = ["--shape", "small", "--templates", "4", "--forks", "--modes", "serial", "--no-overhead"]
+    done = subprocess.run([*argv, *flags], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    heads = [orjson.loads(p.read_bytes().split(b"\n", 1)[0]) for p in sorted(root.glob("*/fleet-*/session.jsonl"))]
+    assert len({h["id"] for h in heads}) == 8
+    by_id = {h["id"]: h for h in heads}
+    children = [h for h in heads if "parentSession" in h]
+    assert len(children) == 4 and all(h["seedLength"] > 0 and h["parentSession"] in by_id for h in children)
+    result = check([root])
+    assert result.findings == [] and result.problems == []
+    assert sum(r.status == "ok" for r in result.requests) == len(result.requests) > 0
