@@ -42,6 +42,24 @@ def test_tampered_seed_is_reported(tmp_path):
     assert f.seq == 1 and f.session == "child" and f.path.startswith("data")
 
 
+def test_a_seed_copied_with_its_keys_in_another_order_is_the_same_seed(tmp_path):
+    """Its text differs from the parent's, so the fields are walked: keys in another order are no
+    difference (JSON.parse gives equal values); a changed value still is."""
+    p = Log("parent")
+    p.clean_turn(1, header_reason="initial")
+    child = p.fork("child")
+    i = next(i for i, e in enumerate(child.events) if e["type"] == "step/start")
+    child.events[i] = {**child.events[i], "data": dict(reversed(list(child.events[i]["data"].items())))}
+    assert orjson.dumps(child.events[i]) != orjson.dumps(p.events[i])
+    child.clean_turn(2, header_reason="resume")
+    p.write(tmp_path / "parent.jsonl")
+    child.write(tmp_path / "child.jsonl")
+    assert _rules(check([tmp_path])) == []
+    child.events[i]["data"]["step"] = 7
+    child.write(tmp_path / "child.jsonl")
+    assert "FRK001" in _rules(check([tmp_path]))
+
+
 def test_seed_ending_inside_a_turn_is_reported(tmp_path):
     assert "FRK002" in _rules(_family(tmp_path, seed_cut=2))
 
