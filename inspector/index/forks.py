@@ -24,64 +24,78 @@ from .writer import _FINDING_INSERT, update_counts
 # -- forks ---------------------------------------------------------------------
 
 
+_PAGE = 200  # children resolved, checked and written per transaction
+_CHILDREN = (
+    "SELECT id, uid, path, root, parent_session, seed_length, events, era, revision, fork_checked, file, member "
+    "FROM sessions WHERE parent_session IS NOT NULL AND id > ? ORDER BY id LIMIT ?"
+)
+
+
 def _fork_phase(db: sqlite_utils.Database, roots: list[str], stats: IndexStats, policy: FindingPolicy) -> None:
     """Fork-seed checks for children whose log, parent or parent's log changed.
 
     The parent is chosen as ``inspector check`` chooses it (:func:`_resolve_parent`),
     by the id in the child's session header: a ``parentSession`` value never
-    becomes a path.
+    becomes a path.  Children are read a page at a time (by id), so what is held
+    is a page, not the index's children.
     """
-    conn = db.conn
-    children = conn.execute(
-        "SELECT id, uid, path, root, parent_session, seed_length, events, era, revision, fork_checked, file, member "
-        "FROM sessions WHERE parent_session IS NOT NULL"
-    ).fetchall()
-    todo = []
     from invariants.analysis.forks import root_index_scope
 
+    conn = db.conn
+    last = -1
     with root_index_scope():  # each root scanned once for all the children
-        for sid, uid, path, root, parent_uid, seed, events, era, rev, checked, file, member in children:
-            if not any(_within(path, r) for r in roots):
-                continue
-            parent = _resolve_parent(conn, sid, file, member, root, parent_uid, seed or 0)
-            key = f"{rev}|{root}|" + (f"{parent[0]}:{parent[3]}:{parent[7]}" if parent else "-")
-            if key == checked:
-                continue
-            todo.append((sid, uid, path, root, parent_uid, seed, events, era, parent, key, file, member))
-    batch = 200
-    for i in range(0, len(todo), batch):
-        conn.execute("BEGIN IMMEDIATE")
-        done = []
-        for sid, uid, path, root, parent_uid, seed, events, era, parent, key, file, member in todo[i : i + batch]:
-            emitted: list[Finding] = []
+        while page := conn.execute(_CHILDREN, [last, _PAGE]).fetchall():
+            last = page[-1][0]
+            _check_page(conn, page, roots, stats, policy)
 
-            def emit(code: str, message: str, **where: Any) -> None:
-                emitted.append(make_finding(code, message, **where))  # noqa: B023 (used within this pass)
 
-            child = ForkSide(_source(file, root, member), uid, events, era, parent_uid, seed or 0)
-            side = None
-            if parent is not None:
-                # A parent found by name (not the one checked log beside the child) is read
-                # only as far as the seed, as `inspector check` does: its length is not taken.
-                events = parent[2] if parent[7] == "checked" else None
-                side = ForkSide(_source(parent[5], root, parent[6]), parent_uid, events, parent[4] or "seed")
-            try:
-                check_fork_sides(child, side, emit)
-            except OSError as exc:
-                stats.problems.append(f"{path}: fork check could not read a log ({exc.strerror or exc})")
-                continue
-            conn.execute("DELETE FROM findings WHERE session_id = ? AND source = 'fork'", [sid])
-            conn.executemany(
-                _FINDING_INSERT, [(sid, None, None, "fork", *R.finding_row(f)) for f in judged(policy, emitted)]
-            )
-            conn.execute(
-                "UPDATE sessions SET parent_id = ?, fork_checked = ? WHERE id = ?",
-                [parent[0] if parent else None, key, sid],
-            )
-            done.append(sid)
-        update_counts(conn, done)
-        conn.execute("COMMIT")
-        stats.fork_checks += len(done)
+def _check_page(
+    conn: sqlite3.Connection, page: list, roots: list[str], stats: IndexStats, policy: FindingPolicy
+) -> None:
+    """One page of children: each parent resolved, then the changed ones checked and written in one transaction."""
+    todo = []
+    for sid, uid, path, root, parent_uid, seed, events, era, rev, checked, file, member in page:
+        if not any(_within(path, r) for r in roots):
+            continue
+        parent = _resolve_parent(conn, sid, file, member, root, parent_uid, seed or 0)
+        key = f"{rev}|{root}|" + (f"{parent[0]}:{parent[3]}:{parent[7]}" if parent else "-")
+        if key == checked:
+            continue
+        todo.append((sid, uid, path, root, parent_uid, seed, events, era, parent, key, file, member))
+    if not todo:
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    done = []
+    for sid, uid, path, root, parent_uid, seed, events, era, parent, key, file, member in todo:
+        emitted: list[Finding] = []
+
+        def emit(code: str, message: str, **where: Any) -> None:
+            emitted.append(make_finding(code, message, **where))  # noqa: B023 (used within this pass)
+
+        child = ForkSide(_source(file, root, member), uid, events, era, parent_uid, seed or 0)
+        side = None
+        if parent is not None:
+            # A parent found by name (not the one checked log beside the child) is read
+            # only as far as the seed, as `inspector check` does: its length is not taken.
+            events = parent[2] if parent[7] == "checked" else None
+            side = ForkSide(_source(parent[5], root, parent[6]), parent_uid, events, parent[4] or "seed")
+        try:
+            check_fork_sides(child, side, emit)
+        except OSError as exc:
+            stats.problems.append(f"{path}: fork check could not read a log ({exc.strerror or exc})")
+            continue
+        conn.execute("DELETE FROM findings WHERE session_id = ? AND source = 'fork'", [sid])
+        conn.executemany(
+            _FINDING_INSERT, [(sid, None, None, "fork", *R.finding_row(f)) for f in judged(policy, emitted)]
+        )
+        conn.execute(
+            "UPDATE sessions SET parent_id = ?, fork_checked = ? WHERE id = ?",
+            [parent[0] if parent else None, key, sid],
+        )
+        done.append(sid)
+    update_counts(conn, done)
+    conn.execute("COMMIT")
+    stats.fork_checks += len(done)
 
 
 def _source(file: str, root: str, member: str | None) -> LogSource:

@@ -20,6 +20,7 @@ from invariants import check
 from invariants.analysis.cache_report import session_cache
 from tests.conftest import ROOT, corpus_dir
 from tests.support.logs import (
+    Log,
     add_late,
     capture_lines_before,
     growing_session,
@@ -649,3 +650,30 @@ def test_index_agrees_with_check_on_the_corpus(name, tmp_path):
     assert got == expected
     statuses = collections.Counter(r.status for r in result.requests)
     assert collections.Counter(dict(q(db, "SELECT status, count(*) FROM requests GROUP BY status"))) == statuses
+
+
+def test_the_fork_phase_pages_through_the_children(tmp_path, monkeypatch):
+    """Children are read a page at a time (by id): pages of two give the index one page gives, and the
+    fork findings are the ones ``check`` gives."""
+    from inspector.index import forks
+
+    for i in range(5):
+        parent = Log(f"parent-{i}")
+        parent.clean_turn(1, header_reason="initial")
+        child = parent.fork(f"child-{i}")
+        if i in (1, 4):
+            changed = {"content": [{"type": "text", "text": "changed"}], "source": {"kind": "user"}}
+            child.events[1] = {**child.events[1], "data": changed}
+        child.clean_turn(2, header_reason="resume")
+        parent.write(tmp_path / "root" / f"f{i}" / "parent.jsonl")
+        child.write(tmp_path / "root" / f"f{i}" / "child.jsonl")
+    whole = tmp_path / "whole.db"
+    build_index([tmp_path / "root"], whole, jobs=1)
+    monkeypatch.setattr(forks, "_PAGE", 2)
+    paged = tmp_path / "paged.db"
+    build_index([tmp_path / "root"], paged, jobs=1)
+    assert_same(whole, paged)
+    found = sorted(q(paged, "SELECT rule, file FROM findings WHERE category = 'fork-seed'"))
+    expected = sorted((f.rule, f.file) for f in check([tmp_path / "root"]).findings)
+    assert found == expected and [r for r, _ in found] == ["FRK001", "FRK001"]
+    assert q(paged, "SELECT count(*) FROM sessions WHERE parent_id IS NOT NULL")[0][0] == 5
