@@ -27,14 +27,15 @@ SAMPLES = ROOT / "sample_logs"
 
 
 class Shuffled:
-    """An executor whose results come back in a shuffled order (one unit after another finishing)."""
+    """An executor whose results come back in a shuffled order (one unit after another finishing); the
+    order of each ``imap`` (the units, then the fork pass's seed comparisons) is kept in ``orders``."""
 
     jobs = 1
 
     def __init__(self, seed: int, reverse: bool = False) -> None:
         self.seed = seed
         self.reverse = reverse
-        self.order: list[int] = []
+        self.orders: list[list[int]] = []
 
     def map(self, fn: Callable, items: Sequence, costs: Sequence[int] | None = None) -> list:
         return [fn(x) for x in items]
@@ -46,7 +47,7 @@ class Shuffled:
             order.reverse()
         else:
             random.Random(self.seed).shuffle(order)
-        self.order = order
+        self.orders.append(order)
         for i in order:
             yield i, fn(items[i])
 
@@ -77,8 +78,10 @@ def test_a_report_written_while_units_complete_out_of_order_equals_the_in_order_
     executor = Shuffled(0 if seed == "reverse" else seed, reverse=seed == "reverse")
     view = check_report([tree], executor=executor)
     try:
-        assert executor.order != sorted(executor.order)  # the units really came back out of order
-        assert len(executor.order) >= 4
+        units = executor.orders[0]
+        assert units != sorted(units)  # the units really came back out of order
+        assert len(units) >= 4
+        assert len(executor.orders) == 2  # and the fork pass's comparisons went through it too
         got = _every_format(view, ctx)
     finally:
         view.close()
