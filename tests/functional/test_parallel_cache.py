@@ -126,3 +126,55 @@ def test_corpus_jobs_and_cache_equal_serial(tmp_path):
     assert [render(check([corpus], jobs=2), f) for f in ("json", "text")] == reference
     check([corpus], cache=ResultCache(tmp_path))
     assert [render(check([corpus], cache=ResultCache(tmp_path)), f) for f in ("json", "text")] == reference
+
+
+def _pack(cache_dir):
+    (pack,) = list(cache_dir.glob("*/pack-*.sqlite"))
+    return pack
+
+
+def _slots(pack) -> set[str]:
+    import sqlite3
+
+    con = sqlite3.connect(pack)
+    try:
+        return {slot for (slot,) in con.execute("SELECT slot FROM entries")}
+    finally:
+        con.close()
+
+
+def test_a_pack_keeps_what_a_run_used_and_a_run_that_only_read_writes_nothing(tree, tmp_path):
+    cache_dir = tmp_path / "cache"
+    check([tree], cache=ResultCache(cache_dir))
+    pack = _pack(cache_dir)
+    used = _slots(pack)
+    assert len([s for s in used if s.startswith("unit:")]) == 3 and any(s.startswith("fork:") for s in used)
+    stamp = (pack.stat().st_mtime_ns, pack.read_bytes())
+    cache = ResultCache(cache_dir)
+    check([tree], cache=cache)
+    assert cache.writes == 0 and (pack.stat().st_mtime_ns, pack.read_bytes()) == stamp  # all answered: untouched
+    shutil.rmtree(tree / "b")  # the fork's parent folder goes: its entry is dropped, the child's changes
+    cache = ResultCache(cache_dir)
+    check([tree], cache=cache)
+    assert cache.writes == 1
+    left = _slots(pack)
+    assert len([s for s in left if s.startswith("unit:")]) == 2 and left != used
+
+
+def test_a_link_or_garbage_where_the_pack_goes_is_replaced_not_written_through(tree, tmp_path):
+    cache_dir = tmp_path / "cache"
+    reference = _reports(check([tree], cache=ResultCache(cache_dir)))
+    pack = _pack(cache_dir)
+    victim = tmp_path / "victim.sqlite"
+    pack.rename(victim)
+    before = victim.read_bytes()
+    pack.symlink_to(victim)
+    st = RunStats()
+    assert _reports(check([tree], cache=ResultCache(cache_dir), stats=st)) == reference
+    assert victim.read_bytes() == before and not pack.is_symlink() and st.cache_hits == 0
+    assert len(_slots(pack)) == len(_slots(victim))
+    pack.write_bytes(b"not a database, " * 512)
+    st = RunStats()
+    assert _reports(check([tree], cache=ResultCache(cache_dir), stats=st)) == reference
+    assert st.cache_misses == st.units and len(_slots(pack)) == len(_slots(victim))
+
