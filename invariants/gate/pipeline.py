@@ -321,12 +321,12 @@ def stream_sources(
         spooled=spooled and not here,
         on_session=on_session,
     )
-    for n, unit, outcome in _run_units(units, options, executor, None if here else cache, stats, models, here, told):
-        assembler.add(n, unit, outcome)
+    _run_units(assembler.add, units, options, executor, None if here else cache, stats, models, here, told)
     return assembler
 
 
 def _run_units(
+    deliver: Callable[[int, Unit, UnitOutcome], None],
     units: Iterable[Unit],
     options: CheckOptions,
     executor: Executor,
@@ -335,16 +335,16 @@ def _run_units(
     models: list[SessionModel | str] | None,
     here: bool,
     progress: SourceProgress | None = None,
-) -> Iterator[tuple[int, Unit, UnitOutcome]]:
-    """The per-unit half for every unit, ``(unit number, unit, outcome)`` as each completes: from the
-    cache, by the executor (results streamed back in the order they finish; units are planned as the
-    executor asks for more, so only those in flight are held), or ``here`` (models kept)."""
+) -> None:
+    """The per-unit half for every unit, each ``deliver``-ed as ``(unit number, unit, outcome)`` as it
+    completes: from the cache (at once, as the plan reaches it: a warm run holds no answers), by the
+    executor (results streamed back in the order they finish; units are planned as the executor asks
+    for more, so only those in flight are held), or ``here`` (models kept)."""
     keys: dict[int, tuple[list, list]] = {}
-    hits: list[tuple[int, Unit, UnitOutcome]] = []
     flying: dict[int, tuple[int, Unit]] = {}  # job number -> (unit number, unit)
 
     def todo() -> Iterator[tuple[int, Unit]]:
-        """The units the cache does not answer (its answers go to ``hits``)."""
+        """The units the cache does not answer (its answers are delivered as they are found)."""
         for n, unit in enumerate(units):
             stats.units += 1
             if cache is not None:
@@ -354,7 +354,7 @@ def _run_units(
                     hit = cache.get("unit", identity, key)
                     if hit is not None:
                         stats.cache_hits += 1
-                        hits.append((n, unit, UnitOutcome(hit)))
+                        deliver(n, unit, UnitOutcome(hit))
                         continue
                     keys[n] = (identity, key)
                 stats.cache_misses += 1
@@ -368,19 +368,16 @@ def _run_units(
 
     if here:
         for n, unit in todo():
-            yield from _drained(hits)
             given = [models[i] for i in unit.indexes] if models is not None else None
             outcome = check_unit(unit, options, given, progress)
             collect_young()
-            yield n, unit, stored(n, outcome)
-        yield from _drained(hits)
+            deliver(n, unit, stored(n, outcome))
         return
     if executor.jobs > 1 and options.captures is not None:
         for n, unit in todo():  # explicit captures route globally: one unit, its replays spread over the workers
             sources = unit.sources
             replayed = executor.map(replay_job, [(s, options) for s in sources], [_size(s.path) for s in sources])
-            yield n, unit, stored(n, check_unit(unit, options, replayed))
-        yield from _drained(hits)
+            deliver(n, unit, stored(n, check_unit(unit, options, replayed)))
         return
 
     if isinstance(executor, AutoExecutor) and executor.cost is None:
@@ -394,14 +391,7 @@ def _run_units(
     for k, data in completed(executor, run_unit, jobs()):
         n, unit = flying.pop(k)
         collect_young()  # a unit replayed here (serial) leaves its models as cyclic garbage
-        yield from _drained(hits)
-        yield n, unit, stored(n, UnitOutcome(data))
-    yield from _drained(hits)
-
-
-def _drained(items: list) -> Iterator:
-    while items:
-        yield items.pop(0)
+        deliver(n, unit, stored(n, UnitOutcome(data)))
 
 
 def _judged(progress: SourceProgress, policy: FindingPolicy) -> SourceProgress:

@@ -178,3 +178,37 @@ def test_a_link_or_garbage_where_the_pack_goes_is_replaced_not_written_through(t
     assert _reports(check([tree], cache=ResultCache(cache_dir), stats=st)) == reference
     assert st.cache_misses == st.units and len(_slots(pack)) == len(_slots(victim))
 
+
+def test_cache_answers_reach_the_report_as_found_not_when_the_next_unit_finishes(tree, tmp_path):
+    """A warm run holds no answers: each is handed on before the executor is asked for the next unit
+    (held until a checked unit came back, every answer of a run that checks nothing was held to its end)."""
+    from invariants.gate import pipeline
+    from invariants.gate.executor import SerialExecutor
+
+    cache_dir = tmp_path / "cache"
+    check([tree], cache=ResultCache(cache_dir))
+    for p in (tree / "c").iterdir():
+        p.touch()  # a new revision: the last folder, "c", is checked again; "a" and "b" are answered
+    events: list[str] = []
+    delivered: list[int] = []
+
+    class Watching(SerialExecutor):
+        def imap(self, fn, items, costs=None):
+            for i, x in enumerate(items):
+                events.append(f"run {len(delivered)}")
+                yield i, fn(x)
+
+    add = pipeline.Assembler.add
+
+    def watched(self, n, unit, outcome):
+        delivered.append(n)
+        events.append(f"deliver {n}")
+        add(self, n, unit, outcome)
+
+    pipeline.Assembler.add = watched  # type: ignore[method-assign]
+    try:
+        check([tree], cache=ResultCache(cache_dir), executor=Watching())
+    finally:
+        pipeline.Assembler.add = add  # type: ignore[method-assign]
+    assert sorted(delivered) == [0, 1, 2]
+    assert events[:4] == ["deliver 0", "deliver 1", "run 2", "deliver 2"]  # then the fork pass (the child changed)
