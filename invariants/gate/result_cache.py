@@ -178,12 +178,16 @@ class ResultCache:
     def get(self, kind: str, identity: Any, key: Any) -> Any | None:
         slot = self._slot(kind, identity)
         row = self._run("SELECT key, value FROM entries WHERE slot = ?", (slot,), fetch=True)
-        if row is None or _loads(row[0]) != orjson.loads(_dumps(key)):
+        try:
+            if row is None or (row[0] != (wanted := _dumps(key)) and _loads(row[0]) != _loads(wanted)):
+                raise ValueError("no such entry")
+            value = _loads(row[1])
+        except (ValueError, TypeError):  # absent, another key, or not JSON: a miss
             self.misses += 1
             return None
         self.hits += 1
         self._run("INSERT OR IGNORE INTO temp.used VALUES (?)", (slot,))
-        return _loads(row[1])
+        return value
 
     def put(self, kind: str, identity: Any, key: Any, value: Any) -> None:
         slot = self._slot(kind, identity)

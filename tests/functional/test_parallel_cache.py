@@ -212,3 +212,17 @@ def test_cache_answers_reach_the_report_as_found_not_when_the_next_unit_finishes
         pipeline.Assembler.add = add  # type: ignore[method-assign]
     assert sorted(delivered) == [0, 1, 2]
     assert events[:4] == ["deliver 0", "deliver 1", "run 2", "deliver 2"]  # then the fork pass (the child changed)
+
+
+def test_an_entry_that_is_not_json_is_a_miss(tree, tmp_path):
+    import sqlite3
+
+    cache_dir = tmp_path / "cache"
+    reference = _reports(check([tree], cache=ResultCache(cache_dir)))
+    con = sqlite3.connect(_pack(cache_dir))
+    con.execute("UPDATE entries SET value = x'7b7b7b' WHERE slot LIKE 'unit:%'")  # "{{{"
+    con.commit()
+    con.close()
+    st = RunStats()
+    assert _reports(check([tree], cache=ResultCache(cache_dir), stats=st)) == reference
+    assert st.cache_hits == 0 and st.cache_misses == st.units
