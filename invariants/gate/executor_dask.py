@@ -205,14 +205,18 @@ def _local_config(fork_server: bool) -> dict[str, Any]:
     time; a check needs none of it.  Workers start from the fork server when one runs
     (``fork_server``: :func:`_start_fork_server` started it).  The nanny would set
     ``MALLOC_TRIM_THRESHOLD_=65536`` in this process for its workers, which makes glibc give freed
-    memory back at once: workers started with it took 10 % longer on the same tasks.  Measured in
-    docs/FLEET.md."""
+    memory back at once: workers started with it took 10 % longer on the same tasks.  The scheduler
+    runs in this process and keeps its last 1,000 transitions and 10,000 log records by default,
+    which grew the client with the run (64 -> 90 MB from 10,000 to 100,000 sessions); no one reads
+    an ephemeral cluster's diagnostics, so it keeps a few.  Measured in docs/FLEET.md."""
     config: dict[str, Any] = {
         "distributed.worker.profile.enabled": False,
         "distributed.admin.tick.interval": "1s",
         "distributed.admin.system-monitor.interval": "5s",
         "distributed.worker.memory.monitor-interval": "1s",
         "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+        "distributed.admin.low-level-log-length": 50,
+        "distributed.admin.log-length": 100,
     }
     if fork_server:
         config["distributed.worker.multiprocessing-method"] = FORK_SERVER

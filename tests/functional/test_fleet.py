@@ -94,6 +94,8 @@ def test_a_local_cluster_gives_the_serial_report_with_quiet_forked_workers(capsy
             assert set(get("distributed.worker.multiprocessing-method").values()) == {"forkserver"}
         # the nanny's default would make glibc trim freed memory at once (10 % slower tasks)
         assert dask.config.get("distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_") is None
+        # the in-process scheduler's diagnostic logs stay short: at their defaults they grew the client to the end
+        assert ex.client.cluster.scheduler.transition_log.maxlen == 50
 
 
 HELD_AT_START = """
