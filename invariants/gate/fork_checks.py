@@ -117,18 +117,21 @@ def fork_findings(
             issued += 1
             yield sides
 
+    def flush() -> None:
+        """Every child's findings whose turn has come (those before it are all out)."""
+        nonlocal done
+        while done in answers:
+            out.extend(answers.pop(done))
+            done += 1
+
     with root_index_scope():  # each root scanned once for all the fork checks
         for k, found_json in completed(executor or SerialExecutor(), fork_job, jobs()):
             n, identity, key = asked.pop(k)
             answers[n] = [Finding(**f) for f in found_json]
             if cache is not None and key[0] is not None:
                 cache.put("fork", identity, key, found_json)
-            while done in answers:
-                out.extend(answers.pop(done))
-                done += 1
-    while done in answers:  # children the cache answered after the last comparison
-        out.extend(answers.pop(done))
-        done += 1
+            flush()
+    flush()  # children the cache answered after the last comparison
     return out, hits
 
 

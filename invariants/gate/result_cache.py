@@ -29,8 +29,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import orjson
-
+from invariants.gate.spool import dump_item, load_item
 from invariants.model.atomic import write_atomic
 from invariants.read.source import UrlPath, is_url
 
@@ -89,20 +88,6 @@ def tool_key() -> str:
     return _TOOL_KEY
 
 
-def _dumps(value: Any) -> bytes:
-    try:
-        return orjson.dumps(value)
-    except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(value, ensure_ascii=True).encode()
-
-
-def _loads(data: bytes) -> Any:
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError:  # what only the json module wrote (an integer beyond 64 bits)
-        return json.loads(data)
-
-
 _COMMIT_EVERY = 1000  # writes a transaction holds at most
 
 
@@ -155,7 +140,7 @@ class ResultCache:
     def open_scope(self, scope: Any) -> None:
         """Select the pack for ``scope`` (any JSON value, e.g. the resolved input paths)."""
         self.close()
-        self._scope = _sha256(_dumps(scope))[:32]
+        self._scope = _sha256(dump_item(scope))[:32]
 
     def _pack(self) -> Path:
         return self.dir / f"pack-{self._scope}.sqlite"
@@ -173,15 +158,15 @@ class ResultCache:
 
     @staticmethod
     def _slot(kind: str, identity: Any) -> str:
-        return kind + ":" + _sha256(_dumps(identity))[:32]
+        return kind + ":" + _sha256(dump_item(identity))[:32]
 
     def get(self, kind: str, identity: Any, key: Any) -> Any | None:
         slot = self._slot(kind, identity)
         row = self._run("SELECT key, value FROM entries WHERE slot = ?", (slot,), fetch=True)
         try:
-            if row is None or (row[0] != (wanted := _dumps(key)) and _loads(row[0]) != _loads(wanted)):
+            if row is None or (row[0] != (wanted := dump_item(key)) and load_item(row[0]) != load_item(wanted)):
                 raise ValueError("no such entry")
-            value = _loads(row[1])
+            value = load_item(row[1])
         except (ValueError, TypeError):  # absent, another key, or not JSON: a miss
             self.misses += 1
             return None
@@ -192,7 +177,7 @@ class ResultCache:
     def put(self, kind: str, identity: Any, key: Any, value: Any) -> None:
         slot = self._slot(kind, identity)
         self._dirty = True
-        self._run("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", (slot, _dumps(key), _dumps(value)))
+        self._run("INSERT OR REPLACE INTO entries VALUES (?, ?, ?)", (slot, dump_item(key), dump_item(value)))
         self._run("INSERT OR IGNORE INTO temp.used VALUES (?)", (slot,))
 
     def _run(self, sql: str, args: tuple, fetch: bool = False) -> Any:

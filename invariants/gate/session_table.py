@@ -18,7 +18,7 @@ from typing import Iterable, Iterator
 from invariants.gate.result import SessionSummary
 from invariants.gate.spool import dump_item, load_item
 
-_INSERT_EVERY = 1024  # rows per executemany
+_ROWS = 1024  # rows per executemany, and per fetch
 
 
 class SessionTable:
@@ -32,7 +32,7 @@ class SessionTable:
             d = s.to_json()
             d["findings"] = []  # the fork pass reads none; the report has them
             rows.append((k, s.id, s.parent_session if s.has_header and s.parent_session else None, dump_item(d)))
-            if len(rows) >= _INSERT_EVERY:
+            if len(rows) >= _ROWS:
                 self._con.executemany("INSERT INTO s VALUES (?, ?, ?, ?)", rows)
                 rows = []
         self._con.executemany("INSERT INTO s VALUES (?, ?, ?, ?)", rows)
@@ -43,7 +43,7 @@ class SessionTable:
         the checked sessions of its parent's id in report order, the child itself excluded."""
         con = self._con
         cur = con.execute("SELECT k, parent, summary FROM s WHERE parent IS NOT NULL ORDER BY k")
-        while rows := cur.fetchmany(_INSERT_EVERY):
+        while rows := cur.fetchmany(_ROWS):
             for k, parent, blob in rows:
                 same = con.execute("SELECT summary FROM s WHERE id = ? AND k != ? ORDER BY k", (parent, k))
                 yield _summary(blob), [_summary(b) for (b,) in same]
