@@ -5,8 +5,10 @@ result is split into its sessions' blocks (a session's findings, then the
 read and check findings of its folder's captures that name its file) and
 held in a *reorder window* until every session before it in discovery order
 has arrived; then it is written to a :class:`~invariants.gate.spool.Spool`
-(a temporary file for the CLI), and the ledger sees it.  What stays in memory
-is the window and the findings that name no session of their unit (few).
+(a temporary file for the CLI), and the ledger sees it.  A spooled run's
+window that holds :data:`WINDOW` blocks parks later arrivals on disk
+(:class:`~invariants.gate.parking.Parking`) until their turn.  What stays in
+memory is the window and the findings that name no session of their unit (few).
 Forked children are checked against their parents at the end, from the
 spool read once into a temporary table
 (:class:`~invariants.gate.session_table.SessionTable`).  So a run holds what
@@ -28,6 +30,7 @@ import os
 from typing import Any, Callable
 
 from invariants.gate.executor import Executor
+from invariants.gate.parking import Parking
 from invariants.gate.policy import FindingPolicy
 from invariants.gate.result import CheckOptions, CheckResult, RequestCheck, SessionSummary
 from invariants.gate.result_cache import ResultCache
@@ -38,11 +41,20 @@ from invariants.model.findings import Finding
 from invariants.replay.model import SessionModel
 
 END = 1 << 60  # the order of a capture's problem (after every source's)
+WINDOW = 4096  # blocks the reorder window holds in memory; later arrivals wait on disk
 
 
 def _in_file(f: Finding) -> tuple:
     """A finding's place within its file's block (the tail of :func:`~invariants.gate.policy.report_order`)."""
     return (f.seq if f.seq is not None else -1, f.line or 0, f.rule)
+
+
+def _encode_parked(b: Block | None) -> list | None:
+    return None if b is None else encode_block(b)
+
+
+def _decode_parked(v: list | None) -> Block | None:
+    return None if v is None else decode_block(v)
 
 
 class Assembler:
@@ -77,6 +89,7 @@ class Assembler:
         self.total = 0  # sources of the units added so far
         self.window: dict[int, Block | None] = {}  # source index -> its block (None: the source is a problem)
         self.next = 0  # the next source index to leave the window
+        self.parking: Parking[Block | None] = Parking(_encode_parked, _decode_parked)
         self.blocks: Spool[Block] = Spool(encode_block, decode_block) if spooled else Spool()
         self.late: list[tuple[tuple, Finding]] = []  # (tiebreak, finding) naming no session of its unit
         self.source_problems: list[tuple[int, int, int, str]] = []
@@ -102,7 +115,7 @@ class Assembler:
         res = outcome.data
         indexes = unit.indexes
         blocks: dict[str, Block] = {}
-        placed: list[tuple[int, Block]] = []
+        placed: list[tuple[int, Block | None]] = []
         for idx, s in res["sessions"]:
             summary = s if isinstance(s, SessionSummary) else SessionSummary.from_json(s)
             block = Block(summary, summary.file, list(summary.findings))
@@ -113,7 +126,7 @@ class Assembler:
         for idx, msg in res["problems"]:
             if idx < len(indexes):
                 self.source_problems.append((indexes[idx], idx, n, msg))
-                self.window[indexes[idx]] = None
+                placed.append((indexes[idx], None))
             else:
                 self.source_problems.append((END, idx, n, msg))
         caps = sorted(enumerate(res["captures"]), key=lambda kc: kc[1]["first"])
@@ -137,17 +150,30 @@ class Assembler:
                 self.tally.add(r)
             if not self.spooled:
                 self.requests.append((g, n, checks))
-        for i, block in placed:
-            self.window[i] = block
+        window = self.window
+        bound = WINDOW if self.spooled else 1 << 62  # a run held in memory anyway keeps its window there
+        for i, held in sorted(placed, key=lambda ib: ib[0]):  # in place order: parked runs stay long
+            if len(window) < bound or i == self.next:
+                window[i] = held
+            else:
+                self.parking.park(i, held)
         self._drain()
 
     def _drain(self) -> None:
-        window = self.window
-        while self.next in window:
-            block = window.pop(self.next)
-            self.next += 1
-            if block is not None:
-                self._emit(block)
+        window, parking = self.window, self.parking
+        while True:
+            if self.next in window:
+                block = window.pop(self.next)
+                self.next += 1
+                if block is not None:
+                    self._emit(block)
+            elif self.next in parking:
+                for block in parking.take(self.next):
+                    self.next += 1
+                    if block is not None:
+                        self._emit(block)
+            else:
+                return
 
     def _emit(self, block: Block) -> None:
         s = block.session
@@ -169,9 +195,10 @@ class Assembler:
 
     def finish(self, problems: list[str]) -> ReportView:
         """The late findings merged in, the configuration applied: the view the writers read."""
-        if self.next != self.total or self.window:
+        if self.next != self.total or self.window or self.parking:
             missing = self.total - self.next
             raise RuntimeError(f"check: {missing} source(s) never came back from their unit")
+        self.parking.close()
         by_file: dict[str, list[tuple[tuple, Finding]]] = {}
         if self.forked:
             self._forks()

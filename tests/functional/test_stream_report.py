@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pytest
 
+from invariants.gate import assemble
 from invariants.gate.baseline import write_baseline
 from invariants.gate.config import Config
 from invariants.gate.formats import FORMATS, ReportContext, render, write
@@ -70,8 +71,24 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.parametrize("window", [assemble.WINDOW, 2])
 @pytest.mark.parametrize("seed", [1, 2, "reverse"])
-def test_a_report_written_while_units_complete_out_of_order_equals_the_in_order_one(tree: Path, seed: Any) -> None:
+def test_a_report_written_while_units_complete_out_of_order_equals_the_in_order_one(
+    tree: Path, seed: Any, window: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the window as it is, and with a window of two blocks (the rest parked on disk)."""
+    monkeypatch.setattr(assemble, "WINDOW", window)
+    held: list[int] = []
+    parked: list[int] = []
+    add = assemble.Assembler.add
+
+    def watched(self: assemble.Assembler, *args: Any) -> None:
+        add(self, *args)
+        if self.spooled:
+            held.append(len(self.window))
+            parked.append(self.parking.parked)
+
+    monkeypatch.setattr(assemble.Assembler, "add", watched)
     ctx = ReportContext(verbose=True, statistics=False)
     whole = check([tree])
     expected = {fmt: render(whole, fmt, ctx) + "\n" for fmt in FORMATS}
@@ -88,6 +105,8 @@ def test_a_report_written_while_units_complete_out_of_order_equals_the_in_order_
     for fmt in FORMATS:
         assert got[fmt] == expected[fmt], fmt
     assert view.summary() == whole.summary()
+    assert max(held) <= window
+    assert (parked[-1] > 0) is (window == 2)  # the small window really parked (the large one did not)
 
 
 def test_out_of_order_with_a_baseline_and_a_ledger(tree: Path, tmp_path: Path) -> None:
