@@ -158,11 +158,14 @@ def _build(
     stats.problems.extend(problems)
     dirty = _prune(db, roots, sources, stats)
     _refresh_roots(db, sources)
-    tasks = _plan(db, sources, full, stats, dirty)
-    stats.groups = len(tasks)
+    stats.groups, tasks = _plan(db, sources, full, stats, dirty)
     writer = _Writer(db, stats, run_id, after_folder)
     try:
-        results = _run_on(executor, db, tasks, policy) if executor is not None else _run_tasks(db, tasks, jobs, policy)
+        results = (
+            _run_on(executor, db, tasks, policy)
+            if executor is not None
+            else _run_tasks(db, tasks, stats.groups, jobs, policy)
+        )
         for result in results:
             if isinstance(result, LostGroup):
                 stats.problems.extend(result.problems)

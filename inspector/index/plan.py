@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from typing import Iterator
 
 import sqlite_utils
 
@@ -66,8 +67,13 @@ def _stat(path: str) -> Stat | None:
 
 def _plan(
     db: sqlite_utils.Database, sources: list[LogSource], full: bool, stats: IndexStats, dirty_folders: set[str]
-) -> list[GroupTask]:
-    """Folder tasks for everything that changed; unchanged folders cost a stat per file."""
+) -> tuple[int, Iterator[GroupTask]]:
+    """How many folders changed, and their tasks, each made when it is asked for (a run holds the
+    tasks in flight, not one per folder of the fleet); unchanged folders cost a stat per file.
+
+    The count comes first (it is the progress bar's total): a pass over the folders counts and
+    keeps only the names of the changed ones; their tasks are made again, files stated again, as
+    the run reaches them."""
     prev_logs = _previous_logs(db)
     prev_caps = _previous_captures(db)
     caps_by_dir: dict[str, list[str]] = {}
@@ -76,65 +82,90 @@ def _plan(
     groups: "OrderedDict[str, list[LogSource]]" = OrderedDict()
     for src in sources:
         groups.setdefault(str(src.path.parent), []).append(src)
-    tasks: list[GroupTask] = []
-    for folder, srcs in groups.items():
-        logs: list[LogTask] = []
-        for src in srcs:
-            path = src.display
-            try:
-                st = source_stat(src)
-            except OSError:
-                st = None
-            if st is None:
-                stats.problems.append(f"{path}: vanished while indexing")
-                continue
-            row = prev_logs.get(path)
-            prev = None
-            changed = True
-            if row is not None:
-                prev = Previous(
-                    Stat(row[2], row[3], row[4], row[5]),
-                    lines=row[6] or 0,
-                    steps=row[7] or 0,
-                    versions=row[8] or 0,
-                    head_hash=row[9],
-                    tail_hash=row[10],
-                    turns=row[11] or 0,
-                    compactions=row[12] or 0,
-                )
-                changed = full or prev.stat != st
-            logs.append(LogTask(src, st, prev, changed))
-            if not changed:
-                stats.unchanged += 1
-        cap_paths: list[str] = []
-        names = FolderNames()
-        for src in srcs:
-            found = capture_of(src, names)
-            if found is not None and str(found) not in cap_paths:
-                cap_paths.append(str(found))
-        captures: list[CaptureTask] = []
-        for cp in cap_paths:
-            cap_st = _stat(cp)
-            if cap_st is None:
-                continue
-            cap_row = prev_caps.get(cp)
-            cap_prev = None
-            if cap_row is not None:
-                cap_prev = Previous(
-                    Stat(cap_row[2], cap_row[3], cap_row[4], cap_row[5]),
-                    head_hash=cap_row[6],
-                    tail_hash=cap_row[7],
-                    checked_lines=cap_row[8] or 0,
-                )
-            captures.append(CaptureTask(cp, cap_st, cap_prev, full or cap_prev is None or cap_prev.stat != cap_st))
-        gone_caps = [p for p in caps_by_dir.get(folder, []) if p not in cap_paths]
-        recheck_all = folder in dirty_folders or bool(gone_caps)
-        stats.sessions += len(logs)
-        stats.captures += len(captures)
-        if not recheck_all and not any(lt.changed for lt in logs) and not any(ct.changed for ct in captures):
+
+    def task(folder: str, counts: IndexStats) -> GroupTask | None:
+        return _folder_task(folder, groups[folder], prev_logs, prev_caps, caps_by_dir, full, dirty_folders, counts)
+
+    changed = [folder for folder in groups if task(folder, stats) is not None]
+
+    def tasks() -> Iterator[GroupTask]:
+        for folder in changed:
+            again = IndexStats()  # counted in the first pass; a file that vanished since is still said
+            made = task(folder, again)
+            stats.problems.extend(again.problems)
+            if made is not None:
+                yield made
+
+    return len(changed), tasks()
+
+
+def _folder_task(
+    folder: str,
+    srcs: list[LogSource],
+    prev_logs: dict[str, tuple],
+    prev_caps: dict[str, tuple],
+    caps_by_dir: dict[str, list[str]],
+    full: bool,
+    dirty_folders: set[str],
+    stats: IndexStats,
+) -> GroupTask | None:
+    """The task of one folder, or None when nothing in it changed (``stats`` counts what it saw)."""
+    logs: list[LogTask] = []
+    for src in srcs:
+        path = src.display
+        try:
+            st = source_stat(src)
+        except OSError:
+            st = None
+        if st is None:
+            stats.problems.append(f"{path}: vanished while indexing")
             continue
-        tasks.append(GroupTask(folder, logs, captures, recheck_all, gone_caps))
-    return tasks
+        row = prev_logs.get(path)
+        prev = None
+        changed = True
+        if row is not None:
+            prev = Previous(
+                Stat(row[2], row[3], row[4], row[5]),
+                lines=row[6] or 0,
+                steps=row[7] or 0,
+                versions=row[8] or 0,
+                head_hash=row[9],
+                tail_hash=row[10],
+                turns=row[11] or 0,
+                compactions=row[12] or 0,
+            )
+            changed = full or prev.stat != st
+        logs.append(LogTask(src, st, prev, changed))
+        if not changed:
+            stats.unchanged += 1
+    cap_paths: list[str] = []
+    names = FolderNames()
+    for src in srcs:
+        found = capture_of(src, names)
+        if found is not None and str(found) not in cap_paths:
+            cap_paths.append(str(found))
+    captures: list[CaptureTask] = []
+    for cp in cap_paths:
+        cap_st = _stat(cp)
+        if cap_st is None:
+            continue
+        cap_row = prev_caps.get(cp)
+        cap_prev = None
+        if cap_row is not None:
+            cap_prev = Previous(
+                Stat(cap_row[2], cap_row[3], cap_row[4], cap_row[5]),
+                head_hash=cap_row[6],
+                tail_hash=cap_row[7],
+                checked_lines=cap_row[8] or 0,
+            )
+        captures.append(CaptureTask(cp, cap_st, cap_prev, full or cap_prev is None or cap_prev.stat != cap_st))
+    gone_caps = [p for p in caps_by_dir.get(folder, []) if p not in cap_paths]
+    recheck_all = folder in dirty_folders or bool(gone_caps)
+    stats.sessions += len(logs)
+    stats.captures += len(captures)
+    if not recheck_all and not any(lt.changed for lt in logs) and not any(ct.changed for ct in captures):
+        return None
+    return GroupTask(folder, logs, captures, recheck_all, gone_caps)
 
 
 def _attach_state(db: sqlite_utils.Database, task: GroupTask) -> None:

@@ -6,6 +6,7 @@ import os
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Callable, Iterable
 
 import sqlite_utils
@@ -18,10 +19,12 @@ from .work import GroupResult, GroupTask, process_group, use_policy
 
 
 def _run_tasks(
-    db: sqlite_utils.Database, tasks: list[GroupTask], jobs: int | None, policy: FindingPolicy
+    db: sqlite_utils.Database, tasks: Iterable[GroupTask], count: int, jobs: int | None, policy: FindingPolicy
 ) -> Iterable[GroupResult]:
+    """The ``count`` folder tasks (made as they are reached) run here or on ``jobs`` local processes,
+    results in order."""
     jobs = jobs if jobs is not None else default_jobs()
-    if jobs <= 1 or len(tasks) <= 1:
+    if jobs <= 1 or count <= 1:
         for task in tasks:
             _attach_state(db, task)
             yield process_group(task, policy)
@@ -59,15 +62,15 @@ class LostGroup:
 
 
 def _run_on(
-    executor: Executor, db: sqlite_utils.Database, tasks: list[GroupTask], policy: FindingPolicy
+    executor: Executor, db: sqlite_utils.Database, tasks: Iterable[GroupTask], policy: FindingPolicy
 ) -> Iterable[GroupResult | LostGroup]:
     """The folders computed by ``executor`` a window at a time, yielded in order for the one writer.
 
     A window is a few tasks per worker thread: enough to keep the workers busy, small enough that
     results are written (and memory freed) as the run goes."""
     window = max(1, executor.jobs * 16)
-    for start in range(0, len(tasks), window):
-        chunk = tasks[start : start + window]
+    it = iter(tasks)
+    while chunk := list(islice(it, window)):
         for task in chunk:
             _attach_state(db, task)
         yield from executor.map(indexed_group, [(task, policy) for task in chunk])

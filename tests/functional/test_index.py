@@ -677,3 +677,33 @@ def test_the_fork_phase_pages_through_the_children(tmp_path, monkeypatch):
     expected = sorted((f.rule, f.file) for f in check([tmp_path / "root"]).findings)
     assert found == expected and [r for r, _ in found] == ["FRK001", "FRK001"]
     assert q(paged, "SELECT count(*) FROM sessions WHERE parent_id IS NOT NULL")[0][0] == 5
+
+
+def test_folder_tasks_are_made_as_the_run_reaches_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan counts the changed folders first (the progress bar's total), then makes each folder's
+    task when the run gets to it: what a run holds is the tasks in flight, not one per folder."""
+    import weakref
+
+    from inspector.index import plan, schedule
+
+    written = make_root(tmp_path / "root", n=12)
+    live: list[weakref.ref] = []
+    held: list[int] = []
+    made = plan.GroupTask
+    process = schedule.process_group
+
+    def counted(*args, **kwargs):
+        task = made(*args, **kwargs)
+        live.append(weakref.ref(task))
+        return task
+
+    def watched(task, *args):
+        held.append(sum(ref() is not None for ref in live))
+        return process(task, *args)
+
+    monkeypatch.setattr(plan, "GroupTask", counted)
+    monkeypatch.setattr(schedule, "process_group", watched)
+    stats = build_index([tmp_path / "root"], tmp_path / "index.db", jobs=1)
+    assert stats.groups == len(held) == len(written) > 10  # every folder changed, each processed once
+    assert stats.sessions == len(written) and not stats.problems
+    assert max(held) <= 2
