@@ -28,12 +28,12 @@ import sqlite_utils
 from invariants.gate.config import Config
 from invariants.gate.executor import Executor
 from invariants.gate.policy import FindingPolicy
-from invariants.read.discover import discover
-from invariants.read.source import LogSource
+from invariants.read.discover import iter_discover
 
 from . import rows as R
 from .connection import IndexBuildError, _cannot_write, _Lock, inserted_id, now_iso, open_index
 from .forks import _fork_phase
+from .found import FoundLogs
 from .plan import _plan, input_name
 from .prune import _gc_headers, _prune, _refresh_roots
 from .schedule import LostGroup, _run_on, _run_tasks
@@ -73,36 +73,40 @@ def build_index(
     stats = IndexStats()
     db_path = str(db_path)
     roots = [input_name(p) for p in paths]
-    sources, problems = discover(roots, stats.notes)
-    if not sources and not os.path.lexists(db_path):  # nothing to index, nothing to prune: create nothing
-        stats.problems.extend(problems)
-        stats.written = False
-        stats.seconds = time.perf_counter() - t0
-        return stats
+    problems: list[str] = []
+    found = FoundLogs(iter_discover(roots, problems, stats.notes))  # on disk: a run never lists the fleet
     try:
-        lock = _Lock(db_path)  # before any write, the schema included
-    except OSError as exc:
-        raise IndexBuildError(_cannot_write(db_path, exc)) from None
-    try:
-        db = open_index(db_path)
-    except BaseException as exc:
-        lock.release()
-        if isinstance(exc, sqlite3.OperationalError):
+        if not found.count and not os.path.lexists(db_path):  # nothing to index, nothing to prune: create nothing
+            stats.problems.extend(problems)
+            stats.written = False
+            stats.seconds = time.perf_counter() - t0
+            return stats
+        try:
+            lock = _Lock(db_path)  # before any write, the schema included
+        except OSError as exc:
             raise IndexBuildError(_cannot_write(db_path, exc)) from None
-        raise
-    db._index_lock_fd = lock.fd  # type: ignore[attr-defined]  # closed in worker processes
-    try:
-        run_id = _start_run(db, paths)
-        stats = _build(
-            db, roots, sources, problems, jobs, full, progress, stats, run_id, policy, executor, after_folder
-        )
-        stats.seconds = time.perf_counter() - t0
-        _finish_run(db, run_id, stats)
-    except sqlite3.OperationalError as exc:  # a read-only file or folder, a full disk: what SQLite says
-        raise IndexBuildError(_cannot_write(db_path, exc)) from None
+        try:
+            db = open_index(db_path)
+        except BaseException as exc:
+            lock.release()
+            if isinstance(exc, sqlite3.OperationalError):
+                raise IndexBuildError(_cannot_write(db_path, exc)) from None
+            raise
+        db._index_lock_fd = lock.fd  # type: ignore[attr-defined]  # closed in worker processes
+        try:
+            run_id = _start_run(db, paths)
+            stats = _build(
+                db, roots, found, problems, jobs, full, progress, stats, run_id, policy, executor, after_folder
+            )
+            stats.seconds = time.perf_counter() - t0
+            _finish_run(db, run_id, stats)
+        except sqlite3.OperationalError as exc:  # a read-only file or folder, a full disk: what SQLite says
+            raise IndexBuildError(_cannot_write(db_path, exc)) from None
+        finally:
+            lock.release()
+            db.conn.close()
     finally:
-        lock.release()
-        db.conn.close()
+        found.close()
     return stats
 
 
@@ -143,7 +147,7 @@ def _finish_run(db: sqlite_utils.Database, run_id: int, stats: IndexStats) -> No
 def _build(
     db: sqlite_utils.Database,
     roots: list[str],
-    sources: list[LogSource],
+    found: FoundLogs,
     problems: list[str],
     jobs: int | None,
     full: bool,
@@ -156,9 +160,9 @@ def _build(
 ) -> IndexStats:
     _adopt_policy(db, policy)
     stats.problems.extend(problems)
-    dirty = _prune(db, roots, sources, stats)
-    _refresh_roots(db, sources)
-    stats.groups, tasks = _plan(db, sources, full, stats, dirty)
+    dirty = _prune(db, roots, found, stats)
+    _refresh_roots(db, found)
+    stats.groups, tasks = _plan(db, found, full, stats, dirty)
     writer = _Writer(db, stats, run_id, after_folder)
     try:
         results = (

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 from typing import Iterator
 
 import sqlite_utils
@@ -12,6 +11,7 @@ from invariants.model.registry import rules_where
 from invariants.read.capture import FolderNames, capture_of
 from invariants.read.source import LogSource, UrlPath, is_url, log_path
 
+from .found import FoundLogs
 from .stats import IndexStats
 from .work import CaptureTask, GroupTask, LogTask, Previous, Stat, source_stat
 
@@ -39,23 +39,35 @@ def _within(path: str, root: str) -> bool:
 _CARRIED = sorted(rules_where(fires="after-fold"))
 
 
-def _previous_logs(db: sqlite_utils.Database) -> dict[str, tuple]:
-    return {
-        r[0]: r
-        for r in db.execute(
-            "SELECT path, id, size, mtime_ns, inode, device, lines, steps, versions, head_hash, tail_hash, "
-            "turns, compactions FROM sessions"
-        )
-    }
+_IN = 500  # paths a query names at a time (SQLite's limit on bound values is 999 on older builds)
 
 
-def _previous_captures(db: sqlite_utils.Database) -> dict[str, tuple]:
-    return {
-        r[0]: r
-        for r in db.execute(
-            "SELECT path, id, size, mtime_ns, inode, device, head_hash, tail_hash, checked_lines, dir FROM captures"
-        )
-    }
+def _previous_logs(db: sqlite_utils.Database, paths: list[str]) -> dict[str, tuple]:
+    """The stored rows of the logs ``paths`` (those indexed before)."""
+    return _rows(
+        db,
+        "SELECT path, id, size, mtime_ns, inode, device, lines, steps, versions, head_hash, tail_hash, "
+        "turns, compactions FROM sessions WHERE path IN ({})",
+        paths,
+    )
+
+
+def _previous_captures(db: sqlite_utils.Database, paths: list[str]) -> dict[str, tuple]:
+    """The stored rows of the captures ``paths`` (those indexed before)."""
+    return _rows(
+        db,
+        "SELECT path, id, size, mtime_ns, inode, device, head_hash, tail_hash, checked_lines, dir FROM captures "
+        "WHERE path IN ({})",
+        paths,
+    )
+
+
+def _rows(db: sqlite_utils.Database, sql: str, paths: list[str]) -> dict[str, tuple]:
+    out: dict[str, tuple] = {}
+    for at in range(0, len(paths), _IN):
+        some = paths[at : at + _IN]
+        out.update((r[0], r) for r in db.execute(sql.format(", ".join("?" * len(some))), some))
+    return out
 
 
 def _stat(path: str) -> Stat | None:
@@ -66,27 +78,23 @@ def _stat(path: str) -> Stat | None:
 
 
 def _plan(
-    db: sqlite_utils.Database, sources: list[LogSource], full: bool, stats: IndexStats, dirty_folders: set[str]
+    db: sqlite_utils.Database, found: FoundLogs, full: bool, stats: IndexStats, dirty_folders: set[str]
 ) -> tuple[int, Iterator[GroupTask]]:
     """How many folders changed, and their tasks, each made when it is asked for (a run holds the
     tasks in flight, not one per folder of the fleet); unchanged folders cost a stat per file.
 
     The count comes first (it is the progress bar's total): a pass over the folders counts and
     keeps only the names of the changed ones; their tasks are made again, files stated again, as
-    the run reaches them."""
-    prev_logs = _previous_logs(db)
-    prev_caps = _previous_captures(db)
+    the run reaches them.  The folders come from ``found`` in the order their first log was found,
+    their stored rows a folder at a time."""
     caps_by_dir: dict[str, list[str]] = {}
-    for cap_path, cap in prev_caps.items():
-        caps_by_dir.setdefault(cap[9], []).append(cap_path)
-    groups: "OrderedDict[str, list[LogSource]]" = OrderedDict()
-    for src in sources:
-        groups.setdefault(str(src.path.parent), []).append(src)
+    for cap_path, folder in db.execute("SELECT path, dir FROM captures"):
+        caps_by_dir.setdefault(folder, []).append(cap_path)
 
     def task(folder: str, counts: IndexStats) -> GroupTask | None:
-        return _folder_task(folder, groups[folder], prev_logs, prev_caps, caps_by_dir, full, dirty_folders, counts)
+        return _folder_task(db, folder, found.in_folder(folder), caps_by_dir, full, dirty_folders, counts)
 
-    changed = [folder for folder in groups if task(folder, stats) is not None]
+    changed = [folder for folder in found.folders() if task(folder, stats) is not None]
 
     def tasks() -> Iterator[GroupTask]:
         for folder in changed:
@@ -100,16 +108,16 @@ def _plan(
 
 
 def _folder_task(
+    db: sqlite_utils.Database,
     folder: str,
     srcs: list[LogSource],
-    prev_logs: dict[str, tuple],
-    prev_caps: dict[str, tuple],
     caps_by_dir: dict[str, list[str]],
     full: bool,
     dirty_folders: set[str],
     stats: IndexStats,
 ) -> GroupTask | None:
     """The task of one folder, or None when nothing in it changed (``stats`` counts what it saw)."""
+    prev_logs = _previous_logs(db, [src.display for src in srcs])
     logs: list[LogTask] = []
     for src in srcs:
         path = src.display
@@ -144,6 +152,7 @@ def _folder_task(
         found = capture_of(src, names)
         if found is not None and str(found) not in cap_paths:
             cap_paths.append(str(found))
+    prev_caps = _previous_captures(db, cap_paths)
     captures: list[CaptureTask] = []
     for cp in cap_paths:
         cap_st = _stat(cp)

@@ -6,17 +6,14 @@ import os
 
 import sqlite_utils
 
-from invariants.read.source import LogSource
-
+from .found import FoundLogs
 from .plan import _is_dir, _within
 from .stats import IndexStats
 from .writer import _delete_session, _drop_capture
 
 
-def _prune(db: sqlite_utils.Database, roots: list[str], sources: list[LogSource], stats: IndexStats) -> set[str]:
+def _prune(db: sqlite_utils.Database, roots: list[str], found: FoundLogs, stats: IndexStats) -> set[str]:
     """Forget logs (and captures) that no longer exist under a path being indexed; returns their folders."""
-    seen = {s.display for s in sources}
-    folders = {str(s.path.parent) for s in sources}
     dirs = [r for r in roots if _is_dir(r)]
     files = [r for r in roots if r not in dirs]
 
@@ -24,14 +21,16 @@ def _prune(db: sqlite_utils.Database, roots: list[str], sources: list[LogSource]
         return any(_within(path, d) for d in dirs) or path in files
 
     gone = [
-        (sid, path) for sid, path in db.execute("SELECT id, path FROM sessions") if path not in seen and covered(path)
+        (sid, path)
+        for sid, path in db.execute("SELECT id, path FROM sessions")
+        if covered(path) and found.root_of(path) is None
     ]
     # A capture goes with the last log of its folder (it is only ever looked up beside a log).
     gone_caps = [
         path
         for (path, folder) in db.execute("SELECT path, dir FROM captures")
         if (any(_within(path, d) for d in dirs) or folder in {os.path.dirname(f) for f in files})
-        and folder not in folders
+        and not found.has_folder(folder)
     ]  # a capture gone from a folder that keeps logs: see _plan
     if not gone and not gone_caps:
         return set()
@@ -59,15 +58,14 @@ def _gc_headers(db: sqlite_utils.Database) -> None:
     conn.execute("COMMIT")
 
 
-def _refresh_roots(db: sqlite_utils.Database, sources: list) -> None:
+def _refresh_roots(db: sqlite_utils.Database, found: FoundLogs) -> None:
     """``sessions.root`` of every log found again under another root (indexed first under a subfolder, then
     under the folder above it): the row is unchanged otherwise, so only its root is written."""
-    stored = dict(db.execute("SELECT path, root FROM sessions").fetchall())
-    moved = [
-        (str(src.root), src.display)
-        for src in sources
-        if src.display in stored and stored[src.display] != str(src.root)
-    ]
+    moved = []
+    for path, stored in db.execute("SELECT path, root FROM sessions"):
+        root = found.root_of(path)
+        if root is not None and root != stored:
+            moved.append((root, path))
     if not moved:
         return
     conn = db.conn

@@ -707,3 +707,19 @@ def test_folder_tasks_are_made_as_the_run_reaches_them(tmp_path: Path, monkeypat
     assert stats.groups == len(held) == len(written) > 10  # every folder changed, each processed once
     assert stats.sessions == len(written) and not stats.problems
     assert max(held) <= 2
+
+
+def test_a_folder_of_more_logs_than_one_query_names_is_unchanged_on_the_next_run(tmp_path: Path) -> None:
+    """The stored rows of a folder are read a few hundred paths at a time: all of them are found again."""
+    from inspector.index import plan
+
+    folder = tmp_path / "root" / "cwd-0123456789ab"
+    folder.mkdir(parents=True)
+    log = (ROOT / "sample_logs" / "clean-multi-turn.jsonl").read_bytes()
+    n = plan._IN + 37
+    for i in range(n):
+        (folder / f"s{i:04d}.jsonl").write_bytes(log)
+    first = build_index([tmp_path / "root"], tmp_path / "index.db", jobs=1)
+    assert first.sessions == n and first.groups == 1 and first.unchanged == 0
+    again = build_index([tmp_path / "root"], tmp_path / "index.db", jobs=1)
+    assert again.sessions == n and again.unchanged == n and again.groups == 0
