@@ -149,9 +149,9 @@ def _folder_task(
     cap_paths: list[str] = []
     names = FolderNames()
     for src in srcs:
-        found = capture_of(src, names)
-        if found is not None and str(found) not in cap_paths:
-            cap_paths.append(str(found))
+        cap = capture_of(src, names)
+        if cap is not None and str(cap) not in cap_paths:
+            cap_paths.append(str(cap))
     prev_caps = _previous_captures(db, cap_paths)
     captures: list[CaptureTask] = []
     for cp in cap_paths:
