@@ -27,7 +27,7 @@ line and rule, ties in the order a serial run gathers findings.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from invariants.gate.executor import Executor
 from invariants.gate.parking import Parking
@@ -151,9 +151,8 @@ class Assembler:
             if not self.spooled:
                 self.requests.append((g, n, checks))
         window = self.window
-        bound = WINDOW if self.spooled else 1 << 62  # a run held in memory anyway keeps its window there
         for i, held in sorted(placed, key=lambda ib: ib[0]):  # in place order: parked runs stay long
-            if len(window) < bound or i == self.next:
+            if not self.spooled or len(window) < WINDOW or i == self.next:  # (a run in memory keeps it all)
                 window[i] = held
             else:
                 self.parking.park(i, held)
@@ -163,17 +162,15 @@ class Assembler:
         window, parking = self.window, self.parking
         while True:
             if self.next in window:
-                block = window.pop(self.next)
+                due: Iterable[Block | None] = (window.pop(self.next),)
+            elif self.next in parking:
+                due = parking.take(self.next)  # a run of consecutive places, in order
+            else:
+                return
+            for block in due:
                 self.next += 1
                 if block is not None:
                     self._emit(block)
-            elif self.next in parking:
-                for block in parking.take(self.next):
-                    self.next += 1
-                    if block is not None:
-                        self._emit(block)
-            else:
-                return
 
     def _emit(self, block: Block) -> None:
         s = block.session
