@@ -85,3 +85,38 @@ def test_a_worker_batch_frees_each_items_cycles_and_restores_the_collector(enabl
     assert run_batch(_cyclic, [1, 2, 3]) == [1, 2, 3]
     assert gc.isenabled() is enabled
     assert len(_made) == 3 and all(ref() is None for ref in _made)
+
+
+def test_a_serial_check_frees_each_units_models_before_the_next_unit(tmp_path, monkeypatch):
+    """A replayed model is cyclic garbage once its unit's result is taken; with the collector paused,
+    only the young-generation pass before the next unit frees it, so a serial run of many units holds
+    one unit's models at a time, not every unit's."""
+    import shutil
+    from pathlib import Path
+
+    from invariants.gate import pipeline, unit
+    from invariants.gate.pipeline import check
+
+    sample = Path(__file__).resolve().parents[2] / "sample_logs" / "clean-multi-turn.jsonl"
+    for i in range(4):
+        (tmp_path / f"s{i}").mkdir()
+        shutil.copy(sample, tmp_path / f"s{i}" / "session.jsonl")
+    made: list[weakref.ref] = []
+    alive_at_start: list[int] = []
+    replay_source, run_unit = unit.replay_source, pipeline.run_unit
+
+    def replayed(*args, **kwargs):
+        model = replay_source(*args, **kwargs)
+        made.append(weakref.ref(model))
+        return model
+
+    def run(job):
+        alive_at_start.append(sum(ref() is not None for ref in made))
+        return run_unit(job)
+
+    monkeypatch.setattr(unit, "replay_source", replayed)
+    monkeypatch.setattr(pipeline, "run_unit", run)
+    gc.unfreeze()
+    result = check([tmp_path], jobs=1)
+    assert len(result.sessions) == 4 and len(made) == 4
+    assert alive_at_start == [0, 0, 0, 0]
