@@ -27,7 +27,9 @@ from typing import Any, Callable, Iterator
 
 import orjson
 
-from invariants.model.jsonvalue import first_difference, shorten
+from invariants.model.jsonvalue import MAX_DEPTH, first_difference, shorten, too_deep
+from invariants.read.envelope import header_problem, is_envelope, parse_json
+from invariants.read.line_records import DEFAULT_MAX_LINE
 from invariants.read.load import LogReader
 from invariants.read.source import LogPath, LogSource, UrlPath
 
@@ -203,6 +205,8 @@ def check_fork_sides(child: ForkSide, parent: ForkSide | None, emit: Callable[..
         return
     if n == 0:
         return
+    if parent is not None and (parent.events is None or n <= parent.events) and copied_seed(child, parent, n):
+        return  # the usual fork, told from the bytes: no event of either head is built
     child_head = _head(child.source, n)
     last, last_line = child_head[-1] if child_head else (None, None)
     boundary_ok = True
@@ -250,6 +254,60 @@ def check_fork_sides(child: ForkSide, parent: ForkSide | None, emit: Callable[..
                     **{**where, "line": a_line},
                 )
                 return
+
+
+def copied_seed(child: ForkSide, parent: ForkSide, n: int) -> bool:
+    """Whether the child's seed is a faithful copy ending on a closed turn, decided from bytes: both logs
+    plain files whose first line is a session header, the child's next ``n`` lines each one event as the
+    reader's plain path takes it (seqs 0 to n-1, the last a ``turn/end``), and the parent's next ``n``
+    lines the same bytes.  The reader makes the same events of the same body bytes after a header, so
+    both heads are then equal, as :func:`check_fork_sides` would find them field by field; False means
+    only that the heads are read and compared."""
+    child_lines = _head_lines(child.source, n)
+    if child_lines is None:
+        return False
+    parent_lines = _head_lines(parent.source, n)
+    if parent_lines is None or parent_lines[1:] != child_lines[1:]:
+        return False
+    last = None
+    for seq, line in enumerate(child_lines[1:]):
+        last = _plain_envelope(line, seq)
+        if last is None:
+            return False
+    return last is not None and last["type"] == "turn/end"
+
+
+def _head_lines(source: LogSource, n: int) -> list[bytes] | None:
+    """The first ``n + 1`` lines of a plain log file (a session header, then ``n`` complete lines), or
+    None: a compressed log, a database session, a URL, fewer lines or a first line that is not a header."""
+    path = source.path
+    if source.member is not None or isinstance(path, UrlPath) or not path.name.endswith(".jsonl"):
+        return None
+    lines = []
+    try:
+        with open(path, "rb") as fh:
+            for line in islice(fh, n + 1):
+                if not line.endswith(b"\n") or len(line) > DEFAULT_MAX_LINE:
+                    return None
+                lines.append(line[:-1])
+    except OSError:
+        return None
+    if len(lines) < n + 1:
+        return None
+    header, err = parse_json(lines[0])
+    return lines if err is None and header_problem(header) is None else None
+
+
+def _plain_envelope(line: bytes, seq: int) -> dict | None:
+    """One complete line's event when the reader takes it on its plain path
+    (:meth:`~invariants.read.load.LogReader._plain_event`) with ``seq`` due, else None."""
+    if len(line) > MAX_DEPTH and too_deep(line):
+        return None
+    try:
+        obj = orjson.loads(line)
+    except ValueError:
+        return None
+    return obj if is_envelope(obj) and obj["seq"] == seq else None
 
 
 def _same_text(a: Any, b: Any) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from invariants import check
 from tests.support.logs import Log
@@ -116,3 +117,80 @@ def test_a_far_log_created_after_the_child_is_not_its_parent(tmp_path):
     late.clean_turn(1, header_reason="initial")
     (root / "one" / "parent.jsonl").write_bytes(b"\n".join(late.lines()) + b"\n")
     assert [f.rule for f in check([root]).findings] == ["FRK003"]
+
+
+def _seed_family(tmp_path, variant: str):
+    """A parent of two turns (the second streamed), and a child forked after them, written as
+    ``variant`` says: the child's seed lines, or the parent's, changed in one way."""
+    import zstandard
+
+    p = Log("parent")
+    p.clean_turn(1, header_reason="initial")
+    p.user_turn("again")
+    p.streamed_step("streamed reply of a few words")
+    p.end_turn()
+    child = p.fork("child")
+    child.clean_turn(3, header_reason="resume")
+    p.clean_turn(3, header_reason="resume")  # the parent goes on: it has events past the seed
+    parent_lines, child_lines = p.lines(), child.lines()
+    seed = child.header["seedLength"]
+    if variant == "mid-turn":  # the seed ends on the parent's step/end, not its turn/end
+        child.header["seedLength"] = seed - 1
+        child_lines = child.lines()
+    elif variant == "tampered":
+        child_lines[3] = child_lines[3].replace(b'"turn":1', b'"turn":1,"extra":0')
+    elif variant == "spaced":  # the same JSON, other bytes
+        child_lines[2] = child_lines[2].replace(b'"seq":', b'"seq": ')
+    elif variant == "damaged-in-both":  # the same bytes, but a line no reader takes for an event
+        parent_lines[4] = child_lines[4] = b"{not json"
+    elif variant == "seq-gap-in-both":
+        parent_lines[4] = child_lines[4] = child_lines[4].replace(b'"seq":3', b'"seq":30')
+    elif variant == "parent-short":
+        parent_lines = parent_lines[: seed - 2]
+    elif variant == "parent-header-damaged":
+        parent_lines[0] = b"{oops"
+    elif variant == "deep-in-both":
+        deep = b"[" * 600 + b"]" * 600
+        parent_lines[5] = child_lines[5] = child_lines[5].replace(b'"data":{', b'"data":{"x":' + deep + b",", 1)
+    (tmp_path / "parent.jsonl").write_bytes(b"".join(line + b"\n" for line in parent_lines))
+    text = b"".join(line + b"\n" for line in child_lines)
+    if variant == "compressed":
+        (tmp_path / "child.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(text))
+    else:
+        (tmp_path / "child.jsonl").write_bytes(text)
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "faithful",
+        "mid-turn",
+        "tampered",
+        "spaced",
+        "damaged-in-both",
+        "seq-gap-in-both",
+        "parent-short",
+        "parent-header-damaged",
+        "deep-in-both",
+        "compressed",
+    ],
+)
+def test_a_seed_told_copied_from_its_bytes_is_reported_as_reading_both_heads_reports_it(tmp_path, monkeypatch, variant):
+    """The byte comparison only ever skips reading the heads: with it and without it, a check
+    reports the same findings, and it decides only a faithful copy that ends on a closed turn."""
+    from invariants.analysis import forks
+
+    _seed_family(tmp_path, variant)
+    decided: list[bool] = []
+    copied_seed = forks.copied_seed
+
+    def told(*args):
+        decided.append(copied_seed(*args))
+        return decided[-1]
+
+    monkeypatch.setattr(forks, "copied_seed", told)
+    fast = orjson.dumps([f.to_json() for f in check([tmp_path]).findings])
+    monkeypatch.setattr(forks, "copied_seed", lambda *args: False)
+    slow = orjson.dumps([f.to_json() for f in check([tmp_path]).findings])
+    assert fast == slow
+    assert decided == [True] if variant == "faithful" else True not in decided
