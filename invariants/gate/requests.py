@@ -16,7 +16,7 @@ from invariants.gate.result import RequestCheck
 from invariants.model.findings import Finding
 from invariants.model.registry import RULES, make_finding
 from invariants.read.capture import Proof, Prover, Recorded
-from invariants.read.source import LogPath
+from invariants.read.source import LogPath, is_folder_capture, strip_log_suffix
 from invariants.replay.compare import compare, request_bytes_at
 from invariants.replay.model import RebuiltRequest, SessionModel, StepState
 
@@ -52,13 +52,16 @@ class RequestRouter:
         for m in models:
             self.by_id.setdefault(m.id, []).append(m)
             self.by_folder.setdefault(m.source.path.parent, []).append(m)
-        self._local: dict[LogPath | None, tuple[list[SessionModel], dict[str, SessionModel]]] = {}
+        self._local: dict[LogPath | None, tuple[list[SessionModel], dict[str, SessionModel], SessionModel | None]] = {}
 
-    def _sessions_for(self, capture: LogPath | None) -> tuple[list[SessionModel], dict[str, SessionModel]]:
-        """The sessions a capture's lines may go to, and those by id (the last of an id wins)."""
+    def _sessions_for(
+        self, capture: LogPath | None
+    ) -> tuple[list[SessionModel], dict[str, SessionModel], SessionModel | None]:
+        """The sessions a capture's lines may go to, those by id (the last of an id wins), and the one
+        a line that names no session goes to (:func:`_unnamed_to`)."""
         if capture not in self._local:
             local = self.models if capture is None else self.by_folder.get(capture.parent, [])
-            self._local[capture] = (local, {m.id: m for m in local})
+            self._local[capture] = (local, {m.id: m for m in local}, _unnamed_to(capture, local))
         return self._local[capture]
 
     def check(self, capture: LogPath | None, rec: Recorded, attempt: int | None = None) -> RecordOutcome | None:
@@ -88,12 +91,12 @@ class RequestRouter:
 
     def _checked_names(self, capture: LogPath | None) -> set[str]:
         """The file names of the logs this run checks in the capture's folder."""
-        local, _ = self._sessions_for(capture)
+        local, _, _ = self._sessions_for(capture)
         return {m.source.path.name for m in local}
 
     def _model_for(self, capture: LogPath | None, rec: Recorded) -> SessionModel | None:
-        local, local_ids = self._sessions_for(capture)
-        return _route(rec, local_ids, local, self.by_id if self.explicit else {})
+        _, local_ids, unnamed = self._sessions_for(capture)
+        return _route(rec, local_ids, unnamed, self.by_id if self.explicit else {})
 
     def _compared(self, capture: LogPath | None, rec: Recorded) -> RecordOutcome | None:
         """:meth:`check` but for the findings of a difference, which wait for the attempt number."""
@@ -165,7 +168,7 @@ def clear_routing(model: SessionModel) -> None:
 def _route(
     rec: Recorded,
     local_ids: dict[str, SessionModel],
-    local: list[SessionModel],
+    unnamed: SessionModel | None,
     global_ids: dict[str, list[SessionModel]],
 ) -> SessionModel | None:
     if rec.session_id is not None:
@@ -174,6 +177,18 @@ def _route(
         if rec.session_id in global_ids and len(global_ids[rec.session_id]) == 1:
             return global_ids[rec.session_id][0]
         return None
+    return unnamed
+
+
+def _unnamed_to(capture: LogPath | None, local: list[SessionModel]) -> SessionModel | None:
+    """Where a line with no ``sessionId`` goes: a ``<log>.requests.jsonl`` names its log, so its lines
+    go to that log's session (CAPTURE-FORMAT.md: the id is needed only when a file covers more than
+    one session); a folder's ``requests.jsonl`` or an explicit capture, to the one session there is."""
+    if capture is not None and not is_folder_capture(capture.name):
+        stem = strip_log_suffix(capture.name).removesuffix(".requests")
+        named = [m for m in local if strip_log_suffix(m.source.path.name) == stem]
+        if len(named) == 1:
+            return named[0]
     return local[0] if len(local) == 1 else None
 
 

@@ -27,6 +27,11 @@ def is_capture_name(name: str) -> bool:
     return base == "requests" or base.endswith(".requests") or base.startswith("requests-")
 
 
+def is_folder_capture(name: str) -> bool:
+    """Whether a capture file name is a folder's ``requests.jsonl`` (plain or zstd), not one log's."""
+    return strip_log_suffix(name) == "requests"
+
+
 def strip_log_suffix(name: str) -> str:
     for suffix in (".jsonl.zstd", ".jsonl.zst", ".jsonl"):
         if name.endswith(suffix):
