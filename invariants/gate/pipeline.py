@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from invariants.gate.assemble import Assembler
 from invariants.gate.collector import collect_young
@@ -388,17 +388,9 @@ def _run_units(
             flying[k] = (n, unit)
             yield unit, options
 
-    for k, data in completed(executor, _collected_run_unit, jobs()):
+    for k, data in completed(executor, run_unit, jobs()):
         n, unit = flying.pop(k)
         deliver(n, unit, stored(n, UnitOutcome(data)))
-
-
-def _collected_run_unit(job: tuple[Unit, CheckOptions]) -> dict[str, Any]:
-    """:func:`run_unit`, after freeing what the unit before it left: a unit replayed in this process
-    leaves its models as cyclic garbage.  Freed before the next unit rather than after its own, the
-    last unit's is never scanned (a one-log run's whole replay): the run is ending."""
-    collect_young()
-    return run_unit(job)
 
 
 def _judged(progress: SourceProgress, policy: FindingPolicy) -> SourceProgress:

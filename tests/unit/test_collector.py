@@ -94,7 +94,7 @@ def test_a_serial_check_frees_each_units_models_before_the_next_unit(tmp_path, m
     import shutil
     from pathlib import Path
 
-    from invariants.gate import pipeline, unit
+    from invariants.gate import unit
     from invariants.gate.pipeline import check
 
     sample = Path(__file__).resolve().parents[2] / "sample_logs" / "clean-multi-turn.jsonl"
@@ -103,19 +103,19 @@ def test_a_serial_check_frees_each_units_models_before_the_next_unit(tmp_path, m
         shutil.copy(sample, tmp_path / f"s{i}" / "session.jsonl")
     made: list[weakref.ref] = []
     alive_at_start: list[int] = []
-    replay_source, run_unit = unit.replay_source, pipeline.run_unit
+    replay_source, check_unit = unit.replay_source, unit.check_unit
 
     def replayed(*args, **kwargs):
         model = replay_source(*args, **kwargs)
         made.append(weakref.ref(model))
         return model
 
-    def run(job):
+    def checked(*args, **kwargs):
         alive_at_start.append(sum(ref() is not None for ref in made))
-        return run_unit(job)
+        return check_unit(*args, **kwargs)
 
     monkeypatch.setattr(unit, "replay_source", replayed)
-    monkeypatch.setattr(pipeline, "run_unit", run)
+    monkeypatch.setattr(unit, "check_unit", checked)
     gc.unfreeze()
     result = check([tmp_path], jobs=1)
     assert len(result.sessions) == 4 and len(made) == 4
