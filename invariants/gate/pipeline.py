@@ -148,14 +148,15 @@ def check_report(
     policy = FindingPolicy.of(config)
     with cyclic_gc_paused():
         notes: list[str] = []
-        if len(named) != 1:  # paths may overlap or interleave folders: listed and grouped first
-            listed, problems = _discovered(named, options, cache, allow_empty, notes)
-            stream: Iterable[LogSource] = listed
-        else:  # one root: walked as it is checked, never listed
-            problems = []
+        walked = len(named) == 1 or _disjoint_folders(named)
+        found = [False] * len(named)
+        if walked:  # walked as they are checked, never listed: one root, or folders none of which holds another
+            problems: list[str] = []
             if cache is not None:
                 cache.open_scope([_scope_path(p) for p in named] + [str(c) for c in options.captures or []])
-            stream = iter_discover(named, problems, notes)
+            stream: Iterable[LogSource] = _each_root(named, problems, notes, found)
+        else:  # paths may overlap or interleave folders: listed and grouped first
+            stream, problems = _discovered(named, options, cache, allow_empty, notes)
         counted = _Counted(stream, observer)
         assembler = stream_sources(
             counted,
@@ -167,15 +168,35 @@ def check_report(
             ledger=ledger,
             spooled=True,
             on_session=None if observer is None else observer.session,
-            contiguous=len(named) == 1,
+            contiguous=walked,
         )
-        if len(named) == 1 and not allow_empty and not counted.n:
-            problems.extend(empty_inputs(named, []))
+        if walked and not allow_empty:
+            problems.extend(empty_inputs([p for p, any_found in zip(named, found) if not any_found], []))
         view = assembler.finish(problems)
         view.notes.extend(notes)
         if cache is not None:
             cache.flush()
     return view
+
+
+def _disjoint_folders(named: list[PathLike]) -> bool:
+    """Whether every named path is a local folder and none is, or holds, another (links resolved):
+    their walks then find each log once, a folder at a time, as one root's walk does."""
+    reals = []
+    for p in named:
+        if isinstance(p, UrlPath) or is_url(p) or not os.path.isdir(p):
+            return False
+        reals.append(os.path.join(os.path.realpath(p), ""))
+    reals.sort()  # a folder's subfolders sort right after it
+    return not any(b.startswith(a) for a, b in zip(reals, reals[1:]))
+
+
+def _each_root(named: list[PathLike], problems: list[str], notes: list[str], found: list[bool]) -> Iterator[LogSource]:
+    """The logs under each named path in turn, as they are walked; ``found[i]``: path ``i`` had one."""
+    for i, p in enumerate(named):
+        for source in iter_discover([p], problems, notes):
+            found[i] = True
+            yield source
 
 
 class _Counted:
