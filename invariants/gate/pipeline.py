@@ -41,7 +41,7 @@ from invariants.gate.unit import (
 )
 from invariants.gate.view import ReportView
 from invariants.model.findings import Finding
-from invariants.read.discover import discover, iter_discover
+from invariants.read.discover import discover, disjoint, iter_discover
 from invariants.read.source import LogPath, LogSource, UrlPath, absolute_name, is_url
 from invariants.replay.model import SessionModel
 
@@ -180,15 +180,9 @@ def check_report(
 
 
 def _disjoint_folders(named: list[PathLike]) -> bool:
-    """Whether every named path is a local folder and none is, or holds, another (links resolved):
-    their walks then find each log once, a folder at a time, as one root's walk does."""
-    reals = []
-    for p in named:
-        if isinstance(p, UrlPath) or is_url(p) or not os.path.isdir(p):
-            return False
-        reals.append(os.path.join(os.path.realpath(p), ""))
-    reals.sort()  # a folder's subfolders sort right after it
-    return not any(b.startswith(a) for a, b in zip(reals, reals[1:]))
+    """Whether every named path is a local folder and none is, or holds, another: their walks then find
+    each log once, a folder at a time, as one root's walk does (named files may share a folder)."""
+    return all(not is_url(p) and os.path.isdir(p) for p in named) and disjoint(named)
 
 
 def _each_root(named: list[PathLike], problems: list[str], notes: list[str], found: list[bool]) -> Iterator[LogSource]:

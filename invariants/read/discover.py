@@ -14,7 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Iterable
 
@@ -51,10 +51,10 @@ def iter_discover(
     """:func:`discover` as a stream: the logs as the walk reaches them (a sessions root of a million
     logs is never a list), the sentences for unusable paths appended to ``problems`` as they are met.
 
-    Logs named twice (overlapping paths) are yielded once; with one path named there is nothing to
-    overlap, so no set of every log is kept."""
+    Logs named twice (overlapping paths) are yielded once; when no named path is, or holds, another
+    (:func:`disjoint`: one path, or ``logs/*``) nothing can overlap, so no set of every log is kept."""
     named = list(paths)
-    seen: set | None = set() if len(named) > 1 else None
+    seen: set | None = None if disjoint(named) else set()
     for raw in named:
         if isinstance(raw, UrlPath) or is_url(raw):
             found: list[LogSource] = []
@@ -103,6 +103,20 @@ def iter_discover(
                 yield from _new(seen, LogSource(fp, p, beside=captures_present(name, listing)), key)
             elif name.endswith(SQLITE_SUFFIXES):
                 yield from _database(seen, problems, fp, p, explicit=False, notes=notes)
+
+
+def disjoint(paths: Sequence[str | os.PathLike | UrlPath]) -> bool:
+    """Whether no path is, or holds, another, links resolved, so walking each finds a log at most once
+    (walks never follow links).  Only local paths are told apart: two URLs may name one object."""
+    if len(paths) < 2:
+        return True
+    reals = []
+    for p in paths:
+        if isinstance(p, UrlPath) or is_url(p):
+            return False
+        reals.append(os.path.join(os.path.realpath(p), ""))
+    reals.sort()  # what a folder holds sorts right after it
+    return not any(b.startswith(a) for a, b in zip(reals, reals[1:]))
 
 
 def special_kind(mode: int) -> str:

@@ -77,3 +77,26 @@ def test_folders_are_disjoint_unless_one_is_or_holds_another(folders):
     (folders / "link").symlink_to(folders / "a")
     assert not pipeline._disjoint_folders([folders / "link", folders / "a" / "fork"])
     assert not pipeline._disjoint_folders([folders / "link", "memory://x"])
+
+
+def test_discovery_keeps_a_set_of_every_log_only_when_paths_overlap(folders, monkeypatch):
+    """``inspector index`` and ``check`` walk with :func:`iter_discover`: paths that may name a log
+    twice are deduplicated through a set of every log found, disjoint ones are walked without it."""
+    from invariants.read import discover as discover_mod
+
+    sets: list[object] = []
+    new = discover_mod._new
+
+    def spied(seen, *args):
+        sets.append(seen)
+        return new(seen, *args)
+
+    monkeypatch.setattr(discover_mod, "_new", spied)
+    found = [s.path for s in discover_mod.iter_discover([folders / "a", folders / "b"], [])]
+    assert len(found) == 5 and sets and all(s is None for s in sets)
+    sets.clear()
+    again = [s.path for s in discover_mod.iter_discover([folders / "a", folders / "a" / "fork", folders / "b"], [])]
+    assert again == found and sets and all(isinstance(s, set) for s in sets)
+    file = folders / "b" / "clean-multi-turn.jsonl"
+    assert discover_mod.disjoint([folders / "a", file]) and not discover_mod.disjoint([folders / "b", file])
+    assert not discover_mod.disjoint([file, file]) and not discover_mod.disjoint(["memory://a", "memory://b"])
