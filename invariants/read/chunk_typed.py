@@ -18,7 +18,6 @@ first (in C, a fraction of the parse), as the capture reader does.
 
 from __future__ import annotations
 
-from operator import attrgetter
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -76,8 +75,6 @@ class _Line(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 
 _decode = msgspec.json.Decoder(_Line).decode_lines
-_seq = attrgetter("seq")
-_turn, _step, _kind = attrgetter("data.turn"), attrgetter("data.step"), attrgetter("data.chunk.type")
 
 
 class TypedRun:
@@ -127,11 +124,14 @@ def decode_run(text: bytes | memoryview, expected_seq: int, lines: int) -> Typed
     first, last = parsed[0], parsed[-1]
     if first.seq != expected_seq or last.seq != expected_seq + n - 1:
         return None
-    if list(map(_seq, parsed)) != list(range(expected_seq, expected_seq + n)):
+    # Comprehensions, not map(attrgetter(...)): a Struct's field read in bytecode is specialised, about
+    # twice as fast over a run as the generic lookup attrgetter makes.
+    if [line.seq for line in parsed] != list(range(expected_seq, expected_seq + n)):
         return None
+    datas = [line.data for line in parsed]
     turn, step = first.data.turn, first.data.step
-    if set(map(_turn, parsed)) != {turn} or set(map(_step, parsed)) != {step}:
+    if {d.turn for d in datas} != {turn} or {d.step for d in datas} != {step}:
         return None
-    kinds = list(map(_kind, parsed))
+    kinds = [d.chunk.type for d in datas]
     usage = n - 1 - kinds[::-1].index("usage") if "usage" in kinds else None
     return TypedRun(turn, step, expected_seq, last.seq, kinds, parsed, usage)

@@ -62,6 +62,7 @@ MUTATIONS = {
     "duplicate type after seq": _sub(b',"time"', b',"type":"user/message","time"'),
     "two values on a line": lambda line: line + b" " + line,
     "other turn": _sub(b'"turn":1', b'"turn":2'),
+    "other step": _sub(b'"step":1', b'"step":2'),
     "turn as string": _sub(b'"turn":1', b'"turn":"1"'),
     "chunk is an array": lambda line: _sub(b"}}}", b"}]}}")(_sub(b'"chunk":{', b'"chunk":[{')(line)),
     "syntax error": lambda line: line[:-2],
@@ -153,7 +154,7 @@ def test_damaged_runs_are_left_to_the_general_path():
     seq = orjson.loads(run[0])["seq"]
     assert chunk_typed.decode_run(b"\n".join(run), seq, len(run)) is not None
     assert chunk_typed.decode_run(memoryview(b"\n".join(run)), seq, len(run)) is not None
-    names = ("invalid utf-8", "extra envelope key", "syntax error", "other turn", "seq gap")
+    names = ("invalid utf-8", "extra envelope key", "syntax error", "other turn", "other step", "seq gap")
     for name in (*names, "duplicate type after seq", "two values on a line", "unknown chunk type"):
         damaged = [MUTATIONS[name](run[3]) if i == 3 else line for i, line in enumerate(run)]
         assert chunk_typed.decode_run(b"\n".join(damaged), seq, len(run)) is None, name
