@@ -10,9 +10,9 @@ no collection ever scans them, and reference counting still frees them.
 
 A replayed session is itself cyclic (its model, steps, reader and tracer
 refer to each other), so a run of many small units would keep every unit's
-model until the end: :func:`collect_young` before each unit frees what
-the one before it left, scanning only what was allocated since (the young
-generation), never what the run keeps; the last unit's is left to the end.
+model until the end: :func:`collect_young` after each unit frees them,
+scanning only what was allocated since the last unit (the young
+generation), never what the run keeps.
 
 Cyclic garbage among frozen objects is only freed by a full collection.  A
 long-lived process (the TUI, an index build) runs many checks, so a run

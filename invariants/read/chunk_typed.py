@@ -132,6 +132,6 @@ def decode_run(text: bytes | memoryview, expected_seq: int, lines: int) -> Typed
     turn, step = first.data.turn, first.data.step
     if {d.turn for d in datas} != {turn} or {d.step for d in datas} != {step}:
         return None
-    kinds = [d.chunk.type for d in datas]
+    kinds: list[str | None] = [d.chunk.type for d in datas]
     usage = n - 1 - kinds[::-1].index("usage") if "usage" in kinds else None
     return TypedRun(turn, step, expected_seq, last.seq, kinds, parsed, usage)
