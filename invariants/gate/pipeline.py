@@ -405,6 +405,7 @@ def _run_units(
 
     for k, data in completed(executor, run_unit, jobs()):
         n, unit = flying.pop(k)
+        collect_young()  # a unit replayed here (serial) leaves its models as cyclic garbage
         deliver(n, unit, stored(n, UnitOutcome(data)))
 
 

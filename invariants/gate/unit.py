@@ -25,7 +25,6 @@ from functools import partial
 from itertools import chain
 from typing import Any, Callable, Iterable, Iterator
 
-from invariants.gate.collector import collect_young
 from invariants.gate.requests import RequestRouter
 from invariants.gate.result import CheckOptions, RequestCheck, SessionSummary
 from invariants.gate.result_cache import revision
@@ -262,10 +261,7 @@ def _streamed(path: LogPath, options: CheckOptions, prove: Prover) -> tuple[Iter
 
 
 def run_unit(job: tuple[Unit, CheckOptions]) -> dict[str, Any]:
-    """A worker's task: one unit's JSON-able result, after freeing what the unit before it left (a
-    model replayed in this process is cyclic garbage once its result is taken).  Freed before the next
-    unit rather than after its own, the last unit's is never scanned: the run is ending."""
-    collect_young()
+    """A worker's task: one unit's JSON-able result."""
     unit, options = job
     return check_unit(unit, options).data
 

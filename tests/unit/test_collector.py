@@ -120,3 +120,29 @@ def test_a_serial_check_frees_each_units_models_before_the_next_unit(tmp_path, m
     result = check([tmp_path], jobs=1)
     assert len(result.sessions) == 4 and len(made) == 4
     assert alive_at_start == [0, 0, 0, 0]
+
+
+def test_a_check_leaves_no_model_of_its_run_behind(tmp_path, monkeypatch):
+    """A long-lived process (the TUI, the pytest plugin, a library caller) runs check after check: a
+    model left as garbage when a run ends would be frozen with what the run keeps, and only a later
+    full collection frees it (a loop of checks of one large log grew from 28 to 82 MB that way)."""
+    import shutil
+    from pathlib import Path
+
+    from invariants.gate import unit
+    from invariants.gate.pipeline import check
+
+    sample = Path(__file__).resolve().parents[2] / "sample_logs" / "clean-multi-turn.jsonl"
+    shutil.copy(sample, tmp_path / "session.jsonl")
+    made: list[weakref.ref] = []
+    replay_source = unit.replay_source
+
+    def replayed(*args, **kwargs):
+        model = replay_source(*args, **kwargs)
+        made.append(weakref.ref(model))
+        return model
+
+    monkeypatch.setattr(unit, "replay_source", replayed)
+    gc.unfreeze()
+    assert len(check([tmp_path]).sessions) == 1
+    assert len(made) == 1 and made[0]() is None
