@@ -157,9 +157,8 @@ def check_report(
             stream: Iterable[LogSource] = _each_root(named, problems, notes, found)
         else:  # paths may overlap or interleave folders: listed and grouped first
             stream, problems = _discovered(named, options, cache, allow_empty, notes)
-        counted = _Counted(stream, observer)
         assembler = stream_sources(
-            counted,
+            _observed(stream, observer),
             options,
             policy,
             executor=executor or executor_for(jobs),
@@ -193,20 +192,12 @@ def _each_root(named: list[PathLike], problems: list[str], notes: list[str], fou
             yield source
 
 
-class _Counted:
-    """Sources passed through, counted (and told to the observer as discovered)."""
-
-    def __init__(self, sources: Iterable[LogSource], observer: RunObserver | None) -> None:
-        self.sources = sources
-        self.observer = observer
-        self.n = 0
-
-    def __iter__(self) -> Iterator[LogSource]:
-        for s in self.sources:
-            self.n += 1
-            if self.observer is not None:
-                self.observer.found(s)
-            yield s
+def _observed(sources: Iterable[LogSource], observer: RunObserver | None) -> Iterator[LogSource]:
+    """Sources passed through, each told to the observer as it is discovered."""
+    for s in sources:
+        if observer is not None:
+            observer.found(s)
+        yield s
 
 
 class RunObserver:
