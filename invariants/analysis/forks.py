@@ -27,8 +27,8 @@ from typing import Any, Callable, Iterator
 
 import orjson
 
-from invariants.model.jsonvalue import MAX_DEPTH, first_difference, shorten, too_deep
-from invariants.read.envelope import header_problem, is_envelope, parse_json
+from invariants.model.jsonvalue import first_difference, shorten
+from invariants.read.envelope import header_problem, parse_json, plain_envelope
 from invariants.read.line_records import DEFAULT_MAX_LINE
 from invariants.read.load import LogReader
 from invariants.read.source import LogPath, LogSource, UrlPath
@@ -271,7 +271,7 @@ def copied_seed(child: ForkSide, parent: ForkSide, n: int) -> bool:
         return False
     last = None
     for seq, line in enumerate(child_lines[1:]):
-        last = _plain_envelope(line, seq)
+        last = plain_envelope(line, seq)  # as the reader takes a line on its plain path
         if last is None:
             return False
     return last is not None and last["type"] == "turn/end"
@@ -296,18 +296,6 @@ def _head_lines(source: LogSource, n: int) -> list[bytes] | None:
         return None
     header, err = parse_json(lines[0])
     return lines if err is None and header_problem(header) is None else None
-
-
-def _plain_envelope(line: bytes, seq: int) -> dict | None:
-    """One complete line's event when the reader takes it on its plain path
-    (:meth:`~invariants.read.load.LogReader._plain_event`) with ``seq`` due, else None."""
-    if len(line) > MAX_DEPTH and too_deep(line):
-        return None
-    try:
-        obj = orjson.loads(line)
-    except ValueError:
-        return None
-    return obj if is_envelope(obj) and obj["seq"] == seq else None
 
 
 def _same_text(a: Any, b: Any) -> bool:

@@ -113,6 +113,18 @@ def is_envelope(obj: Any) -> bool:
     )
 
 
+def plain_envelope(data: bytes, seq: int) -> dict | None:
+    """One complete line's event when it is the common case: not too deep to parse, valid JSON, one
+    envelope, ``seq`` the seq due; else None (the general path decides what it is)."""
+    if len(data) > MAX_DEPTH and too_deep(data):
+        return None
+    try:
+        obj = orjson.loads(data)
+    except ValueError:
+        return None
+    return obj if is_envelope(obj) and obj["seq"] == seq else None
+
+
 def is_binary(data: bytes) -> bool:
     """Whether a line is not text: a NUL byte, or bytes that are not UTF-8."""
     return b"\x00" in data or not is_utf8(data)

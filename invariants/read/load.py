@@ -31,6 +31,7 @@ from invariants.read.envelope import (
     is_binary,
     is_envelope,
     parse_json,
+    plain_envelope,
 )
 from invariants.read.line_records import DEFAULT_MAX_LINE, FrameProblem, LineRun, RawLine, RowProblem
 from invariants.read.lines import iter_source_lines
@@ -425,16 +426,10 @@ class LogReader:
         """The event of a line that is the common case, taken as :meth:`_line` takes it (a
         complete line, one valid envelope, the seq due, nothing held), else None with nothing
         changed, for :meth:`_line` to read it.  No generator per line on the hot path."""
-        data = raw.data
-        if raw.oversized or not raw.complete or st.held is not None or (len(data) > MAX_DEPTH and too_deep(data)):
+        if raw.oversized or not raw.complete or st.held is not None:
             return None
-        try:
-            obj = orjson.loads(data)
-        except ValueError:
-            return None
-        if not (is_envelope(obj) and obj["seq"] == st.expected_seq):
-            return None
-        return self._take(obj, st)
+        obj = plain_envelope(raw.data, st.expected_seq)
+        return None if obj is None else self._take(obj, st)
 
     def _line(self, raw: RawLine, st: "_ReadState") -> Iterator[tuple[dict | ChunkRun, int, int]]:
         """Validate one physical line; yields its event(s) or records a defect."""
