@@ -52,17 +52,26 @@ class RequestRouter:
         for m in models:
             self.by_id.setdefault(m.id, []).append(m)
             self.by_folder.setdefault(m.source.path.parent, []).append(m)
-        self._local: dict[LogPath | None, tuple[list[SessionModel], dict[str, SessionModel], SessionModel | None]] = {}
+        self._folders: dict[LogPath | None, _Local] = {}
+        self._unnamed: dict[LogPath | None, SessionModel | None] = {}
 
-    def _sessions_for(
-        self, capture: LogPath | None
-    ) -> tuple[list[SessionModel], dict[str, SessionModel], SessionModel | None]:
-        """The sessions a capture's lines may go to, those by id (the last of an id wins), and the one
-        a line that names no session goes to (:func:`_unnamed_to`)."""
-        if capture not in self._local:
-            local = self.models if capture is None else self.by_folder.get(capture.parent, [])
-            self._local[capture] = (local, {m.id: m for m in local}, _unnamed_to(capture, local))
-        return self._local[capture]
+    def _local(self, capture: LogPath | None) -> _Local:
+        """The sessions a capture's lines may go to (its folder's; every one for an explicit capture),
+        indexed once per folder: a folder of many logs and captures is not scanned per capture."""
+        folder = None if capture is None else capture.parent
+        local = self._folders.get(folder)
+        if local is None:
+            models = self.models if folder is None else self.by_folder.get(folder, [])
+            local = self._folders[folder] = _Local(models)
+        return local
+
+    def _sessions_for(self, capture: LogPath | None) -> tuple[dict[str, SessionModel], SessionModel | None]:
+        """The sessions a capture's lines may go to by id (the last of an id wins), and the one a line
+        that names no session goes to (:func:`_unnamed_to`)."""
+        local = self._local(capture)
+        if capture not in self._unnamed:
+            self._unnamed[capture] = _unnamed_to(capture, local)
+        return local.by_id, self._unnamed[capture]
 
     def check(self, capture: LogPath | None, rec: Recorded, attempt: int | None = None) -> RecordOutcome | None:
         """The outcome of ``rec`` read from ``capture`` (None for explicit captures); None when
@@ -89,13 +98,8 @@ class RequestRouter:
 
         return prove
 
-    def _checked_names(self, capture: LogPath | None) -> set[str]:
-        """The file names of the logs this run checks in the capture's folder."""
-        local, _, _ = self._sessions_for(capture)
-        return {m.source.path.name for m in local}
-
     def _model_for(self, capture: LogPath | None, rec: Recorded) -> SessionModel | None:
-        _, local_ids, unnamed = self._sessions_for(capture)
+        local_ids, unnamed = self._sessions_for(capture)
         return _route(rec, local_ids, unnamed, self.by_id if self.explicit else {})
 
     def _compared(self, capture: LogPath | None, rec: Recorded) -> RecordOutcome | None:
@@ -103,7 +107,7 @@ class RequestRouter:
         proof, rec.proof = rec.proof, None  # taken once: a later check locates the record afresh
         model = self._model_for(capture, rec)
         if model is None:
-            if not self.explicit and rec.session_id and _has_log_beside(capture, rec, self._checked_names(capture)):
+            if not self.explicit and rec.session_id and _has_log_beside(capture, rec, self._local(capture).names):
                 return None  # a session in that folder the user did not ask to check
             finding = make_finding(
                 "REQ004",
@@ -180,16 +184,27 @@ def _route(
     return unnamed
 
 
-def _unnamed_to(capture: LogPath | None, local: list[SessionModel]) -> SessionModel | None:
+class _Local:
+    """The sessions of one folder (or of a run with explicit captures) as routing looks them up."""
+
+    def __init__(self, models: list[SessionModel]) -> None:
+        self.models = models
+        self.by_id = {m.id: m for m in models}  # the last of an id wins
+        self.names = {m.source.path.name for m in models}  # the file names of the logs this run checks
+        self.by_stem: dict[str, list[SessionModel]] = {}
+        for m in models:
+            self.by_stem.setdefault(strip_log_suffix(m.source.path.name), []).append(m)
+
+
+def _unnamed_to(capture: LogPath | None, local: _Local) -> SessionModel | None:
     """Where a line with no ``sessionId`` goes: a ``<log>.requests.jsonl`` names its log, so its lines
     go to that log's session (CAPTURE-FORMAT.md: the id is needed only when a file covers more than
     one session); a folder's ``requests.jsonl`` or an explicit capture, to the one session there is."""
     if capture is not None and not is_folder_capture(capture.name):
-        stem = strip_log_suffix(capture.name).removesuffix(".requests")
-        named = [m for m in local if strip_log_suffix(m.source.path.name) == stem]
+        named = local.by_stem.get(strip_log_suffix(capture.name).removesuffix(".requests"), [])
         if len(named) == 1:
             return named[0]
-    return local[0] if len(local) == 1 else None
+    return local.models[0] if len(local.models) == 1 else None
 
 
 def _has_log_beside(capture_path: LogPath | None, rec: Recorded, checked: set[str]) -> bool:

@@ -47,3 +47,27 @@ def test_a_capture_name_two_logs_share_tells_no_session(tmp_path):
     result = check([_folder(tmp_path, "aaa.requests.jsonl", zst_twin=True)])
     assert ("unexplained", None) in _routed(result)
     assert "REQ004" in [f.rule for f in result.findings]
+
+
+def test_a_folders_sessions_are_indexed_once_however_many_captures_it_holds(tmp_path, monkeypatch):
+    """Routing looks a folder's sessions up by id, name and stem: built per capture, a seed-era folder
+    of n logs, each with its own capture, cost n indexes of n sessions (time and memory grew as n^2)."""
+    import invariants.gate.requests as requests_mod
+
+    for name in ("aaa", "bbb", "ccc"):
+        log = Log(name, era="late")
+        log.clean_turn(1, header_reason="initial", capture=True)
+        log.write(tmp_path / f"{name}.jsonl")
+        log.write_requests(tmp_path / f"{name}.requests.jsonl", log.requests)
+    built = []
+    real = requests_mod._Local
+
+    def counted(models):
+        built.append(len(models))
+        return real(models)
+
+    monkeypatch.setattr(requests_mod, "_Local", counted)
+    monkeypatch.setattr("invariants.gate.unit._split", lambda unit: [unit])  # the folder as one unit
+    result = check([tmp_path])
+    assert sorted(_routed(result)) == [("ok", "aaa"), ("ok", "bbb"), ("ok", "ccc")]
+    assert built == [3]
