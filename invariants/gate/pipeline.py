@@ -18,9 +18,11 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Iterable, Iterator
 
 from invariants.gate.assemble import Assembler
+from invariants.gate.capture_groups import GroupsOf, cached_groups, route_groups
 from invariants.gate.collector import collect_young
 from invariants.gate.config import Config
 from invariants.gate.executor import AutoExecutor, Executor, completed, executor_for
@@ -309,11 +311,12 @@ def stream_sources(
     ``contiguous``: ``sources`` is a stream whose folders are contiguous (one named root), planned
     into units as it is read; otherwise the sources are listed and grouped by folder first."""
     stats = stats if stats is not None else RunStats()
-    if contiguous and options.captures is None:
-        units: Iterable[Unit] = iter_units(sources)
-    else:
-        units = plan_units(list(sources), options.captures)
     here = keep_models or models is not None or progress is not None
+    groups: GroupsOf = route_groups if cache is None or here else partial(cached_groups, cache)
+    if contiguous and options.captures is None:
+        units: Iterable[Unit] = iter_units(sources, groups)
+    else:
+        units = plan_units(list(sources), options.captures, groups)
     told = None if progress is None else _judged(progress, policy or FindingPolicy())
     executor = executor or executor_for(1)
     assembler = Assembler(

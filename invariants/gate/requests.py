@@ -16,7 +16,7 @@ from invariants.gate.result import RequestCheck
 from invariants.model.findings import Finding
 from invariants.model.registry import RULES, make_finding
 from invariants.read.capture import Proof, Prover, Recorded
-from invariants.read.source import LogPath, is_folder_capture, strip_log_suffix
+from invariants.read.source import LOG_SUFFIXES, LogPath, is_folder_capture, strip_log_suffix
 from invariants.replay.compare import compare, request_bytes_at
 from invariants.replay.model import RebuiltRequest, SessionModel, StepState
 
@@ -214,13 +214,16 @@ def _has_log_beside(capture_path: LogPath | None, rec: Recorded, checked: set[st
     if capture_path is None:
         return False
     folder = capture_path.parent
-    names = [rec.session_file] if rec.session_file else []
-    names += [f"{rec.session_id}{s}" for s in (".jsonl", ".jsonl.zstd", ".jsonl.zst")]
-    # A hint is a bare file name: never follow a path out of the capture's folder.
-    return any(
-        n and "/" not in n and "\\" not in n and n not in (".", "..") and n not in checked and (folder / n).is_file()
-        for n in names
-    )
+    return any(n not in checked and (folder / n).is_file() for n in hinted_names(rec.session_id, rec.session_file))
+
+
+def hinted_names(session_id: str | None, session_file: str | None) -> list[str]:
+    """The file names beside its capture that a line's ``sessionFile`` and ``sessionId`` point to.
+    A hint is a bare file name: a path out of the capture's folder is never followed."""
+    names = [session_file] if session_file else []
+    if session_id:
+        names += [f"{session_id}{s}" for s in LOG_SUFFIXES]
+    return [n for n in names if n and "/" not in n and "\\" not in n and n not in (".", "..")]
 
 
 def _proved(proof: Proof | None, model: SessionModel) -> tuple[StepState, RebuiltRequest] | None:

@@ -20,11 +20,12 @@ needs a re-read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from itertools import chain
 from typing import Any, Callable, Iterable, Iterator
 
+from invariants.gate.capture_groups import GroupsOf, route_groups
 from invariants.gate.requests import RequestRouter
 from invariants.gate.result import CheckOptions, RequestCheck, SessionSummary
 from invariants.gate.result_cache import revision
@@ -55,7 +56,10 @@ class Unit:
     sources: list[LogSource]
     indexes: list[int]  # global discovery index of each source
     captures: list[str] | None = None  # explicit capture files; None = beside each log
-    alone: bool = False  # one log of a folder where no log had a capture when planned: no capture lookup
+    alone: bool = False  # one log no capture routes to (when planned): no capture lookup
+    # A group of a folder's logs that its captures may route between (:mod:`~invariants.gate.capture_groups`),
+    # not the whole folder: the names its captures hint at that are no log of the folder (its cache key).
+    hints: list[str] | None = None
 
 
 @dataclass(slots=True)
@@ -67,7 +71,8 @@ class UnitOutcome:
     requests: list[list[RequestCheck]] = field(default_factory=list)  # per entry of data["captures"]
 
 
-def plan_units(sources: list[LogSource], captures: list[LogPath] | None) -> list[Unit]:
+def plan_units(sources: list[LogSource], captures: list[LogPath] | None, groups: GroupsOf = route_groups) -> list[Unit]:
+    """The run's units; ``groups`` cuts a folder whose logs have captures (:func:`_split`)."""
     if captures is not None:
         return [Unit(list(sources), list(range(len(sources))), [str(c) for c in captures])]
     by_folder: dict[LogPath, Unit] = {}
@@ -75,10 +80,10 @@ def plan_units(sources: list[LogSource], captures: list[LogPath] | None) -> list
         u = by_folder.setdefault(s.path.parent, Unit([], []))
         u.sources.append(s)
         u.indexes.append(i)
-    return [part for u in by_folder.values() for part in _split(u)]
+    return [part for u in by_folder.values() for part in _split(u, groups)]
 
 
-def iter_units(sources: Iterable[LogSource]) -> Iterator[Unit]:
+def iter_units(sources: Iterable[LogSource], groups: GroupsOf = route_groups) -> Iterator[Unit]:
     """:func:`plan_units` of a stream whose folders are contiguous (one named root, walked folder by
     folder): each unit as soon as the walk leaves its folder, so a run never lists every log."""
     unit: Unit | None = None
@@ -87,32 +92,39 @@ def iter_units(sources: Iterable[LogSource]) -> Iterator[Unit]:
         parent = s.path.parent
         if unit is None or parent != folder:
             if unit is not None:
-                yield from _split(unit)
+                yield from _split(unit, groups)
             unit, folder = Unit([], []), parent
         unit.sources.append(s)
         unit.indexes.append(i)
     if unit is not None:
-        yield from _split(unit)
+        yield from _split(unit, groups)
 
 
-def _split(unit: Unit) -> list[Unit]:
-    """A folder's unit, or one unit per log when no log of the folder has a capture beside it.
+def _split(unit: Unit, groups_of: GroupsOf = route_groups) -> list[Unit]:
+    """A folder's unit cut into the groups of logs its captures may route between, a log no capture
+    routes to alone (a folder without captures: every log alone); the whole folder when in doubt.
 
-    Only a capture needs the models of its folder together (its lines route by session id); without
-    one, each log is checked as it would be in the folder, so the report is the same.  What the walk
-    that found the logs saw beside each (``LogSource.beside``) decides; a folder it did not list is
-    listed here, unless it has one log (nothing to split: its unit looks up its capture when checked)."""
+    Only a capture needs models together; without one, each log is checked as it would be in the
+    folder, so the report is the same.  What the walk that found the logs saw beside each
+    (``LogSource.beside``) decides; a folder it did not list is listed here, unless it has one log
+    (nothing to split: its unit looks up its capture when checked)."""
     if any(s.member is not None for s in unit.sources):
         return [unit]
-    beside = [s.beside for s in unit.sources]
-    if any(b is None for b in beside):
-        names = folder_names(unit.sources[0].path.parent) if len(unit.sources) > 1 else None
+    sources = unit.sources
+    if any(s.beside is None for s in sources):
+        names = folder_names(sources[0].path.parent) if len(sources) > 1 else None
         if names is None:
             return [unit]
-        beside = [captures_present(s.path.name, names) for s in unit.sources]
-    if any(beside):
+        sources = [replace(s, beside=captures_present(s.path.name, names)) for s in sources]
+    if not any(s.beside for s in sources):
+        return [Unit([s], [i], alone=True) for s, i in zip(sources, unit.indexes)]
+    groups = groups_of(sources) if len(sources) > 1 else None  # (one log: nothing to cut, nothing to read)
+    if groups is None:
         return [unit]
-    return [Unit([s], [i], alone=True) for s, i in zip(unit.sources, unit.indexes)]
+    return [
+        Unit([sources[k] for k in g.members], [unit.indexes[k] for k in g.members], alone=g.alone, hints=g.hints)
+        for g in groups
+    ]
 
 
 def replay_source(
@@ -145,12 +157,20 @@ def replay_sources(sources: list[LogSource], options: CheckOptions) -> tuple[lis
 
 def unit_identity(unit: Unit) -> list:
     return [
-        "explicit" if unit.captures is not None else "alone" if unit.alone else "beside",
+        _kind(unit),
         [absolute_name(s.path) for s in unit.sources],
         [str(s.root) for s in unit.sources],
         [str(s.path) for s in unit.sources],
         [s.member for s in unit.sources],
     ]
+
+
+def _kind(unit: Unit) -> str:
+    if unit.captures is not None:
+        return "explicit"
+    if unit.alone:
+        return "alone"
+    return "beside" if unit.hints is None else "group"
 
 
 def unit_key(unit: Unit, options: CheckOptions) -> list | None:
@@ -172,14 +192,18 @@ def unit_key(unit: Unit, options: CheckOptions) -> list | None:
         seen: list[str] = []
         names = FolderNames()
         for s in unit.sources:
-            cp = find_capture(s.path, names(s.path.parent))
+            cp = capture_of(s, names) if unit.hints is not None else find_capture(s.path, names(s.path.parent))
             if cp is not None and str(cp) not in seen:
                 seen.append(str(cp))
         caps = [[c, revision(c)] for c in seen]
-        parents = {str(s.path.parent): s.path.parent for s in unit.sources}
-        for folder in sorted(parents):
-            present = names(parents[folder])  # the listing the capture lookup took: one per folder
-            listing.append([folder, sorted(present) if present is not None else None])
+        if unit.hints is not None:  # a group of its folder: what was beside each log, what its captures hint at
+            folder = unit.sources[0].path.parent
+            listing = [[list(s.beside or ()) for s in unit.sources], [[n, (folder / n).is_file()] for n in unit.hints]]
+        else:
+            parents = {str(s.path.parent): s.path.parent for s in unit.sources}
+            for folder_name in sorted(parents):
+                present = names(parents[folder_name])  # the listing the capture lookup took: one per folder
+                listing.append([folder_name, sorted(present) if present is not None else None])
     tokens = options.tokens
     token_key = (
         None if tokens is None else [tokens.context_window, sorted(tokens.windows.items()), tokens.threshold_ratio]

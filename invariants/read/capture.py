@@ -210,6 +210,52 @@ def iter_capture(
         yield _recorded(file, raw.number, obj, parsed=obj["request"])
 
 
+@dataclass(slots=True)
+class CaptureKeys:
+    """What the lines of a capture may be routed by, read before its folder is cut into units."""
+
+    ids: set[str] = field(default_factory=set)  # every string sessionId a line names
+    files: set[str] = field(default_factory=set)  # every string sessionFile hint
+
+
+def capture_keys(path: LogPath) -> CaptureKeys | None:
+    """The session ids and file hints of a capture's lines: a superset of what :func:`iter_capture`
+    routes by, since a line it refuses (not an object with a request) counts here too.  Lines are
+    split as :func:`iter_capture` splits them, so the request, most of a line, is not parsed.  None
+    when the file cannot be read, or a line is over the default line limit (a run with a larger
+    ``--max-line`` reads it: what it names is not known here)."""
+    keys = CaptureKeys()
+    try:
+        for raw in _lines(path, [], DEFAULT_MAX_LINE):  # to a damaged zstd frame, as the reader reads
+            if raw.oversized:
+                return None
+            if not raw.data or raw.data.isspace():
+                continue
+            split = split_capture(raw.data)
+            values = split[0] if split is not None else _any_values(raw.data)
+            if not isinstance(values, dict):
+                continue
+            sid, hint = values.get("sessionId"), values.get("sessionFile")
+            if isinstance(sid, str):  # (a line naming none goes to the log the capture is named after)
+                keys.ids.add(sid)
+            if isinstance(hint, str):
+                keys.files.add(hint)
+    except OSError:
+        return None
+    return keys
+
+
+def _any_values(data: bytes) -> Any:
+    """A line's top-level values as the general reader parses them, else as the typed one does."""
+    obj, err = parse_json(data)
+    if err is None:
+        return obj
+    from invariants.read.capture_typed import decode_capture
+
+    typed = decode_capture(data)
+    return typed[0] if typed is not None else None
+
+
 def _recorded(file: str, line: int, obj: dict, **request: Any) -> Recorded:
     """A record from a line's top-level values (``request`` aside, given as ``parsed`` or raw)."""
     return Recorded(

@@ -630,5 +630,27 @@ class LogReader:
         return expanded
 
 
+def possible_ids(source: LogSource) -> set[str] | None:
+    """Every id a replay may give the session of ``source`` (:attr:`SessionModel.id`): its header's,
+    and the ones :meth:`LogReader._read_header` falls back to when the first line is not a header
+    (an empty log's is its path's stem).  None when the log cannot be read."""
+    fallback = source.member or strip_log_suffix(source.path.name)
+    if fallback == "session":
+        fallback = source.path.parent.name
+    ids = {fallback, source.path.stem}
+    lines = iter_source_lines(source, DEFAULT_MAX_LINE)
+    try:
+        first = next(lines, None)
+    except OSError:
+        return None
+    finally:
+        lines.close()  # type: ignore[attr-defined]  # a generator: its file is closed now
+    if isinstance(first, RawLine) and not first.oversized:
+        obj, err = parse_json(first.data)
+        if err is None and isinstance(obj, dict) and isinstance(obj.get("id"), str):
+            ids.add(obj["id"])
+    return ids
+
+
 def _gap(line: int, seq: int, expected: int) -> _Defect:
     return _Defect("LOG003", line, seq, f"seq {seq} follows seq {expected - 1}: {seq - expected} event(s) missing")

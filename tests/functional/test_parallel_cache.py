@@ -111,7 +111,9 @@ def test_cli_cache_dir_and_no_cache(capsys, tree, tmp_path):
     cache_dir = tmp_path / "c"
     a = run(capsys, "check", str(tree), "--cache-dir", str(cache_dir), "--format", "json")
     b = run(capsys, "check", str(tree), "--cache-dir", str(cache_dir), "--format", "json")
-    assert a[:2] == b[:2] and "cache 0/" in a[2] and "cache 3/3 units" in b[2]
+    units = RunStats()
+    check([tree], stats=units)
+    assert a[:2] == b[:2] and "cache 0/" in a[2] and f"cache {units.units}/{units.units} units" in b[2]
     assert (cache_dir / "CACHEDIR.TAG").exists() and (cache_dir / ".gitignore").read_text().strip().endswith("*")
     c = run(capsys, "check", str(tree), "--no-cache", "--format", "json")
     assert c[:2] == a[:2] and "cache" not in c[2]
@@ -145,10 +147,12 @@ def _slots(pack) -> set[str]:
 
 def test_a_pack_keeps_what_a_run_used_and_a_run_that_only_read_writes_nothing(tree, tmp_path):
     cache_dir = tmp_path / "cache"
-    check([tree], cache=ResultCache(cache_dir))
+    st = RunStats()
+    check([tree], cache=ResultCache(cache_dir), stats=st)
     pack = _pack(cache_dir)
     used = _slots(pack)
-    assert len([s for s in used if s.startswith("unit:")]) == 3 and any(s.startswith("fork:") for s in used)
+    assert len([s for s in used if s.startswith("unit:")]) == st.units and any(s.startswith("fork:") for s in used)
+    assert len([s for s in used if s.startswith("groups:")]) == 1  # folder a's plan: its logs have captures
     stamp = (pack.stat().st_mtime_ns, pack.read_bytes())
     cache = ResultCache(cache_dir)
     check([tree], cache=cache)
@@ -158,7 +162,7 @@ def test_a_pack_keeps_what_a_run_used_and_a_run_that_only_read_writes_nothing(tr
     check([tree], cache=cache)
     assert cache.writes == 1
     left = _slots(pack)
-    assert len([s for s in left if s.startswith("unit:")]) == 2 and left != used
+    assert len([s for s in left if s.startswith("unit:")]) == st.units - 1 and left != used
 
 
 def test_a_link_or_garbage_where_the_pack_goes_is_replaced_not_written_through(tree, tmp_path):
@@ -186,7 +190,9 @@ def test_cache_answers_reach_the_report_as_found_not_when_the_next_unit_finishes
     from invariants.gate.executor import SerialExecutor
 
     cache_dir = tmp_path / "cache"
-    check([tree], cache=ResultCache(cache_dir))
+    st = RunStats()
+    check([tree], cache=ResultCache(cache_dir), stats=st)
+    last = st.units - 1
     for p in (tree / "c").iterdir():
         p.touch()  # a new revision: the last folder, "c", is checked again; "a" and "b" are answered
     events: list[str] = []
@@ -210,8 +216,9 @@ def test_cache_answers_reach_the_report_as_found_not_when_the_next_unit_finishes
         check([tree], cache=ResultCache(cache_dir), executor=Watching())
     finally:
         pipeline.Assembler.add = add  # type: ignore[method-assign]
-    assert sorted(delivered) == [0, 1, 2]
-    assert events[:4] == ["deliver 0", "deliver 1", "run 2", "deliver 2"]  # then the fork pass (the child changed)
+    assert sorted(delivered) == list(range(st.units))
+    # every answer handed on, then the last unit run and delivered; then the fork pass (the child changed)
+    assert events[: last + 2] == [*(f"deliver {n}" for n in range(last)), f"run {last}", f"deliver {last}"]
 
 
 def test_an_entry_that_is_not_json_is_a_miss(tree, tmp_path):

@@ -1,10 +1,11 @@
-"""How a run is cut into units: a folder, or, when the folder holds no capture, each of its logs.
+"""How a run is cut into units: a folder's logs each alone, or in the groups its captures route between.
 
-A capture routes its lines by session id to any log of its folder, so a folder with one is checked
-whole.  A folder without one (the seed-era layout keeps every session of a project in one folder)
-is cut into one unit a log, so it is never held whole and spreads over the workers: the report
-must be the one the whole folder gives, serial, in parallel and from the cache, and a capture that
-appears later must be checked, not hidden behind a cached one-log answer.
+A folder without a capture (the seed-era layout keeps every session of a project in one folder)
+is cut into one unit a log, so it is never held whole and spreads over the workers; one with
+captures beside its logs into the groups they route between (tests/functional/test_capture_groups.py);
+a folder ``requests.jsonl`` keeps its folder whole.  The report must be the one the whole folder
+gives, serial, in parallel and from the cache, and a capture that appears later must be checked,
+not hidden behind a cached one-log answer.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def _reports(result) -> list[str]:
 
 def _whole_folders(monkeypatch: pytest.MonkeyPatch) -> None:
     """Plan as before the cut: one unit a folder, whatever it holds."""
-    monkeypatch.setattr(unit_mod, "_split", lambda unit: [unit])
+    monkeypatch.setattr(unit_mod, "_split", lambda unit, *_: [unit])
 
 
 def test_a_folder_without_a_capture_is_one_unit_a_log(root: Path) -> None:
@@ -69,14 +70,18 @@ def test_a_folder_without_a_capture_is_one_unit_a_log(root: Path) -> None:
         assert len(flat) == len(logs) > 2
         assert all(u.alone and len(u.sources) == 1 for u in flat)
         assert [u.indexes[0] for u in flat] == [i for i, s in enumerate(sources) if s.path.parent.name == "flat"]
-        others = {u.sources[0].path.parent.name: u for u in units if u.sources[0].path.parent.name != "flat"}
-        assert len(others["with-capture"].sources) == 2 and not others["with-capture"].alone
-        assert len(others["single"].sources) == 1 and not others["single"].alone
+        others = [(u.sources[0].path.name, len(u.sources), u.alone) for u in units if u not in flat]
+        # with-capture: the log whose capture names its own session only, and the other alone
+        assert others == [
+            ("compaction.jsonl", 1, False),
+            ("capture-divergence.jsonl", 1, False),
+            ("clean-multi-turn.jsonl", 1, True),
+        ]
     assert sorted(i for u in streamed for i in u.indexes) == list(range(len(sources)))
 
 
-@pytest.mark.parametrize("name", ["requests.jsonl", "requests.jsonl.zstd", "compaction.requests.jsonl.zst"])
-def test_a_capture_a_log_would_read_keeps_the_folder_whole(root: Path, name: str) -> None:
+@pytest.mark.parametrize("name", ["requests.jsonl", "requests.jsonl.zstd", "requests.jsonl.zst"])
+def test_a_folders_own_capture_keeps_the_folder_whole(root: Path, name: str) -> None:
     (root / "flat" / name).write_bytes(b"")
     for units in (list(iter_units(iter_discover([root / "flat"], []))), plan_units(discover([root / "flat"])[0], None)):
         assert len(units) == 1 and not units[0].alone
@@ -111,7 +116,7 @@ def test_cut_units_give_the_report_the_whole_folder_gives(
     assert _reports(check([root], jobs=2)) == reference
     st = RunStats()
     assert _reports(check([root], cache=ResultCache(tmp_path / "cache"), stats=st)) == reference
-    assert st.units == len(list((root / "flat").iterdir())) + 2
+    assert st.units == len(list((root / "flat").iterdir())) + 3  # with-capture: a group and a log alone
     with monkeypatch.context() as m:
         _whole_folders(m)
         assert _reports(check([root], keep_models=True)) == reference
@@ -133,14 +138,17 @@ def test_a_capture_added_later_is_checked_not_served_from_the_cache(root: Path, 
         f.file and f.file.endswith("/flat/capture-divergence.jsonl") and f.rule.startswith("DIV")
         for f in after.findings
     )
-    assert st.cache_hits == 2  # the two other folders; the flat folder is one unit now, never checked before
+    # Only the log the new capture routes to is checked again: the rest of its folder, and the other
+    # folders, are served from the cache.
+    assert st.cache_misses == 1 and st.cache_hits == st.units - 1
 
 
 def test_a_walked_folder_is_never_listed_again(root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The walk's own listing says what captures a folder holds: planning the cut and looking up each
     log's capture list nothing again (a seed-era folder of n logs was once listed once a log, n
-    listings of n names each; a harness session folder once a session).  Only the cache's key of a
-    folder with a capture holds its listing, taken once."""
+    listings of n names each; a harness session folder once a session).  The cache's key of a group
+    of logs with captures holds what the walk saw beside each; only a folder of one log with its
+    capture, kept whole, is listed for its key, once."""
     listed: list[str] = []
     real = os.listdir
 
@@ -153,7 +161,7 @@ def test_a_walked_folder_is_never_listed_again(root: Path, tmp_path: Path, monke
     assert listed == []
     assert sum(1 for f in result.findings if f.rule.startswith("DIV")) > 0  # the captures were still found
     check([root], cache=ResultCache(tmp_path / "cache"))
-    assert sorted(listed) == sorted(str(root / name) for name in ("single", "with-capture"))
+    assert listed == [str(root / "single")]
 
 
 def test_a_log_named_alone_still_finds_its_capture(root: Path) -> None:

@@ -67,7 +67,7 @@ def test_a_folders_sessions_are_indexed_once_however_many_captures_it_holds(tmp_
         return real(models)
 
     monkeypatch.setattr(requests_mod, "_Local", counted)
-    monkeypatch.setattr("invariants.gate.unit._split", lambda unit: [unit])  # the folder as one unit
+    monkeypatch.setattr("invariants.gate.unit._split", lambda unit, *_: [unit])  # the folder as one unit
     result = check([tmp_path])
     assert sorted(_routed(result)) == [("ok", "aaa"), ("ok", "bbb"), ("ok", "ccc")]
     assert built == [3]

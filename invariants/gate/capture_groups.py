@@ -1,0 +1,150 @@
+"""A folder whose logs have captures beside them, cut into the groups its captures route between.
+
+A capture's lines route by session id to any log of its folder (and a line that names no session
+to the log the capture is named after), so a folder with a capture was checked as one unit: a
+seed-era project folder (``cwd-<hash>/<id>.jsonl``, ``<id>.requests.jsonl`` beside) of thousands of
+sessions held every model until its captures were read, and went to one worker.  Here each capture
+is read for what its lines name (:func:`~invariants.read.capture.capture_keys`, the requests left
+unparsed) and each log's first line for the ids its session may have
+(:func:`~invariants.read.load.possible_ids`); a log and every log a capture beside it may route to,
+or whose file name a line hints at, share a unit.  Every routing question a unit asks
+(:class:`~invariants.gate.requests.RequestRouter`: by id, the last of an id winning; by the
+capture's name; is a hinted file a log this run checks) then has the answer the whole folder
+gives, so the report is the same.  Anything not known for certain keeps the folder whole: a
+folder ``requests.jsonl`` (its lines may go to any log, and a line without a session id to the
+folder's only log), a log or capture that cannot be read, a capture line over the line limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from invariants.gate.requests import hinted_names
+from invariants.gate.result_cache import revision
+from invariants.read.capture import capture_keys, find_capture
+from invariants.read.load import possible_ids
+from invariants.read.source import LOG_SUFFIXES, LogSource
+
+if TYPE_CHECKING:
+    from invariants.gate.result_cache import ResultCache
+
+FOLDER_CAPTURES = frozenset(f"requests{s}" for s in LOG_SUFFIXES)
+
+
+@dataclass(slots=True)
+class Group:
+    """Logs of a folder (their places in it, ascending) that routing may connect, or one log alone."""
+
+    members: list[int]
+    # None: a log no capture routes to.  Else the file names its captures' lines hint at that are no
+    # log of the folder (whether they exist decides REQ004 against a log this run does not check).
+    hints: list[str] | None = None
+
+    @property
+    def alone(self) -> bool:
+        return self.hints is None
+
+
+def route_groups(sources: list[LogSource]) -> list[Group] | None:
+    """A folder's logs (local files, each ``beside`` the capture names the folder holds for it) in
+    groups, in the order of each group's first log; None when the folder must stay whole."""
+    if any(FOLDER_CAPTURES.intersection(s.beside or ()) for s in sources):
+        return None
+    finders: dict[str, list[int]] = {}  # capture name -> the logs whose lookup finds it
+    for i, s in enumerate(sources):
+        found = find_capture(s.path, s.beside) if s.beside else None
+        if found is not None:
+            finders.setdefault(found.name, []).append(i)
+    joined = _Joined(len(sources))
+    hints: dict[int, set[str]] = {}  # a capture's first finder -> what its lines hint at that is no log here
+    if finders:
+        logs = _Logs.of(sources)
+        if logs is None:
+            return None
+        folder = sources[0].path.parent
+        for name, found_by in finders.items():
+            keys = capture_keys(folder / name)
+            if keys is None:
+                return None
+            named = list(found_by)  # every log of the capture's name: where a line naming no session goes
+            hinted = {n for sid in keys.ids for n in hinted_names(sid, None)}
+            hinted.update(n for f in keys.files for n in hinted_names(None, f))
+            for sid in keys.ids:
+                named.extend(logs.by_id.get(sid, []))
+            named.extend(logs.by_name[n] for n in hinted if n in logs.by_name)
+            joined.join(named)
+            hints[found_by[0]] = {n for n in hinted if n not in logs.by_name}
+    members: dict[int, list[int]] = {}
+    for i in range(len(sources)):
+        members.setdefault(joined.find(i), []).append(i)
+    groups = []
+    for group in members.values():
+        if any(i in hints for i in group):
+            groups.append(Group(group, sorted(set().union(*(hints.get(i, ()) for i in group)))))
+        else:
+            groups.append(Group(group))  # one log, which no capture routes to
+    return groups
+
+
+GroupsOf = Callable[[list[LogSource]], "list[Group] | None"]
+"""What cuts a folder's logs into groups: :func:`route_groups`, or :func:`cached_groups` of a cache."""
+
+
+def cached_groups(cache: ResultCache, sources: list[LogSource]) -> list[Group] | None:
+    """:func:`route_groups`, answered by ``cache`` while no log or capture of the folder has changed:
+    a run whose units the cache answers reads no log and no capture, not even to plan them."""
+    folder = sources[0].path.parent
+    captures = sorted({n for s in sources for n in s.beside or ()})
+    key: list[Any] = [[revision(s.path) for s in sources], [revision(folder / n) for n in captures]]
+    key.append([list(s.beside or ()) for s in sources])
+    if any(r is None for part in key[:2] for r in part):
+        return route_groups(sources)
+    identity = [str(folder), [s.path.name for s in sources]]
+    hit = cache.get("groups", identity, key)
+    if hit is not None:
+        return None if hit["groups"] is None else [Group(m, h) for m, h in hit["groups"]]
+    groups = route_groups(sources)
+    cache.put("groups", identity, key, {"groups": None if groups is None else [[g.members, g.hints] for g in groups]})
+    return groups
+
+
+class _Logs:
+    """A folder's logs by every id their sessions may have, and by file name."""
+
+    def __init__(self) -> None:
+        self.by_id: dict[str, list[int]] = {}
+        self.by_name: dict[str, int] = {}
+
+    @classmethod
+    def of(cls, sources: list[LogSource]) -> _Logs | None:
+        logs = cls()
+        for i, s in enumerate(sources):
+            ids = possible_ids(s)
+            if ids is None:
+                return None
+            for sid in ids:
+                logs.by_id.setdefault(sid, []).append(i)
+            logs.by_name[s.path.name] = i
+        return logs
+
+
+class _Joined:
+    """Union-find over a folder's logs; a group is named by its first log."""
+
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+
+    def find(self, i: int) -> int:
+        parent = self.parent
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def join(self, members: list[int]) -> None:
+        if not members:
+            return
+        first = min(self.find(i) for i in members)
+        for i in members:
+            self.parent[self.find(i)] = first
