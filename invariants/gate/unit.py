@@ -2,11 +2,12 @@
 
 A unit is a *folder*: its logs and the capture files beside them (a capture
 routes its lines to the sessions of its own folder, so a folder is
-self-contained).  A folder where no log has a capture beside it has nothing
-to route, so each of its logs is a unit of its own: a seed-era project folder
-of many thousand logs is never held whole, and its logs spread over the
-workers.  With ``--captures`` given, routing is global and the whole run is
-one unit.  :func:`check_unit` gives the unit's JSON-able result, what a worker
+self-contained), cut where nothing routes across the cut: a folder where no
+log has a capture beside it into one unit a log, one where some have into
+the groups their captures route between (:mod:`invariants.gate.capture_groups`).
+So a seed-era project folder of many thousand logs is never held whole, and
+its logs spread over the workers.  With ``--captures`` given, routing is
+global and the whole run is one unit.  :func:`check_unit` gives the unit's JSON-able result, what a worker
 sends back and what the result cache stores::
 
     {"sessions": [[index in unit, SessionSummary JSON], ...],
@@ -51,7 +52,7 @@ SourceProgress = Callable[[LogSource, list[Finding], int], None]
 
 @dataclass(slots=True)
 class Unit:
-    """A folder (or, with explicit captures, the whole run; or one log of a folder where no log has a capture)."""
+    """A folder, a group of its logs that its captures route between, or one log; with explicit captures, the run."""
 
     sources: list[LogSource]
     indexes: list[int]  # global discovery index of each source
