@@ -273,11 +273,12 @@ def process_group(task: GroupTask, policy: FindingPolicy | None = None) -> Group
             for i, lt in enumerate(task.logs):
                 if i not in loaded and not lt.changed:
                     load(i, lt)
-            models = [loaded[i][1] for i in sorted(loaded)]  # discovery order, as check() has them
+            # discovery order, as check() has them; one router for the folder, as check() has one a unit
+            router = RequestRouter([loaded[i][1] for i in sorted(loaded)], explicit=False)
             for ct, cr in zip(task.captures, plans):
                 cr.all_lines = all_lines
                 try:
-                    _check_capture(ct, cr, models, policy)
+                    _check_capture(ct, cr, router, policy)
                     parsed = True
                 except Exception as exc:
                     cr.action, cr.problem = "error", _problem(ct.path, exc)
@@ -396,7 +397,7 @@ def _capture_plan(ct: CaptureTask) -> CaptureResult:
     return cr
 
 
-def _check_capture(ct: CaptureTask, cr: CaptureResult, models: list[SessionModel], policy: FindingPolicy) -> None:
+def _check_capture(ct: CaptureTask, cr: CaptureResult, router: RequestRouter, policy: FindingPolicy) -> None:
     path = log_path(ct.path)
     prev = ct.previous
     checked = prev.checked_lines if prev is not None and not cr.all_lines else 0  # lines checked before
@@ -405,7 +406,6 @@ def _check_capture(ct: CaptureTask, cr: CaptureResult, models: list[SessionModel
     def due(line: int) -> bool:
         return line > checked or line in retry
 
-    router = RequestRouter(models, explicit=False)
     prove = router.prover(path)
     file_findings: list[Finding] = []
     # Every line is read (attempts are numbered over the whole capture); those due are proved by their
