@@ -34,21 +34,21 @@ FOLDER_CAPTURES = frozenset(f"requests{s}" for s in LOG_SUFFIXES)
 
 @dataclass(slots=True)
 class Group:
-    """Logs of a folder (their places in it, ascending) that routing may connect, or one log alone."""
+    """Logs of a folder (their places in it, ascending) that its captures may route between."""
 
     members: list[int]
-    # None: a log no capture routes to.  Else the file names its captures' lines hint at that are no
-    # log of the folder (whether they exist decides REQ004 against a log this run does not check).
-    hints: list[str] | None = None
-
-    @property
-    def alone(self) -> bool:
-        return self.hints is None
+    # The file names its captures' lines hint at that are no log of the folder (whether they exist
+    # decides REQ004 against a log this run does not check): part of its cache key.
+    hints: list[str]
 
 
 def route_groups(sources: list[LogSource]) -> list[Group] | None:
-    """A folder's logs (local files, each ``beside`` the capture names the folder holds for it) in
-    groups, in the order of each group's first log; None when the folder must stay whole."""
+    """The groups of a folder's logs (local files, each ``beside`` the capture names the folder holds
+    for it) that captures route between, in the order of each group's first log; a log in none is a
+    unit alone.  None when the folder must stay whole.
+
+    What captures name is read first, so a log is kept in the plan only for an id or a file name
+    some capture names: planning holds little more than a number a log however large the folder."""
     if any(FOLDER_CAPTURES.intersection(s.beside or ()) for s in sources):
         return None
     finders: dict[str, list[int]] = {}  # capture name -> the logs whose lookup finds it
@@ -56,35 +56,49 @@ def route_groups(sources: list[LogSource]) -> list[Group] | None:
         found = find_capture(s.path, s.beside) if s.beside else None
         if found is not None:
             finders.setdefault(found.name, []).append(i)
+    if not finders:
+        return []
+    folder = sources[0].path.parent
+    named: dict[str, tuple[set[str], set[str]]] = {}  # capture name -> (session ids, hinted file names)
+    for name in finders:
+        keys = capture_keys(folder / name)
+        if keys is None:
+            return None
+        hinted = {n for sid in keys.ids for n in hinted_names(sid, None)}
+        hinted.update(n for f in keys.files for n in hinted_names(None, f))
+        named[name] = (keys.ids, hinted)
+    all_ids = set().union(*(ids for ids, _ in named.values()))
+    all_names = set().union(*(hinted for _, hinted in named.values()))
+    by_id: dict[str, list[int]] = {}  # only the ids some capture names
+    by_name: dict[str, int] = {}  # only the file names some capture hints at
+    for i, s in enumerate(sources):
+        ids = possible_ids(s)
+        if ids is None:
+            return None
+        for sid in ids.intersection(all_ids):
+            by_id.setdefault(sid, []).append(i)
+        if s.path.name in all_names:
+            by_name[s.path.name] = i
     joined = _Joined(len(sources))
     hints: dict[int, set[str]] = {}  # a capture's first finder -> what its lines hint at that is no log here
-    if finders:
-        logs = _Logs.of(sources)
-        if logs is None:
-            return None
-        folder = sources[0].path.parent
-        for name, found_by in finders.items():
-            keys = capture_keys(folder / name)
-            if keys is None:
-                return None
-            named = list(found_by)  # every log of the capture's name: where a line naming no session goes
-            hinted = {n for sid in keys.ids for n in hinted_names(sid, None)}
-            hinted.update(n for f in keys.files for n in hinted_names(None, f))
-            for sid in keys.ids:
-                named.extend(logs.by_id.get(sid, []))
-            named.extend(logs.by_name[n] for n in hinted if n in logs.by_name)
-            joined.join(named)
-            hints[found_by[0]] = {n for n in hinted if n not in logs.by_name}
-    members: dict[int, list[int]] = {}
-    for i in range(len(sources)):
-        members.setdefault(joined.find(i), []).append(i)
-    groups = []
-    for group in members.values():
-        if any(i in hints for i in group):
-            groups.append(Group(group, sorted(set().union(*(hints.get(i, ()) for i in group)))))
-        else:
-            groups.append(Group(group))  # one log, which no capture routes to
-    return groups
+    for name, found_by in finders.items():
+        ids, hinted = named[name]
+        members = list(found_by)  # every log of the capture's name: where a line naming no session goes
+        for sid in ids:
+            members.extend(by_id.get(sid, []))
+        members.extend(by_name[n] for n in hinted if n in by_name)
+        joined.join(members)
+        hints[found_by[0]] = {n for n in hinted if n not in by_name}
+    groups: dict[int, list[int]] = {}
+    for i in sorted({j for found_by in finders.values() for j in found_by}):
+        groups.setdefault(joined.find(i), [])
+    for i in range(len(sources)):  # (a log is in a group only if a capture joined it to a finder)
+        root = joined.find(i)
+        if root in groups:
+            groups[root].append(i)
+    return [
+        Group(members, sorted(set().union(*(hints.get(i, ()) for i in members)))) for members in sorted(groups.values())
+    ]
 
 
 GroupsOf = Callable[[list[LogSource]], "list[Group] | None"]
@@ -109,28 +123,8 @@ def cached_groups(cache: ResultCache, sources: list[LogSource]) -> list[Group] |
     return groups
 
 
-class _Logs:
-    """A folder's logs by every id their sessions may have, and by file name."""
-
-    def __init__(self) -> None:
-        self.by_id: dict[str, list[int]] = {}
-        self.by_name: dict[str, int] = {}
-
-    @classmethod
-    def of(cls, sources: list[LogSource]) -> _Logs | None:
-        logs = cls()
-        for i, s in enumerate(sources):
-            ids = possible_ids(s)
-            if ids is None:
-                return None
-            for sid in ids:
-                logs.by_id.setdefault(sid, []).append(i)
-            logs.by_name[s.path.name] = i
-        return logs
-
-
 class _Joined:
-    """Union-find over a folder's logs; a group is named by its first log."""
+    """Union-find over a folder's logs: a list of one number a log."""
 
     def __init__(self, n: int) -> None:
         self.parent = list(range(n))

@@ -101,31 +101,36 @@ def iter_units(sources: Iterable[LogSource], groups: GroupsOf = route_groups) ->
         yield from _split(unit, groups)
 
 
-def _split(unit: Unit, groups_of: GroupsOf = route_groups) -> list[Unit]:
-    """A folder's unit cut into the groups of logs its captures may route between, a log no capture
-    routes to alone (a folder without captures: every log alone); the whole folder when in doubt.
+def _split(unit: Unit, groups_of: GroupsOf = route_groups) -> Iterator[Unit]:
+    """A folder's unit cut into the groups of logs its captures may route between, each other log
+    alone (a folder without captures: every log alone), in the order of each unit's first log; the
+    whole folder when in doubt.  Made as they are asked for: a folder's units are not all held.
 
     Only a capture needs models together; without one, each log is checked as it would be in the
     folder, so the report is the same.  What the walk that found the logs saw beside each
     (``LogSource.beside``) decides; a folder it did not list is listed here, unless it has one log
     (nothing to split: its unit looks up its capture when checked)."""
     if any(s.member is not None for s in unit.sources):
-        return [unit]
+        yield unit
+        return
     sources = unit.sources
     if any(s.beside is None for s in sources):
         names = folder_names(sources[0].path.parent) if len(sources) > 1 else None
         if names is None:
-            return [unit]
+            yield unit
+            return
         sources = [replace(s, beside=captures_present(s.path.name, names)) for s in sources]
-    if not any(s.beside for s in sources):
-        return [Unit([s], [i], alone=True) for s, i in zip(sources, unit.indexes)]
-    groups = groups_of(sources) if len(sources) > 1 else None  # (one log: nothing to cut, nothing to read)
-    if groups is None:
-        return [unit]
-    return [
-        Unit([sources[k] for k in g.members], [unit.indexes[k] for k in g.members], alone=g.alone, hints=g.hints)
-        for g in groups
-    ]
+    groups = groups_of(sources) if len(sources) > 1 and any(s.beside for s in sources) else []
+    if groups is None or (groups == [] and len(sources) == 1 and sources[0].beside):
+        yield unit  # kept whole; or one log with its capture (nothing to cut, nothing to read)
+        return
+    grouped = {i: g for g in groups for i in g.members}
+    for i, s in enumerate(sources):
+        g = grouped.get(i)
+        if g is None:
+            yield Unit([s], [unit.indexes[i]], alone=True)
+        elif g.members[0] == i:
+            yield Unit([sources[k] for k in g.members], [unit.indexes[k] for k in g.members], hints=g.hints)
 
 
 def replay_source(
