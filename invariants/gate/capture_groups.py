@@ -48,7 +48,7 @@ def route_groups(sources: list[LogSource]) -> list[Group] | None:
     unit alone.  None when the folder must stay whole.
 
     What captures name is read first, so a log is kept in the plan only for an id or a file name
-    some capture names: planning holds little more than a number a log however large the folder."""
+    some capture names: the plan holds little more than a number a log however large the folder."""
     if any(FOLDER_CAPTURES.intersection(s.beside or ()) for s in sources):
         return None
     finders: dict[str, list[int]] = {}  # capture name -> the logs whose lookup finds it
