@@ -24,12 +24,10 @@ from invariants.gate.requests import hinted_names
 from invariants.gate.result_cache import revision
 from invariants.read.capture import capture_keys, find_capture
 from invariants.read.load import possible_ids
-from invariants.read.source import LOG_SUFFIXES, LogSource
+from invariants.read.source import LogSource, is_folder_capture
 
 if TYPE_CHECKING:
     from invariants.gate.result_cache import ResultCache
-
-FOLDER_CAPTURES = frozenset(f"requests{s}" for s in LOG_SUFFIXES)
 
 
 @dataclass(slots=True)
@@ -49,7 +47,7 @@ def route_groups(sources: list[LogSource]) -> list[Group] | None:
 
     What captures name is read first, so a log is kept in the plan only for an id or a file name
     some capture names: the plan holds little more than a number a log however large the folder."""
-    if any(FOLDER_CAPTURES.intersection(s.beside or ()) for s in sources):
+    if any(is_folder_capture(n) for s in sources for n in s.beside or ()):
         return None
     finders: dict[str, list[int]] = {}  # capture name -> the logs whose lookup finds it
     for i, s in enumerate(sources):
@@ -89,16 +87,13 @@ def route_groups(sources: list[LogSource]) -> list[Group] | None:
         members.extend(by_name[n] for n in hinted if n in by_name)
         joined.join(members)
         hints[found_by[0]] = {n for n in hinted if n not in by_name}
-    groups: dict[int, list[int]] = {}
-    for i in sorted({j for found_by in finders.values() for j in found_by}):
-        groups.setdefault(joined.find(i), [])
+    roots = {joined.find(i) for found_by in finders.values() for i in found_by}
+    groups: dict[int, list[int]] = {}  # in the order of each group's first log
     for i in range(len(sources)):  # (a log is in a group only if a capture joined it to a finder)
         root = joined.find(i)
-        if root in groups:
-            groups[root].append(i)
-    return [
-        Group(members, sorted(set().union(*(hints.get(i, ()) for i in members)))) for members in sorted(groups.values())
-    ]
+        if root in roots:
+            groups.setdefault(root, []).append(i)
+    return [Group(members, sorted(set().union(*(hints.get(i, ()) for i in members)))) for members in groups.values()]
 
 
 GroupsOf = Callable[[list[LogSource]], "list[Group] | None"]

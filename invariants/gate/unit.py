@@ -120,9 +120,12 @@ def _split(unit: Unit, groups_of: GroupsOf = route_groups) -> Iterator[Unit]:
             yield unit
             return
         sources = [replace(s, beside=captures_present(s.path.name, names)) for s in sources]
-    groups = groups_of(sources) if len(sources) > 1 and any(s.beside for s in sources) else []
-    if groups is None or (groups == [] and len(sources) == 1 and sources[0].beside):
-        yield unit  # kept whole; or one log with its capture (nothing to cut, nothing to read)
+    if len(sources) == 1 and sources[0].beside:
+        yield unit  # one log with its capture: nothing to cut, nothing to read
+        return
+    groups = groups_of(sources) if any(s.beside for s in sources) else []
+    if groups is None:
+        yield unit
         return
     grouped = {i: g for g in groups for i in g.members}
     for i, s in enumerate(sources):

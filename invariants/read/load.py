@@ -580,9 +580,7 @@ class LogReader:
 
     def _read_header(self, raw: RawLine) -> bool:
         """Parse line 1 as the session header; True when it was consumed as one."""
-        fallback_id = self.source.member or strip_log_suffix(self.source.path.name)
-        if fallback_id == "session":
-            fallback_id = self.source.path.parent.name
+        fallback_id = _fallback_id(self.source)
         obj, err = (None, "oversized") if raw.oversized else parse_json(raw.data)
         problem = err and f"first line is not JSON ({err})" or header_problem(obj)
         self.header_problem = problem
@@ -634,10 +632,7 @@ def possible_ids(source: LogSource) -> set[str] | None:
     """Every id a replay may give the session of ``source`` (:attr:`SessionModel.id`): its header's,
     and the ones :meth:`LogReader._read_header` falls back to when the first line is not a header
     (an empty log's is its path's stem).  None when the log cannot be read."""
-    fallback = source.member or strip_log_suffix(source.path.name)
-    if fallback == "session":
-        fallback = source.path.parent.name
-    ids = {fallback, source.path.stem}
+    ids = {_fallback_id(source), source.path.stem}
     lines = iter_source_lines(source, DEFAULT_MAX_LINE)
     try:
         first = next(lines, None)
@@ -650,6 +645,13 @@ def possible_ids(source: LogSource) -> set[str] | None:
         if err is None and isinstance(obj, dict) and isinstance(obj.get("id"), str):
             ids.add(obj["id"])
     return ids
+
+
+def _fallback_id(source: LogSource) -> str:
+    """The id a session without a readable header goes by: its member, or its file's name less the
+    suffix (a harness ``session.jsonl``: its folder's)."""
+    fallback = source.member or strip_log_suffix(source.path.name)
+    return source.path.parent.name if fallback == "session" else fallback
 
 
 def _gap(line: int, seq: int, expected: int) -> _Defect:
