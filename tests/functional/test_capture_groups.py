@@ -14,15 +14,12 @@ from pathlib import Path
 import orjson
 import pytest
 
-import invariants.gate.unit as unit_mod
 from invariants import ResultCache, RunStats, check
 from invariants.gate.capture_groups import route_groups
-from invariants.gate.formats import ReportContext, render
 from invariants.gate.unit import iter_units, plan_units
 from invariants.read.discover import discover, iter_discover
 from tests.support.logs import Log
-
-FORMATS = ("text", "json", "sarif", "junit", "github")
+from tests.support.plans import reports, whole_folders
 
 
 def _session(folder: Path, name: str, session_id: str, prompt: str = "hi") -> Log:
@@ -60,14 +57,6 @@ def _project(folder: Path) -> Path:
     return folder
 
 
-def _reports(result) -> list[str]:
-    return [render(result, fmt, ReportContext(verbose=True)) for fmt in FORMATS]
-
-
-def _whole(m: pytest.MonkeyPatch) -> None:
-    m.setattr(unit_mod, "_split", lambda unit, *_: [unit])
-
-
 def test_the_groups_are_what_routing_can_connect(tmp_path: Path) -> None:
     folder = _project(tmp_path / "cwd-0123456789ab")
     for units in (list(iter_units(iter_discover([folder], []))), plan_units(discover([folder])[0], None)):
@@ -98,18 +87,18 @@ def test_a_cut_folder_gives_the_whole_folders_report(tmp_path: Path, monkeypatch
     rules = sorted(f.rule for f in cut.findings)
     assert {"REQ004", "LOG013", "DIV001"} <= set(rules)  # routing had something to decide
     assert sorted((r.status, r.session) for r in cut.requests).count(("ok", "c")) == 1
-    reference = _reports(cut)
-    assert _reports(check([folder], jobs=2)) == reference
+    reference = reports(cut)
+    assert reports(check([folder], jobs=2)) == reference
     st = RunStats()
-    assert _reports(check([folder], cache=ResultCache(tmp_path / "cache"), stats=st)) == reference
+    assert reports(check([folder], cache=ResultCache(tmp_path / "cache"), stats=st)) == reference
     assert st.units == 6
     again = RunStats()
-    assert _reports(check([folder], cache=ResultCache(tmp_path / "cache"), stats=again)) == reference
+    assert reports(check([folder], cache=ResultCache(tmp_path / "cache"), stats=again)) == reference
     assert again.cache_hits == 6
     with monkeypatch.context() as m:
-        _whole(m)
-        assert _reports(check([folder], keep_models=True)) == reference
-        assert _reports(check([folder], jobs=2)) == reference
+        whole_folders(m)
+        assert reports(check([folder], keep_models=True)) == reference
+        assert reports(check([folder], jobs=2)) == reference
 
 
 def test_named_logs_of_a_folder_are_grouped_as_the_walk_groups_them(tmp_path: Path) -> None:
@@ -119,9 +108,9 @@ def test_named_logs_of_a_folder_are_grouped_as_the_walk_groups_them(tmp_path: Pa
     assert all(s.beside is None for s in sources)
     assert [len(u.sources) for u in plan_units(sources, None)] == [1, 1, 2, 2, 3, 1]
     with pytest.MonkeyPatch.context() as m:
-        _whole(m)
-        whole = _reports(check(named))
-    assert _reports(check(named)) == whole
+        whole_folders(m)
+        whole = reports(check(named))
+    assert reports(check(named)) == whole
 
 
 def test_a_hinted_file_that_appears_is_not_served_from_the_cache(tmp_path: Path) -> None:
@@ -142,7 +131,7 @@ def test_a_hinted_file_that_appears_is_not_served_from_the_cache(tmp_path: Path)
     after = check(named, cache=ResultCache(cache), stats=st)
     assert (st.cache_hits, st.cache_misses) == (1, 1)  # x, alone, is served; h's group is checked again
     assert [f.rule for f in after.findings] == []
-    assert _reports(after) == _reports(check(named))
+    assert reports(after) == reports(check(named))
 
 
 @pytest.mark.parametrize("doubt", ["requests.jsonl", "long line"])
@@ -177,4 +166,4 @@ def test_a_capture_that_comes_to_name_another_log_is_planned_again(tmp_path: Pat
     after = check([folder], cache=ResultCache(cache), stats=st)
     assert st.units == 1
     assert sorted((r.status, r.session) for r in after.requests) == [("ok", "c"), ("ok", "p")]
-    assert _reports(after) == _reports(check([folder]))
+    assert reports(after) == reports(check([folder]))

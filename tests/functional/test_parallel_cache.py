@@ -9,8 +9,9 @@ import pytest
 
 from inspector.cli import main
 from invariants import CheckOptions, ResultCache, RunStats, check
-from invariants.gate.formats import ReportContext, render
+from invariants.gate.formats import render
 from tests.conftest import CORPUS, SAMPLES
+from tests.support.plans import reports
 
 
 def run(capsys, *argv):
@@ -36,21 +37,17 @@ def tree(tmp_path):
     return root
 
 
-def _reports(result):
-    return [render(result, fmt, ReportContext(verbose=True)) for fmt in ("text", "json", "sarif", "junit", "github")]
-
-
 def test_parallel_and_cached_runs_equal_an_in_process_run(tree, tmp_path):
-    reference = _reports(check([tree], keep_models=True))
+    reference = reports(check([tree], keep_models=True))
     assert "FRK003" not in reference[0]  # the parent, in another folder, is among the checked logs
-    assert _reports(check([tree])) == reference
-    assert _reports(check([tree], jobs=2)) == reference
+    assert reports(check([tree])) == reference
+    assert reports(check([tree], jobs=2)) == reference
     cache = tmp_path / "cache"
     st = RunStats()
-    assert _reports(check([tree], cache=ResultCache(cache), stats=st)) == reference
+    assert reports(check([tree], cache=ResultCache(cache), stats=st)) == reference
     assert st.cache_hits == 0 and st.cache_misses == st.units > 1
     st = RunStats()
-    assert _reports(check([tree], jobs=2, cache=ResultCache(cache), stats=st)) == reference
+    assert reports(check([tree], jobs=2, cache=ResultCache(cache), stats=st)) == reference
     assert st.cache_hits == st.units
 
 
@@ -65,12 +62,12 @@ def test_explicit_captures_run_in_parallel_too(tree):
     cap = tree / "a" / "capture-divergence.requests.jsonl"
     logs = [tree / "a" / "capture-divergence.jsonl", tree / "a" / "clean-multi-turn.jsonl"]
     opts = CheckOptions(captures=[cap])
-    assert _reports(check(logs, opts, jobs=2)) == _reports(check(logs, opts, keep_models=True))
+    assert reports(check(logs, opts, jobs=2)) == reports(check(logs, opts, keep_models=True))
 
 
 def test_cache_hit_parses_nothing(tree, tmp_path, monkeypatch):
     cache_dir = tmp_path / "cache"
-    first = _reports(check([tree], cache=ResultCache(cache_dir)))
+    first = reports(check([tree], cache=ResultCache(cache_dir)))
 
     def boom(*a, **k):
         raise AssertionError("parsed on a cache hit")
@@ -85,7 +82,7 @@ def test_cache_hit_parses_nothing(tree, tmp_path, monkeypatch):
     monkeypatch.setattr(invariants.analysis.forks, "_head", boom)
     monkeypatch.setattr(invariants.read.load, "parse_json", boom)
     st = RunStats()
-    assert _reports(check([tree], cache=ResultCache(cache_dir), stats=st)) == first
+    assert reports(check([tree], cache=ResultCache(cache_dir), stats=st)) == first
     assert st.cache_hits == st.units and st.fork_hits == 1
 
 
@@ -97,13 +94,13 @@ def test_a_changed_log_or_capture_is_checked_again(tree, tmp_path):
     st = RunStats()
     again = check([tree], cache=ResultCache(cache_dir), stats=st)
     assert st.cache_misses == 1 and st.cache_hits == st.units - 1
-    assert _reports(again) == _reports(check([tree], keep_models=True))
+    assert reports(again) == reports(check([tree], keep_models=True))
     # a real change to a capture changes the result, not a stale answer
     lines = cap.read_bytes().splitlines()
     lines[0] = lines[0].replace(b'"model":"', b'"model":"x', 1)
     cap.write_bytes(b"\n".join(lines) + b"\n")
     changed = check([tree], cache=ResultCache(cache_dir))
-    assert _reports(changed) == _reports(check([tree], keep_models=True))
+    assert reports(changed) == reports(check([tree], keep_models=True))
     assert any(f.rule == "DIV010" and f.file.endswith("capture-key-order.jsonl") for f in changed.findings)
 
 
@@ -167,19 +164,19 @@ def test_a_pack_keeps_what_a_run_used_and_a_run_that_only_read_writes_nothing(tr
 
 def test_a_link_or_garbage_where_the_pack_goes_is_replaced_not_written_through(tree, tmp_path):
     cache_dir = tmp_path / "cache"
-    reference = _reports(check([tree], cache=ResultCache(cache_dir)))
+    reference = reports(check([tree], cache=ResultCache(cache_dir)))
     pack = _pack(cache_dir)
     victim = tmp_path / "victim.sqlite"
     pack.rename(victim)
     before = victim.read_bytes()
     pack.symlink_to(victim)
     st = RunStats()
-    assert _reports(check([tree], cache=ResultCache(cache_dir), stats=st)) == reference
+    assert reports(check([tree], cache=ResultCache(cache_dir), stats=st)) == reference
     assert victim.read_bytes() == before and not pack.is_symlink() and st.cache_hits == 0
     assert len(_slots(pack)) == len(_slots(victim))
     pack.write_bytes(b"not a database, " * 512)
     st = RunStats()
-    assert _reports(check([tree], cache=ResultCache(cache_dir), stats=st)) == reference
+    assert reports(check([tree], cache=ResultCache(cache_dir), stats=st)) == reference
     assert st.cache_misses == st.units and len(_slots(pack)) == len(_slots(victim))
 
 
@@ -225,11 +222,11 @@ def test_an_entry_that_is_not_json_is_a_miss(tree, tmp_path):
     import sqlite3
 
     cache_dir = tmp_path / "cache"
-    reference = _reports(check([tree], cache=ResultCache(cache_dir)))
+    reference = reports(check([tree], cache=ResultCache(cache_dir)))
     con = sqlite3.connect(_pack(cache_dir))
     con.execute("UPDATE entries SET value = x'7b7b7b' WHERE slot LIKE 'unit:%'")  # "{{{"
     con.commit()
     con.close()
     st = RunStats()
-    assert _reports(check([tree], cache=ResultCache(cache_dir), stats=st)) == reference
+    assert reports(check([tree], cache=ResultCache(cache_dir), stats=st)) == reference
     assert st.cache_hits == 0 and st.cache_misses == st.units

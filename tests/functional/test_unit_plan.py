@@ -16,14 +16,11 @@ from pathlib import Path
 
 import pytest
 
-import invariants.gate.unit as unit_mod
 from invariants import ResultCache, RunStats, check
-from invariants.gate.formats import ReportContext, render
 from invariants.gate.unit import iter_units, plan_units
 from invariants.read.discover import discover, iter_discover
 from tests.conftest import SAMPLES
-
-FORMATS = ("text", "json", "sarif", "junit", "github")
+from tests.support.plans import reports, whole_folders
 
 
 @pytest.fixture
@@ -49,15 +46,6 @@ def root(tmp_path: Path) -> Path:
     shutil.copy(SAMPLES / "compaction.jsonl", single / "compaction.jsonl")
     shutil.copy(SAMPLES / "compaction.requests.jsonl", single / "compaction.requests.jsonl")
     return root
-
-
-def _reports(result) -> list[str]:
-    return [render(result, fmt, ReportContext(verbose=True)) for fmt in FORMATS]
-
-
-def _whole_folders(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Plan as before the cut: one unit a folder, whatever it holds."""
-    monkeypatch.setattr(unit_mod, "_split", lambda unit, *_: [unit])
 
 
 def test_a_folder_without_a_capture_is_one_unit_a_log(root: Path) -> None:
@@ -94,10 +82,10 @@ def test_a_capture_name_no_log_looks_up_does_not(root: Path, name: str) -> None:
     shutil.copy(SAMPLES / "compaction.requests.jsonl", root / "flat" / name)
     units = list(iter_units(iter_discover([root / "flat"], [])))
     assert len(units) > 2 and all(u.alone for u in units)
-    reference = _reports(check([root / "flat"]))
+    reference = reports(check([root / "flat"]))
     with pytest.MonkeyPatch.context() as m:
-        _whole_folders(m)
-        assert _reports(check([root / "flat"])) == reference
+        whole_folders(m)
+        assert reports(check([root / "flat"])) == reference
 
 
 def test_a_capture_that_is_a_symlink_keeps_the_folder_whole(root: Path) -> None:
@@ -111,16 +99,16 @@ def test_cut_units_give_the_report_the_whole_folder_gives(
 ) -> None:
     cut = check([root], keep_models=True)
     assert any(f.file and "/flat/" in f.file for f in cut.findings)  # the samples' own findings
-    reference = _reports(cut)
-    assert _reports(check([root])) == reference
-    assert _reports(check([root], jobs=2)) == reference
+    reference = reports(cut)
+    assert reports(check([root])) == reference
+    assert reports(check([root], jobs=2)) == reference
     st = RunStats()
-    assert _reports(check([root], cache=ResultCache(tmp_path / "cache"), stats=st)) == reference
+    assert reports(check([root], cache=ResultCache(tmp_path / "cache"), stats=st)) == reference
     assert st.units == len(list((root / "flat").iterdir())) + 3  # with-capture: a group and a log alone
     with monkeypatch.context() as m:
-        _whole_folders(m)
-        assert _reports(check([root], keep_models=True)) == reference
-        assert _reports(check([root], jobs=2)) == reference
+        whole_folders(m)
+        assert reports(check([root], keep_models=True)) == reference
+        assert reports(check([root], jobs=2)) == reference
 
 
 def test_a_capture_added_later_is_checked_not_served_from_the_cache(root: Path, tmp_path: Path) -> None:
@@ -133,7 +121,7 @@ def test_a_capture_added_later_is_checked_not_served_from_the_cache(root: Path, 
     shutil.copy(SAMPLES / "capture-divergence.requests.jsonl", root / "flat" / "capture-divergence.requests.jsonl")
     st = RunStats()
     after = check([root], cache=ResultCache(cache), stats=st)
-    assert _reports(after) == _reports(check([root], keep_models=True))
+    assert reports(after) == reports(check([root], keep_models=True))
     assert any(
         f.file and f.file.endswith("/flat/capture-divergence.jsonl") and f.rule.startswith("DIV")
         for f in after.findings
@@ -198,7 +186,7 @@ def test_a_capture_added_to_a_session_folder_is_checked(tmp_path: Path) -> None:
     after = check([folder.parent], cache=ResultCache(cache), stats=st)
     assert st.cache_hits == 0
     assert any(f.rule.startswith("DIV") for f in after.findings)
-    assert _reports(after) == _reports(check([folder.parent]))
+    assert reports(after) == reports(check([folder.parent]))
 
 
 @pytest.mark.parametrize(("name", "cut"), [(None, True), ("other.requests.jsonl", True), ("requests.jsonl", False)])

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from invariants import check
 from tests.support.logs import Log
+from tests.support.plans import whole_folders
 
 
 def _folder(tmp_path: Path, capture: str, *, others: int = 1, zst_twin: bool = False) -> Path:
@@ -67,7 +68,7 @@ def test_a_folders_sessions_are_indexed_once_however_many_captures_it_holds(tmp_
         return real(models)
 
     monkeypatch.setattr(requests_mod, "_Local", counted)
-    monkeypatch.setattr("invariants.gate.unit._split", lambda unit, *_: [unit])  # the folder as one unit
+    whole_folders(monkeypatch)  # the folder as one unit
     result = check([tmp_path])
     assert sorted(_routed(result)) == [("ok", "aaa"), ("ok", "bbb"), ("ok", "ccc")]
     assert built == [3]
