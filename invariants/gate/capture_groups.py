@@ -17,14 +17,14 @@ folder's only log), a log or capture that cannot be read, a capture line over th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 from invariants.gate.requests import hinted_names
 from invariants.gate.result_cache import revision
-from invariants.read.capture import capture_keys, find_capture
+from invariants.read.capture import capture_keys, find_capture, folder_names
 from invariants.read.load import possible_ids
-from invariants.read.source import LogSource, is_folder_capture
+from invariants.read.source import LogSource, captures_present, is_folder_capture
 
 if TYPE_CHECKING:
     from invariants.gate.result_cache import ResultCache
@@ -38,6 +38,20 @@ class Group:
     # The file names its captures' lines hint at that are no log of the folder (whether they exist
     # decides REQ004 against a log this run does not check): part of its cache key.
     hints: list[str]
+
+
+def listed(sources: list[LogSource]) -> list[LogSource] | None:
+    """A folder's logs, each ``beside`` the capture names the folder holds for it (the folder listed
+    here when the walk that found them did not list it); None when they cannot be cut: a session in
+    a database, or a folder that cannot be listed."""
+    if any(s.member is not None for s in sources):
+        return None
+    if all(s.beside is not None for s in sources):
+        return sources
+    names = folder_names(sources[0].path.parent)
+    if names is None:
+        return None
+    return [replace(s, beside=captures_present(s.path.name, names)) for s in sources]
 
 
 def route_groups(sources: list[LogSource]) -> list[Group] | None:

@@ -21,12 +21,12 @@ needs a re-read.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain
 from typing import Any, Callable, Iterable, Iterator
 
-from invariants.gate.capture_groups import GroupsOf, route_groups
+from invariants.gate.capture_groups import GroupsOf, listed, route_groups
 from invariants.gate.requests import RequestRouter
 from invariants.gate.result import CheckOptions, RequestCheck, SessionSummary
 from invariants.gate.result_cache import revision
@@ -38,10 +38,9 @@ from invariants.read.capture import (
     capture_of,
     capture_problem,
     find_capture,
-    folder_names,
     iter_capture,
 )
-from invariants.read.source import LogPath, LogSource, absolute_name, captures_present, log_path
+from invariants.read.source import LogPath, LogSource, absolute_name, log_path
 from invariants.replay.fold import Progress
 from invariants.replay.model import SessionModel
 from invariants.replay.session import replay
@@ -110,18 +109,10 @@ def _split(unit: Unit, groups_of: GroupsOf = route_groups) -> Iterator[Unit]:
     folder, so the report is the same.  What the walk that found the logs saw beside each
     (``LogSource.beside``) decides; a folder it did not list is listed here, unless it has one log
     (nothing to split: its unit looks up its capture when checked)."""
-    if any(s.member is not None for s in unit.sources):
-        yield unit
-        return
-    sources = unit.sources
-    if any(s.beside is None for s in sources):
-        names = folder_names(sources[0].path.parent) if len(sources) > 1 else None
-        if names is None:
-            yield unit
-            return
-        sources = [replace(s, beside=captures_present(s.path.name, names)) for s in sources]
-    if len(sources) == 1 and sources[0].beside:
-        yield unit  # one log with its capture: nothing to cut, nothing to read
+    one = len(unit.sources) == 1
+    sources = None if one and unit.sources[0].beside is None else listed(unit.sources)
+    if sources is None or (one and sources[0].beside):
+        yield unit  # in doubt, or one log (with its capture: nothing to cut, nothing to read)
         return
     groups = groups_of(sources) if any(s.beside for s in sources) else []
     if groups is None:
