@@ -101,6 +101,14 @@ class _Writer:
             self.began = time.monotonic()
             self.in_batch = 0
         try:
+            if result.recheck_all:
+                # Every capture of the folder is checked again in full: first forget what its lines said,
+                # then write the statuses they say now (a reset after them wiped those too).
+                conn.execute(
+                    "UPDATE steps SET status = 'unchecked', requests = 0 WHERE session_id IN "
+                    "(SELECT id FROM sessions WHERE dir = ?) AND (status != 'unchecked' OR requests != 0)",
+                    [result.folder],
+                )
             keys: dict[str, int] = {}
             touched: set[int] = set()
             for res in result.sessions:
@@ -255,17 +263,6 @@ class _Writer:
         conn = self.conn
         for path in result.gone_captures:
             self._drop_capture(path)
-        if result.recheck_all:
-            kept = [
-                k
-                for p, k in keys.items()
-                if not any(r.path == p and r.action in ("new", "replace") for r in result.sessions)
-            ]
-            for k in kept:
-                conn.execute(
-                    "UPDATE steps SET status = 'unchecked', requests = 0 WHERE session_id = ? AND (status != 'unchecked' OR requests != 0)",
-                    [k],
-                )
         if not result.captures and not result.recheck_all:
             return
         for cr in result.captures:

@@ -760,3 +760,51 @@ def test_a_folders_captures_share_one_router(tmp_path: Path, monkeypatch: pytest
         collections.Counter(r.status for r in result.requests).items()
     )
     assert "REQ004" in {f.rule for f in result.findings}
+
+
+def _seed_folder(folder: Path) -> dict[str, Log]:
+    """Six logs of one seed-era folder: b's capture routes to b, d's to d and to f, the rest have none."""
+    logs = {}
+    for name in "abcdef":
+        log = logs[name] = Log(name, era="late")
+        log.clean_turn(1, header_reason="initial", capture=True)
+        log.write(folder / f"{name}.jsonl")
+    logs["b"].write_requests(folder / "b.requests.jsonl")
+    logs["d"].write_requests(folder / "d.requests.jsonl", logs["d"].requests + logs["f"].requests)
+    return logs
+
+
+def test_a_folder_indexed_again_equals_a_full_index(tmp_path: Path) -> None:
+    """Appending to logs in and out of a capture group and rewriting a capture, then indexing again,
+    gives the rows a full index gives, and the findings and request statuses of a check.  The run
+    that checked every capture again wrote the steps' statuses, then reset them all to unchecked."""
+    folder = tmp_path / "cwd-0123456789ab"
+    logs = _seed_folder(folder)
+    db = tmp_path / "index.db"
+    build_index([folder], db, jobs=1)
+    for name in "def":
+        logs[name].clean_turn(2, header_reason="change", capture=True)
+        logs[name].write(folder / f"{name}.jsonl")
+    logs["d"].write_requests(folder / "d.requests.jsonl", logs["d"].requests + logs["f"].requests[:1])
+    stats = build_index([folder], db, jobs=1)
+    assert stats.appended == 3
+    fresh = tmp_path / "fresh.db"
+    build_index([folder], fresh, jobs=1, full=True)
+    rows = {
+        "steps": "SELECT s.path, t.idx, t.status, t.requests FROM steps t JOIN sessions s ON s.id = t.session_id",
+        "requests": "SELECT c.path, r.line, s.path, r.step_idx, r.status FROM requests r JOIN captures c "
+        "ON c.id = r.capture_id LEFT JOIN sessions s ON s.id = r.session_id",
+        "findings": "SELECT rule, file, seq, request_line, message FROM findings",
+        "sessions": "SELECT path, requests, errors, warnings, infos FROM sessions",
+    }
+    for name, sql in rows.items():
+        assert sorted(q(db, sql), key=repr) == sorted(q(fresh, sql), key=repr), name
+    result = check([folder])
+    assert collections.Counter(q(db, "SELECT rule, file, seq, message FROM findings")) == collections.Counter(
+        (f.rule, f.file, f.seq, f.message) for f in result.findings
+    )
+    assert sorted(q(db, "SELECT status, count(*) FROM requests GROUP BY status")) == sorted(
+        collections.Counter(r.status for r in result.requests).items()
+    )
+    ok = q(db, "SELECT s.path, t.idx FROM steps t JOIN sessions s ON s.id = t.session_id WHERE t.status = 'ok'")
+    assert sorted((Path(p).stem, i) for p, i in ok) == [("b", 0), ("d", 0), ("d", 1), ("f", 0)]
