@@ -2,8 +2,11 @@
 
 A *group* is one folder: its session logs and the capture files found beside
 them (``find_capture``).  Captures route requests by folder, so a folder is
-the unit of checking and of commit.  In the harness layout
-(``<root>/--<project>--/<id>/session.jsonl*``) a folder is one session.
+the unit of commit; within it, logs are read in the groups its captures route
+between, as a check cuts a folder (:mod:`invariants.gate.capture_groups`), and
+a log no capture reaches is made into rows and let go at once.  In the
+harness layout (``<root>/--<project>--/<id>/session.jsonl*``) a folder is one
+session.
 
 ``process_group`` is pure (it reads files, never the database) and its
 input and output pickle, so it runs in worker processes.  It decides, per
@@ -30,11 +33,12 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
+from invariants.gate.capture_groups import listed, route_groups
 from invariants.gate.policy import FindingPolicy, report_order
 from invariants.gate.requests import RequestRouter, attempt_numbers
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
-from invariants.read.capture import Recorded, iter_capture
+from invariants.read.capture import Recorded, find_capture, iter_capture
 from invariants.read.source import LogPath, LogSource, log_path
 from invariants.replay.checkpoint import resume
 from invariants.replay.model import SessionModel
@@ -234,60 +238,122 @@ def grew_in_place(path: str, stat: Stat, prev: Previous | None, end: int | None)
 def process_group(task: GroupTask, policy: FindingPolicy | None = None) -> GroupResult:
     """Replay or resume the folder's changed logs, then check its captures where needed.
 
-    ``policy`` (default: the one :func:`use_policy` set) decides which findings are kept.
+    The folder is cut as a check cuts it (:func:`_capture_groups`): a log no capture routes to is
+    read, made into rows and let go at once, and a group's models are held only while its captures
+    are checked, so a seed-era folder of thousands of logs never holds them all.  ``policy`` (default:
+    the one :func:`use_policy` set) decides which findings are kept.
     """
     policy = policy if policy is not None else _WORKER_POLICY
-    results: list[SessionResult] = []
-    loaded: dict[int, tuple[SessionResult, SessionModel, Previous | None]] = {}
+    logs = task.logs
+    changed: dict[int, SessionResult] = {}  # place in the folder -> result, for the changed logs
+    context: dict[int, SessionResult] = {}  # the unchanged logs read to route captures
+    held: dict[int, tuple[SessionResult, SessionModel]] = {}
     parsed = False
 
-    def load(i: int, lt: LogTask) -> None:
+    def load(i: int) -> None:
         nonlocal parsed
+        lt = logs[i]
         try:
             res, model = _load(lt)
         except Exception as exc:  # one bad log must not stop a postmortem index
             res, model = SessionResult(lt.path, lt.root, "error", lt.stat, problem=_problem(lt.path, exc)), None
         parsed = parsed or res.action != "context"
-        results.append(res)
+        (changed if lt.changed else context)[i] = res
         if model is not None:
-            loaded[i] = (res, model, lt.previous)
+            held[i] = (res, model)
 
-    for i, lt in enumerate(task.logs):
-        if lt.changed:
-            load(i, lt)
-    caps: list[CaptureResult] = []
+    def fill(i: int) -> None:
+        if i in held:
+            res, model = held.pop(i)
+            _fill(res, model, logs[i].previous, policy)
+
+    groups = _capture_groups(task) if task.captures else []
+    grouped = {i for members, _ in groups for i in members}
+    for i, lt in enumerate(logs):
+        if lt.changed and i not in grouped:
+            load(i)
+            fill(i)
+    caps: dict[int, CaptureResult] = {}
     if task.captures:
         # a baseline matches a capture's findings all at once: with one, a changed capture is checked in full
-        replaced = (
-            task.recheck_all
-            or any(r.action in ("new", "replace") for r in results)
-            or policy.baseline_entries is not None
-        )
         plans = [_capture_plan(ct) for ct in task.captures]
-        all_lines = replaced or any(p.all_lines for p in plans)
+        all_lines = (
+            task.recheck_all
+            or policy.baseline_entries is not None
+            or any(p.all_lines for p in plans)
+            or any(_rewritten(r) for r in changed.values())
+        )
+        for i in sorted(grouped):  # a log read in full rechecks every capture: read until one was
+            if all_lines:
+                break
+            if logs[i].changed:
+                load(i)
+                all_lines = _rewritten(changed[i])
         work = all_lines or any(
             p.action != "same" or (ct.previous and ct.previous.unexplained_lines) for ct, p in zip(task.captures, plans)
         )
-        if work:
-            # Routing needs every session of the folder: unchanged ones come from their checkpoints.
-            for i, lt in enumerate(task.logs):
-                if i not in loaded and not lt.changed:
-                    load(i, lt)
-            # discovery order, as check() has them; one router for the folder, as check() has one a unit
-            router = RequestRouter([loaded[i][1] for i in sorted(loaded)], explicit=False)
-            for ct, cr in zip(task.captures, plans):
-                cr.all_lines = all_lines
-                try:
-                    _check_capture(ct, cr, router, policy)
-                    parsed = True
-                except Exception as exc:
-                    cr.action, cr.problem = "error", _problem(ct.path, exc)
-                caps.append(cr)
-    for i in sorted(loaded):
-        _fill(*loaded[i], policy)
+        for members, cap_places in groups:
+            for i in members:
+                if i not in changed and i not in context and (logs[i].changed or work):
+                    load(i)  # routing needs every session of the group: unchanged ones from their checkpoints
+            if work:
+                for k in cap_places:
+                    plans[k].all_lines = all_lines
+                    caps[k] = plans[k]
+                checks = [(task.captures[k], plans[k]) for k in cap_places]
+                # the group's sessions in discovery order, as check() has them
+                parsed = _check_captures(checks, [held[i][1] for i in members if i in held], policy) or parsed
+            for i in members:
+                fill(i)
+    results = [changed[i] for i in sorted(changed)] + [context[i] for i in sorted(context)]
+    checked = [caps[k] for k in sorted(caps)]
     return GroupResult(
-        task.folder, results, caps, task.recheck_all or (bool(caps) and caps[0].all_lines), parsed, task.gone_captures
+        task.folder,
+        results,
+        checked,
+        task.recheck_all or (bool(checked) and checked[0].all_lines),
+        parsed,
+        task.gone_captures,
     )
+
+
+def _check_captures(
+    captures: list[tuple[CaptureTask, CaptureResult]], models: list[SessionModel], policy: FindingPolicy
+) -> bool:
+    """Check a group's captures against its sessions with one router, as check() has one a unit
+    (the router holds the models: it goes with this call); whether any capture was read."""
+    router = RequestRouter(models, explicit=False)
+    read = False
+    for ct, cr in captures:
+        try:
+            _check_capture(ct, cr, router, policy)
+            read = True
+        except Exception as exc:
+            cr.action, cr.problem = "error", _problem(ct.path, exc)
+    return read
+
+
+def _rewritten(res: SessionResult) -> bool:
+    return res.action in ("new", "replace")
+
+
+def _capture_groups(task: GroupTask) -> list[tuple[list[int], list[int]]]:
+    """The folder's logs and captures (places in the task) cut into the groups its captures route
+    between, as a check cuts them (:func:`~invariants.gate.capture_groups.route_groups`); a log in
+    none has no capture routing to it.  The whole folder is one group when it cannot be cut."""
+    whole = [(list(range(len(task.logs))), list(range(len(task.captures))))]
+    sources = listed([lt.source for lt in task.logs]) if len(task.logs) > 1 else None
+    groups = route_groups(sources) if sources is not None else None
+    if sources is None or groups is None:
+        return whole
+    place = {ct.path: k for k, ct in enumerate(task.captures)}
+    out: list[tuple[list[int], list[int]]] = []
+    for g in groups:
+        found = {find_capture(sources[i].path, sources[i].beside) for i in g.members if sources[i].beside}
+        out.append((g.members, sorted(place[str(f)] for f in found if f is not None and str(f) in place)))
+    if sum(len(caps) for _, caps in out) != len(task.captures):  # a capture no log of a group finds
+        return whole
+    return out
 
 
 def _problem(path: str, exc: BaseException) -> str:
