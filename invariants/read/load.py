@@ -273,7 +273,15 @@ class LogReader:
             yield from self._release(st, None)
         if first and self.header is None and self.frame_problem is None:
             self._emit("LOG005", "empty file: no session header line", line=1)
-        if not st.defects and last_complete and self.header is not None and self.source.resumable:
+        # Resumable only where a read of the whole log carries nothing over: not after a defect, a torn
+        # line, or an event skipped for its seq (a later skip would extend that finding, not start one).
+        if (
+            not st.defects
+            and st.bad_since_good == 0
+            and last_complete
+            and self.header is not None
+            and self.source.resumable
+        ):
             self.resume_point = (max(self.bytes, start_offset), self.lines, st.expected_seq)
         self._flush_defects(st.defects, torn=True)
         self._judge_readable()

@@ -288,6 +288,27 @@ def test_no_checkpoint_after_a_torn_tail(tmp_path):
     assert replay(LogSource(p, p.parent), checkpoint=True).checkpoint is None
 
 
+def test_no_checkpoint_after_a_skipped_event(tmp_path):
+    """A run of events skipped for a seq that does not increase is one finding: a log that ended in one
+    left a checkpoint, and resumed from it after another was appended told two (found by
+    tests/functional/test_index_differential)."""
+    from invariants.replay.checkpoint import resume
+
+    lines = _clean().lines()
+    p = _write(tmp_path, lines + [lines[3]])
+    src = LogSource(p, p.parent)
+    first = replay(src, checkpoint=True)
+    assert [f.rule for f in first.findings] == ["LOG003"]
+    with p.open("ab") as fh:
+        fh.write(lines[4] + b"\n")
+    full = replay(src)
+    again = (resume(src, first.checkpoint) if first.checkpoint else None) or replay(src)  # as the index reads it
+    assert [(f.rule, f.message) for f in again.findings] == [(f.rule, f.message) for f in full.findings]
+    assert [f.detail for f in full.findings] == [
+        {"skipped_events": 2, "last_skipped_seq": orjson.loads(lines[4])["seq"]}
+    ]
+
+
 @pytest.mark.parametrize(
     "name, line",
     [
