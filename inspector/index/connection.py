@@ -113,8 +113,8 @@ def open_index(db_path: str | os.PathLike) -> sqlite_utils.Database:
         )
     _pragmas(conn)
     db = sqlite_utils.Database(conn)
+    create_schema(db)  # a new database whole; an older one of this version gains the indexes added since
     if not names:
-        create_schema(db)
         db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('created_at', ?)", [now_iso()])
     return db
 

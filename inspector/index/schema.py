@@ -353,6 +353,7 @@ INDEXES: list[tuple[str, list[str], bool]] = [
     ("sessions", ["parent_session"], False),
     ("sessions", ["created_at"], False),
     ("sessions", ["root"], False),
+    ("sessions", ["dir"], False),  # a folder's sessions, asked for each folder with a capture
     ("captures", ["path"], True),
     ("steps", ["session_id", "idx"], True),
     ("steps", ["header_hash"], False),

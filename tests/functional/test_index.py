@@ -846,3 +846,22 @@ def test_a_folder_indexed_again_equals_a_full_index(tmp_path: Path) -> None:
     )
     ok = q(db, "SELECT s.path, t.idx FROM steps t JOIN sessions s ON s.id = t.session_id WHERE t.status = 'ok'")
     assert sorted((Path(p).stem, i) for p, i in ok) == [("b", 0), ("d", 0), ("d", 1), ("f", 0)]
+
+
+def test_a_folders_sessions_are_found_by_an_index(tmp_path: Path) -> None:
+    """The writer asks for a folder's sessions for every folder with a capture: without an index on
+    ``sessions(dir)`` each asking scanned every session (1.6 ms at 10,000, growing with the fleet).
+    An index database made before the index existed gains it on its next run."""
+    root = tmp_path / "root"
+    make_root(root, n=2)
+    db = tmp_path / "index.db"
+    build_index([root], db, jobs=1)
+    plan = "EXPLAIN QUERY PLAN SELECT path, id FROM sessions WHERE dir = ?"
+    assert "idx_sessions_dir" in str(q(db, plan, "x"))
+    conn = sqlite3.connect(db)
+    conn.execute("DROP INDEX idx_sessions_dir")
+    conn.commit()
+    conn.close()
+    assert "idx_sessions_dir" not in str(q(db, plan, "x"))
+    build_index([root], db, jobs=1)
+    assert "idx_sessions_dir" in str(q(db, plan, "x"))
