@@ -342,14 +342,14 @@ def _capture_groups(task: GroupTask) -> list[tuple[list[int], list[int]]]:
     between, as a check cuts them (:func:`~invariants.gate.capture_groups.route_groups`); a log in
     none has no capture routing to it.  The whole folder is one group when it cannot be cut."""
     whole = [(list(range(len(task.logs))), list(range(len(task.captures))))]
-    sources = listed([lt.source for lt in task.logs]) if len(task.logs) > 1 else None
-    groups = route_groups(sources) if sources is not None else None
-    if sources is None or groups is None:
+    logs = listed([lt.source for lt in task.logs]) if len(task.logs) > 1 else None
+    groups = route_groups(logs) if logs is not None else None
+    if logs is None or groups is None:
         return whole
     place = {ct.path: k for k, ct in enumerate(task.captures)}
     out: list[tuple[list[int], list[int]]] = []
     for g in groups:
-        found = {find_capture(sources[i].path, sources[i].beside) for i in g.members if sources[i].beside}
+        found = {find_capture(logs.path(i), logs.beside[i]) for i in g.members if logs.beside[i]}
         out.append((g.members, sorted(place[str(f)] for f in found if f is not None and str(f) in place)))
     if sum(len(caps) for _, caps in out) != len(task.captures):  # a capture no log of a group finds
         return whole

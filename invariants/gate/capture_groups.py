@@ -17,14 +17,15 @@ folder's only log), a log or capture that cannot be read, a capture line over th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from invariants.gate.requests import hinted_names
 from invariants.gate.result_cache import revision
 from invariants.read.capture import capture_keys, find_capture, folder_names
 from invariants.read.load import possible_ids
-from invariants.read.source import LogSource, captures_present, is_folder_capture
+from invariants.read.source import LogPath, LogSource, captures_present, is_folder_capture
 
 if TYPE_CHECKING:
     from invariants.gate.result_cache import ResultCache
@@ -40,37 +41,87 @@ class Group:
     hints: list[str]
 
 
-def listed(sources: list[LogSource]) -> list[LogSource] | None:
-    """A folder's logs, each ``beside`` the capture names the folder holds for it (the folder listed
+@dataclass(slots=True)
+class FolderLogs:
+    """One local folder's logs, held as their names and what the folder's listing holds beside each.
+
+    A seed-era project folder holds thousands of logs, all held while it is planned and cut: here a
+    name and a tuple a log, where a :class:`LogSource` and its path object cost about 1 KB.  A source
+    is made again when one is asked for (``logs[i]``).  A log that is more than its name (a session
+    in a database, a URL, one whose folder was not listed, another root) is held as it is, in
+    ``odd``; :func:`listed` turns a folder with one into plain sources first."""
+
+    folder: LogPath
+    root: LogPath
+    names: list[str] = field(default_factory=list)
+    beside: list[tuple[str, ...]] = field(default_factory=list)
+    odd: dict[int, LogSource] = field(default_factory=dict)
+    first: LogSource | None = None  # the first log as given: a folder of one log makes no source again
+
+    def add(self, src: LogSource) -> None:
+        """Hold ``src``, a log of this folder."""
+        if src.member is None and src.beside is not None and src.root == self.root and isinstance(src.path, Path):
+            if not self.names:
+                self.first = src
+            self.names.append(src.path.name)
+            self.beside.append(src.beside)
+        else:
+            self.odd[len(self.names)] = src
+            self.names.append("")
+            self.beside.append(())
+
+    def path(self, i: int) -> LogPath:
+        return self.folder / self.names[i]
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, i: int) -> LogSource:
+        if i == 0 and self.first is not None:
+            return self.first
+        odd = self.odd.get(i)
+        return odd if odd is not None else LogSource(self.folder / self.names[i], self.root, beside=self.beside[i])
+
+    def __iter__(self) -> Iterator[LogSource]:
+        return (self[i] for i in range(len(self.names)))
+
+
+def listed(sources: FolderLogs | list[LogSource]) -> FolderLogs | None:
+    """A folder's logs, each with the capture names the folder holds beside it (the folder listed
     here when the walk that found them did not list it); None when they cannot be cut: a session in
-    a database, or a folder that cannot be listed."""
-    if any(s.member is not None for s in sources):
-        return None
-    if all(s.beside is not None for s in sources):
+    a database, a URL, or a folder that cannot be listed."""
+    if isinstance(sources, FolderLogs) and not sources.odd:
         return sources
-    names = folder_names(sources[0].path.parent)
-    if names is None:
+    sources = list(sources)
+    if any(s.member is not None or not isinstance(s.path, Path) for s in sources):
         return None
-    return [replace(s, beside=captures_present(s.path.name, names)) for s in sources]
+    if any(s.beside is None for s in sources):
+        names = folder_names(sources[0].path.parent)
+        if names is None:
+            return None
+        sources = [replace(s, beside=captures_present(s.path.name, names)) for s in sources]
+    logs = FolderLogs(sources[0].path.parent, sources[0].root)
+    for s in sources:
+        logs.add(s)
+    return None if logs.odd else logs  # (a log under another root)
 
 
-def route_groups(sources: list[LogSource]) -> list[Group] | None:
-    """The groups of a folder's logs (local files, each ``beside`` the capture names the folder holds
-    for it) that captures route between, in the order of each group's first log; a log in none is a
-    unit alone.  None when the folder must stay whole.
+def route_groups(logs: FolderLogs) -> list[Group] | None:
+    """The groups of a folder's logs that captures route between, in the order of each group's first
+    log; a log in none is a unit alone.  None when the folder must stay whole.
 
     What captures name is read first, so a log is kept in the plan only for an id or a file name
     some capture names: the plan holds little more than a number a log however large the folder."""
-    if any(is_folder_capture(n) for s in sources for n in s.beside or ()):
+    if any(is_folder_capture(n) for b in logs.beside for n in b):
         return None
     finders: dict[str, list[int]] = {}  # capture name -> the logs whose lookup finds it
-    for i, s in enumerate(sources):
-        found = find_capture(s.path, s.beside) if s.beside else None
+    for i, b in enumerate(logs.beside):
+        found = find_capture(logs.path(i), b) if b else None
         if found is not None:
             finders.setdefault(found.name, []).append(i)
     if not finders:
         return []
-    folder = sources[0].path.parent
+    folder = logs.folder
     named: dict[str, tuple[set[str], set[str]]] = {}  # capture name -> (session ids, hinted file names)
     for name in finders:
         keys = capture_keys(folder / name)
@@ -83,15 +134,15 @@ def route_groups(sources: list[LogSource]) -> list[Group] | None:
     all_names = set().union(*(hinted for _, hinted in named.values()))
     by_id: dict[str, list[int]] = {}  # only the ids some capture names
     by_name: dict[str, int] = {}  # only the file names some capture hints at
-    for i, s in enumerate(sources):
-        ids = possible_ids(s)
+    for i, name in enumerate(logs.names):
+        ids = possible_ids(logs[i])
         if ids is None:
             return None
         for sid in ids.intersection(all_ids):
             by_id.setdefault(sid, []).append(i)
-        if s.path.name in all_names:
-            by_name[s.path.name] = i
-    joined = _Joined(len(sources))
+        if name in all_names:
+            by_name[name] = i
+    joined = _Joined(len(logs))
     hints: dict[int, set[str]] = {}  # a capture's first finder -> what its lines hint at that is no log here
     for name, found_by in finders.items():
         ids, hinted = named[name]
@@ -103,31 +154,31 @@ def route_groups(sources: list[LogSource]) -> list[Group] | None:
         hints[found_by[0]] = {n for n in hinted if n not in by_name}
     roots = {joined.find(i) for found_by in finders.values() for i in found_by}
     groups: dict[int, list[int]] = {}  # in the order of each group's first log
-    for i in range(len(sources)):  # (a log is in a group only if a capture joined it to a finder)
+    for i in range(len(logs)):  # (a log is in a group only if a capture joined it to a finder)
         root = joined.find(i)
         if root in roots:
             groups.setdefault(root, []).append(i)
     return [Group(members, sorted(set().union(*(hints.get(i, ()) for i in members)))) for members in groups.values()]
 
 
-GroupsOf = Callable[[list[LogSource]], "list[Group] | None"]
+GroupsOf = Callable[[FolderLogs], "list[Group] | None"]
 """What cuts a folder's logs into groups: :func:`route_groups`, or :func:`cached_groups` of a cache."""
 
 
-def cached_groups(cache: ResultCache, sources: list[LogSource]) -> list[Group] | None:
+def cached_groups(cache: ResultCache, logs: FolderLogs) -> list[Group] | None:
     """:func:`route_groups`, answered by ``cache`` while no log or capture of the folder has changed:
     a run whose units the cache answers reads no log and no capture, not even to plan them."""
-    folder = sources[0].path.parent
-    captures = sorted({n for s in sources for n in s.beside or ()})
-    key: list[Any] = [[revision(s.path) for s in sources], [revision(folder / n) for n in captures]]
-    key.append([list(s.beside or ()) for s in sources])
+    folder = logs.folder
+    captures = sorted({n for b in logs.beside for n in b})
+    key: list[Any] = [[revision(logs.path(i)) for i in range(len(logs))], [revision(folder / n) for n in captures]]
+    key.append([list(b) for b in logs.beside])
     if any(r is None for part in key[:2] for r in part):
-        return route_groups(sources)
-    identity = [str(folder), [s.path.name for s in sources]]
+        return route_groups(logs)
+    identity = [str(folder), list(logs.names)]
     hit = cache.get("groups", identity, key)
     if hit is not None:
         return None if hit["groups"] is None else [Group(m, h) for m, h in hit["groups"]]
-    groups = route_groups(sources)
+    groups = route_groups(logs)
     cache.put("groups", identity, key, {"groups": None if groups is None else [[g.members, g.hints] for g in groups]})
     return groups
 

@@ -24,9 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
-from invariants.gate.capture_groups import GroupsOf, listed, route_groups
+from invariants.gate.capture_groups import FolderLogs, GroupsOf, listed, route_groups
 from invariants.gate.requests import RequestRouter
 from invariants.gate.result import CheckOptions, RequestCheck, SessionSummary
 from invariants.gate.result_cache import revision
@@ -80,51 +80,54 @@ def plan_units(sources: list[LogSource], captures: list[LogPath] | None, groups:
         u = by_folder.setdefault(s.path.parent, Unit([], []))
         u.sources.append(s)
         u.indexes.append(i)
-    return [part for u in by_folder.values() for part in _split(u, groups)]
+    return [part for u in by_folder.values() for part in _split(u.sources, u.indexes, groups)]
 
 
 def iter_units(sources: Iterable[LogSource], groups: GroupsOf = route_groups) -> Iterator[Unit]:
     """:func:`plan_units` of a stream whose folders are contiguous (one named root, walked folder by
-    folder): each unit as soon as the walk leaves its folder, so a run never lists every log."""
-    unit: Unit | None = None
-    folder = None
+    folder): each unit as soon as the walk leaves its folder, so a run never lists every log, and a
+    folder is held by its logs' names (:class:`~invariants.gate.capture_groups.FolderLogs`)."""
+    logs: FolderLogs | None = None
+    first = 0
     for i, s in enumerate(sources):
         parent = s.path.parent
-        if unit is None or parent != folder:
-            if unit is not None:
-                yield from _split(unit, groups)
-            unit, folder = Unit([], []), parent
-        unit.sources.append(s)
-        unit.indexes.append(i)
-    if unit is not None:
-        yield from _split(unit, groups)
+        if logs is None or parent != logs.folder:
+            if logs is not None:
+                yield from _split(logs, range(first, i), groups)
+            logs, first = FolderLogs(parent, s.root), i
+        logs.add(s)
+    if logs is not None:
+        yield from _split(logs, range(first, first + len(logs)), groups)
 
 
-def _split(unit: Unit, groups_of: GroupsOf = route_groups) -> Iterator[Unit]:
-    """A folder's unit cut into the groups of logs its captures may route between, each other log
-    alone (a folder without captures: every log alone), in the order of each unit's first log; the
-    whole folder when in doubt.  Made as they are asked for: a folder's units are not all held.
+def _split(
+    sources: FolderLogs | list[LogSource], indexes: Sequence[int], groups_of: GroupsOf = route_groups
+) -> Iterator[Unit]:
+    """A folder's logs (``indexes``: their places in the run) cut into the groups of logs its
+    captures may route between, each other log alone (a folder without captures: every log alone),
+    in the order of each unit's first log; the whole folder when in doubt.  Made as they are asked
+    for: a folder's units are not all held.
 
     Only a capture needs models together; without one, each log is checked as it would be in the
     folder, so the report is the same.  What the walk that found the logs saw beside each
     (``LogSource.beside``) decides; a folder it did not list is listed here, unless it has one log
     (nothing to split: its unit looks up its capture when checked)."""
-    one = len(unit.sources) == 1
-    sources = None if one and unit.sources[0].beside is None else listed(unit.sources)
-    if sources is None or (one and sources[0].beside):
-        yield unit  # in doubt, or one log (with its capture: nothing to cut, nothing to read)
+    one = len(sources) == 1
+    logs = None if one and sources[0].beside is None else listed(sources)
+    if logs is None or (one and logs.beside[0]):
+        yield Unit(list(sources), list(indexes))  # in doubt, or one log (with its capture: nothing to cut or read)
         return
-    groups = groups_of(sources) if any(s.beside for s in sources) else []
+    groups = groups_of(logs) if any(logs.beside) else []
     if groups is None:
-        yield unit
+        yield Unit(list(sources), list(indexes))
         return
     grouped = {i: g for g in groups for i in g.members}
-    for i, s in enumerate(sources):
+    for i in range(len(logs)):
         g = grouped.get(i)
         if g is None:
-            yield Unit([s], [unit.indexes[i]], alone=True)
+            yield Unit([logs[i]], [indexes[i]], alone=True)
         elif g.members[0] == i:
-            yield Unit([sources[k] for k in g.members], [unit.indexes[k] for k in g.members], hints=g.hints)
+            yield Unit([logs[k] for k in g.members], [indexes[k] for k in g.members], hints=g.hints)
 
 
 def replay_source(

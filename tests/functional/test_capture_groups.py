@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from invariants import ResultCache, RunStats, check
-from invariants.gate.capture_groups import route_groups
+from invariants.gate.capture_groups import listed, route_groups
 from invariants.gate.unit import iter_units, plan_units
 from invariants.read.discover import discover, iter_discover
 from tests.support.logs import Log
@@ -144,7 +144,8 @@ def test_what_is_not_known_for_certain_keeps_the_folder_whole(
     else:  # a capture line longer than the limit: a run with a larger one reads what it names
         monkeypatch.setattr("invariants.read.capture.DEFAULT_MAX_LINE", 100)
     sources = list(iter_discover([folder], []))
-    assert route_groups(sources) is None
+    logs = listed(sources)
+    assert logs is not None and route_groups(logs) is None
     units = list(iter_units(iter_discover([folder], [])))
     assert len(units) == 1 and len(units[0].sources) == len(sources)
 

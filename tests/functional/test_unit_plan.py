@@ -20,6 +20,7 @@ from invariants import ResultCache, RunStats, check
 from invariants.gate.unit import iter_units, plan_units
 from invariants.read.discover import discover, iter_discover
 from tests.conftest import SAMPLES
+from tests.support.logs import Log
 from tests.support.plans import reports, whole_folders
 
 
@@ -200,3 +201,36 @@ def test_logs_named_alone_are_planned_by_their_folder_listing(root: Path, name: 
     units = plan_units(sources, None)
     assert [len(u.sources) for u in units] == ([1, 1, 1] if cut else [3])
     assert all(u.alone == cut for u in units)
+
+
+def test_a_walked_folder_is_held_by_its_logs_names(tmp_path: Path) -> None:
+    """While a folder is planned, the walk's sources of its logs are let go: it is held as names (a
+    source and its path object were about 1 KB a log of a seed-era folder of thousands).  The units
+    it gives are the ones the listed plan gives."""
+    import gc
+
+    from invariants.gate.capture_groups import route_groups
+    from invariants.read.source import LogSource
+
+    folder = tmp_path / "cwd-0123456789ab"
+    folder.mkdir()
+    for k in range(40):
+        log = Log(f"s{k:02d}", era="late")
+        log.clean_turn(1, header_reason="initial", capture=True)
+        log.write(folder / f"s{k:02d}.jsonl")
+        if k == 7:
+            log.write_requests(folder / "s07.requests.jsonl")
+    alive: list[int] = []
+
+    def counted(logs):
+        gc.collect()
+        alive.append(sum(type(o) is LogSource and o.path.parent == folder for o in gc.get_objects()))
+        return route_groups(logs)
+
+    streamed = list(iter_units(iter_discover([folder], []), counted))
+    assert alive == [2]  # the first log's source, kept as given, and the last one the walk gave (40 before)
+    sources = discover([folder])[0]
+    assert [(u.sources, u.indexes, u.alone, u.hints) for u in streamed] == [
+        (u.sources, u.indexes, u.alone, u.hints) for u in plan_units(sources, None)
+    ]
+    assert len(streamed) == 40

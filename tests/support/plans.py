@@ -17,4 +17,8 @@ def reports(result) -> list[str]:
 
 def whole_folders(monkeypatch: pytest.MonkeyPatch) -> None:
     """Plan as before any cut: one unit a folder, whatever it holds."""
-    monkeypatch.setattr("invariants.gate.unit._split", lambda unit, *_: [unit])
+    from invariants.gate.unit import Unit
+
+    monkeypatch.setattr(
+        "invariants.gate.unit._split", lambda sources, indexes, *_: [Unit(list(sources), list(indexes))]
+    )
