@@ -57,9 +57,7 @@ def iter_discover(
     seen: set | None = None if disjoint(named) else set()
     for raw in named:
         if isinstance(raw, UrlPath) or is_url(raw):
-            found: list[LogSource] = []
-            _discover_url(found, seen, problems, UrlPath.of(str(raw)))
-            yield from found
+            yield from _discover_url(seen, problems, UrlPath.of(str(raw)))
             continue
         p = Path(raw)
         try:
@@ -139,10 +137,11 @@ def _named_file_problem(p: LogPath) -> str | None:
     return f"{p}: not a session log (expected .jsonl, .jsonl.zstd or .jsonl.zst)"
 
 
-def _discover_url(found: list[LogSource], seen: set | None, problems: list[str], url: UrlPath) -> None:
-    """The logs of one URL, in the order a local folder gives (a folder's files sorted, then its
-    folders depth first).  A SQLite database is read from local paths only: a URL one is a problem
-    sentence, never skipped quietly, so a listing cannot silently give a shorter run."""
+def _discover_url(seen: set | None, problems: list[str], url: UrlPath) -> Iterator[LogSource]:
+    """The logs of one URL as the walk reaches them, in the order a local folder gives (a folder's
+    files sorted, then its folders depth first): a bucket of a million sessions is never a list.  A
+    SQLite database is read from local paths only: a URL one is a problem sentence, never skipped
+    quietly, so a listing cannot silently give a shorter run."""
     try:
         kind = url.info().get("type")
     except UrlError as exc:
@@ -155,14 +154,14 @@ def _discover_url(found: list[LogSource], seen: set | None, problems: list[str],
         elif url.name.endswith(SQLITE_SUFFIXES):
             problems.append(f"{url}: SQLite session databases are read from local paths only")
         else:
-            _add(found, seen, LogSource(url, url.parent), str(url))
+            yield from _new(seen, LogSource(url, url.parent), str(url))
         return
     if kind != "directory":
         problems.append(f"{url}: not a regular file or directory")
         return
     for fp in _walk_url(url):
         if is_log_name(fp.name):
-            _add(found, seen, LogSource(fp, url), str(fp))
+            yield from _new(seen, LogSource(fp, url), str(fp))
         elif fp.name.endswith(SQLITE_SUFFIXES):
             problems.append(f"{fp}: SQLite session databases are read from local paths only")
 
@@ -219,10 +218,6 @@ def _new(seen: set | None, src: LogSource, real: str | None = None) -> Iterator[
     if key not in seen:
         seen.add(key)
         yield src
-
-
-def _add(found: list[LogSource], seen: set | None, src: LogSource, real: str | None = None) -> None:
-    found.extend(_new(seen, src, real))
 
 
 def _database(
