@@ -168,17 +168,16 @@ def _discover_url(seen: set | None, problems: list[str], url: UrlPath) -> Iterat
 
 def _walk_url(top: UrlPath) -> Iterator[UrlPath]:
     """Every file under ``top`` (not links), in :func:`_walk_files` order; one listing per folder."""
-    entries = sorted(top.children().items())
-    dirs = []
-    for name, info in entries:
+    files: list[str] = []
+    dirs: list[str] = []  # names only while the walk is below: a listing's entries are dicts of a dozen fields
+    for name, info in sorted(top.children().items()):
         if info.get("islink"):
             continue
-        if info.get("type") == "directory":
-            dirs.append(top / name)
-        else:
-            yield top / name
-    for d in dirs:
-        yield from _walk_url(d)
+        (dirs if info.get("type") == "directory" else files).append(name)
+    for name in files:
+        yield top / name
+    for name in dirs:
+        yield from _walk_url(top / name)
 
 
 def _walk_files(top: str) -> Iterator[tuple[str, str, bool, frozenset[str]]]:
@@ -194,19 +193,25 @@ def _walk_files(top: str) -> Iterator[tuple[str, str, bool, frozenset[str]]]:
             entries = sorted(it, key=lambda e: e.name)
     except OSError:
         return
-    listing = frozenset(e.name for e in entries)
-    dirs = []
+    # Only names are kept while the walk is below this folder: a project folder of many thousand
+    # sessions would otherwise hold an entry and a path for each until its last session is checked.
+    files: list[tuple[str, bool]] = []  # (name, regular)
+    dirs: list[str] = []
     for e in entries:
         try:
             if e.is_dir():
                 if not e.is_symlink():
-                    dirs.append(e.path)
+                    dirs.append(e.name)
             elif not e.is_symlink():
-                yield top, e.name, e.is_file(follow_symlinks=False), listing
+                files.append((e.name, e.is_file(follow_symlinks=False)))
         except OSError:
             continue
+    listing = frozenset(e.name for e in entries) if files else frozenset()
+    del entries
+    for name, regular in files:
+        yield top, name, regular, listing
     for d in dirs:
-        yield from _walk_files(d)
+        yield from _walk_files(os.path.join(top, d))
 
 
 def _new(seen: set | None, src: LogSource, real: str | None = None) -> Iterator[LogSource]:
