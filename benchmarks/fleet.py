@@ -13,7 +13,11 @@ differs by shape, so a ratio holds for the shape it was measured on;
 ``--templates K``: K distinct sessions, the rest hard
 links to them, so 100,000 folders cost the disk of K; ``--forks``: every
 second session a fork of the one before it, as a subagent's is, every
-session with an id of its own), then, for each mode,
+session with an id of its own; ``--faults K``: sessions 0..K-1 given one
+finding's cause each (a damaged line, a torn tail, a seq out of place, a
+request the log does not explain: :func:`inject_faults`), the same K in a
+root of any size, so two sizes compare at a constant number of findings, as
+issue 30's memory target reads), then, for each mode,
 runs ``inspector check ROOT --format json --no-cache -q`` in a fresh process
 and prints: wall time, the *parse floor* (a fresh process that walks the
 root and parses every line of every ``.jsonl`` with orjson), their ratio,
@@ -39,6 +43,7 @@ to import from source against 0.22 s from its cache).
     python benchmarks/fleet.py --sessions 100000 --shape small --templates 1000 --keep /tmp/f100k
     python benchmarks/fleet.py --sessions 10000 --templates 1000 --layout cwd --no-captures --keep /tmp/c10k
     python benchmarks/fleet.py --sessions 100000 --shape small --templates 1000 --forks --keep /tmp/k100k
+    python benchmarks/fleet.py --sessions 100000 --shape small --templates 1000 --faults 40 --keep /tmp/e100k
 """
 
 from __future__ import annotations
@@ -106,6 +111,38 @@ def make_root(
         made.append((log, capture))
         if not with_capture:
             capture.unlink()
+
+
+FAULTS = ("request", "damaged", "torn", "seq")
+
+
+def inject_faults(root: Path, faults: int, layout: str, per_folder: int, forks: bool, captures: bool) -> None:
+    """Give sessions ``0..faults-1`` a finding's cause each, by ``i % 4`` (:data:`FAULTS`): a request
+    line the log does not explain (an extra field; sessions without a capture get a damaged line
+    instead), a line cut short mid-log, a torn last line, a seq out of place.  A changed file is
+    written anew and renamed over its name, so the template it was linked to keeps its bytes."""
+    for i in range(faults):
+        log, capture = paths(root, i, layout, per_folder, forks)
+        kind = FAULTS[i % 4]
+        if kind == "request" and not (captures and capture.exists()):
+            kind = "damaged"
+        target = capture if kind == "request" else log
+        lines = target.read_bytes().split(b"\n")  # the last item is b"" after the final newline
+        if kind == "request":
+            line = json.loads(lines[0])
+            line["request"]["faultInjected"] = True
+            lines[0] = json.dumps(line, separators=(",", ":")).encode()
+        elif kind == "damaged":
+            lines[len(lines) // 2] = lines[len(lines) // 2][:20]
+        elif kind == "torn":
+            lines = lines[:-2] + [lines[-2][: len(lines[-2]) // 2]]
+        else:
+            at = len(lines) // 2
+            seq = json.loads(lines[at])["seq"]
+            lines[at] = lines[at].replace(f'"seq":{seq},'.encode(), f'"seq":{seq + 1000},'.encode(), 1)
+        fresh = target.with_name(target.name + ".fault")
+        fresh.write_bytes(b"\n".join(lines))
+        os.replace(fresh, target)
 
 
 def fleet_id(i: int) -> str:
@@ -201,7 +238,10 @@ for folder, _, names in os.walk(sys.argv[1]):
             with open(os.path.join(folder, name), "rb") as fh:
                 for line in fh:
                     if line.strip():
-                        loads(line)
+                        try:  # a damaged line (--faults) is parsed as far as it goes, as a check does
+                            loads(line)
+                        except ValueError:
+                            pass
                         n += 1
 print(n)
 """
@@ -247,6 +287,7 @@ def main() -> int:
     ap.add_argument("--layout", choices=("project", "cwd"), default="project", help="harness layout (see above)")
     ap.add_argument("--no-captures", action="store_true", help="no capture beside any session")
     ap.add_argument("--forks", action="store_true", help="every second session a fork of the one before it")
+    ap.add_argument("--faults", type=int, default=0, help="sessions 0..K-1 given a finding each (see above)")
     args = ap.parse_args()
 
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="fleet-bench-"))
@@ -267,6 +308,7 @@ def main() -> int:
                 captures=not args.no_captures,
                 forks=args.forks,
             )
+            inject_faults(root, args.faults, args.layout, args.templates or 1000, args.forks, not args.no_captures)
             print(f"generated {args.sessions} sessions in {time.perf_counter() - t:.1f}s under {root}")
         env = child_env(Path(cache.name))
         base = [sys.executable, "-m", "inspector.cli", "check", "--format", "json", "--no-cache", "-q"]

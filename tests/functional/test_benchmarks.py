@@ -60,3 +60,30 @@ def test_fleet_benchmark_forks_are_children_of_the_session_before(tmp_path: Path
     result = check([root])
     assert result.findings == [] and result.problems == []
     assert sum(r.status == "ok" for r in result.requests) == len(result.requests) > 0
+
+
+@pytest.mark.parametrize("layout", ["project", "cwd"])
+def test_fleet_benchmark_faults_are_the_same_findings_in_a_root_of_any_size(tmp_path: Path, layout: str) -> None:
+    """``--faults K``: sessions 0..K-1 each get one finding's cause, one of each kind, and the copies
+    of a faulted template stay clean, so a root of 8 and one of 16 sessions hold the same findings."""
+    pytest.importorskip("psutil")
+    from invariants import check
+
+    found = []
+    for n in (8, 16):
+        root = tmp_path / f"root{n}"
+        argv = [sys.executable, str(ROOT / "benchmarks" / "fleet.py"), "--sessions", str(n), "--keep", str(root)]
+        flags = ["--shape", "small", "--templates", "4", "--layout", layout, "--faults", "4"]
+        done = subprocess.run(
+            [*argv, *flags, "--modes", "serial,jobs2", "--no-overhead"], capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr
+        rows = [line for line in done.stdout.splitlines() if line.split()[:1] in (["serial"], ["jobs2"])]
+        assert len(rows) == 2 and all(r.endswith("identical (exit 1)") for r in rows), done.stdout
+        result = check([root])
+        found.append(sorted((Path(f.file).relative_to(root).as_posix(), f.rule) for f in result.findings))
+    assert found[0] == found[1]
+    faulted = {name for name, _ in found[0]}
+    assert len(faulted) == 4  # sessions 0..3: one a request the log does not explain, three logs
+    rules = {rule for _, rule in found[0]}
+    assert {"LOG001", "LOG003", "LOG004"} <= rules and any(r.startswith("DIV") for r in rules), rules
