@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any, Callable, Iterable
@@ -14,6 +16,7 @@ import sqlite_utils
 from invariants.gate.executor import Executor
 from invariants.gate.policy import FindingPolicy
 
+from . import spill
 from .plan import _attach_state
 from .work import GroupResult, GroupTask, process_group, use_policy
 
@@ -22,12 +25,35 @@ def _run_tasks(
     db: sqlite_utils.Database, tasks: Iterable[GroupTask], count: int, jobs: int | None, policy: FindingPolicy
 ) -> Iterable[GroupResult]:
     """The ``count`` folder tasks (made as they are reached) run here or on ``jobs`` local processes,
-    results in order."""
+    results in order; a folder of more than ``SPILL_LOGS`` logs gives its rows through a file, in a
+    temporary folder made when the first such folder is reached (:mod:`.spill`)."""
     jobs = jobs if jobs is not None else default_jobs()
+    with ExitStack() as stack:
+        made: list[str] = []
+
+        def ready(task: GroupTask) -> GroupTask:
+            _attach_state(db, task)
+            if len(task.logs) > spill.SPILL_LOGS:
+                if not made:
+                    made.append(stack.enter_context(tempfile.TemporaryDirectory(prefix="inspector-index-")))
+                task.spill = made[0]
+            return task
+
+        yield from _run_local(db, tasks, count, jobs, policy, ready)
+
+
+def _run_local(
+    db: sqlite_utils.Database,
+    tasks: Iterable[GroupTask],
+    count: int,
+    jobs: int,
+    policy: FindingPolicy,
+    ready: Callable[[GroupTask], GroupTask],
+) -> Iterable[GroupResult]:
+    """The tasks, each made ``ready`` as it is sent, run here or on ``jobs`` worker processes."""
     if jobs <= 1 or count <= 1:
         for task in tasks:
-            _attach_state(db, task)
-            yield process_group(task, policy)
+            yield process_group(ready(task), policy)
         return
     import multiprocessing
 
@@ -40,16 +66,14 @@ def _run_tasks(
         pending: deque[Future] = deque()
         it = iter(tasks)
         for task in it:
-            _attach_state(db, task)
-            pending.append(pool.submit(process_group, task))
+            pending.append(pool.submit(process_group, ready(task)))
             if len(pending) >= window:
                 break
         while pending:
             result = pending.popleft().result()
             nxt = next(it, None)
             if nxt is not None:
-                _attach_state(db, nxt)
-                pending.append(pool.submit(process_group, nxt))
+                pending.append(pool.submit(process_group, ready(nxt)))
             yield result
 
 

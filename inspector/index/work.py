@@ -45,6 +45,7 @@ from invariants.replay.model import SessionModel
 from invariants.replay.session import replay
 
 from . import rows as R
+from .spill import Rows, RowSink
 
 HASH_WINDOW = 4096
 _IN_FILE_ORDER = report_order(())  # within one file: by seq, line and rule, as the report sorts them
@@ -154,6 +155,7 @@ class GroupTask:
     captures: list[CaptureTask]
     recheck_all: bool = False  # a log or capture of this folder was removed
     gone_captures: list[str] = field(default_factory=list)  # captures indexed before, now absent
+    spill: str | None = None  # a folder to write this (large) folder's rows to, in a local run (:mod:`.spill`)
 
 
 @dataclass
@@ -206,7 +208,7 @@ class CaptureResult:
 @dataclass
 class GroupResult:
     folder: str
-    sessions: list[SessionResult]
+    sessions: Rows[SessionResult]  # in writing order; the writer discards a spilled file once written
     captures: list[CaptureResult]
     recheck_all: bool
     parsed: bool = False  # did any file get read past its first bytes
@@ -240,13 +242,15 @@ def process_group(task: GroupTask, policy: FindingPolicy | None = None) -> Group
 
     The folder is cut as a check cuts it (:func:`_capture_groups`): a log no capture routes to is
     read, made into rows and let go at once, and a group's models are held only while its captures
-    are checked, so a seed-era folder of thousands of logs never holds them all.  ``policy`` (default:
+    are checked, so a seed-era folder of thousands of logs never holds them all; with a spill folder
+    (``task.spill``) its rows are not held either (:mod:`.spill`).  ``policy`` (default:
     the one :func:`use_policy` set) decides which findings are kept.
     """
     policy = policy if policy is not None else _WORKER_POLICY
     logs = task.logs
-    changed: dict[int, SessionResult] = {}  # place in the folder -> result, for the changed logs
-    context: dict[int, SessionResult] = {}  # the unchanged logs read to route captures
+    # The writer takes the changed logs' rows in folder order, then the unchanged ones read to route captures.
+    sink: RowSink[SessionResult] = RowSink(task.spill)
+    actions: dict[int, str] = {}  # place in the folder -> action, for every log read
     held: dict[int, tuple[SessionResult, SessionModel]] = {}
     parsed = False
 
@@ -258,14 +262,17 @@ def process_group(task: GroupTask, policy: FindingPolicy | None = None) -> Group
         except Exception as exc:  # one bad log must not stop a postmortem index
             res, model = SessionResult(lt.path, lt.root, "error", lt.stat, problem=_problem(lt.path, exc)), None
         parsed = parsed or res.action != "context"
-        (changed if lt.changed else context)[i] = res
-        if model is not None:
+        actions[i] = res.action
+        if model is None:
+            sink.put((not lt.changed, i), res)
+        else:
             held[i] = (res, model)
 
     def fill(i: int) -> None:
         if i in held:
             res, model = held.pop(i)
             _fill(res, model, logs[i].previous, policy)
+            sink.put((not logs[i].changed, i), res)
 
     groups = _capture_groups(task) if task.captures else []
     grouped = {i for members, _ in groups for i in members}
@@ -281,20 +288,20 @@ def process_group(task: GroupTask, policy: FindingPolicy | None = None) -> Group
             task.recheck_all
             or policy.baseline_entries is not None
             or any(p.all_lines for p in plans)
-            or any(_rewritten(r) for r in changed.values())
+            or any(_rewritten(a) for i, a in actions.items() if logs[i].changed)
         )
         for i in sorted(grouped):  # a log read in full rechecks every capture: read until one was
             if all_lines:
                 break
             if logs[i].changed:
                 load(i)
-                all_lines = _rewritten(changed[i])
+                all_lines = _rewritten(actions[i])
         work = all_lines or any(
             p.action != "same" or (ct.previous and ct.previous.unexplained_lines) for ct, p in zip(task.captures, plans)
         )
         for members, cap_places in groups:
             for i in members:
-                if i not in changed and i not in context and (logs[i].changed or work):
+                if i not in actions and (logs[i].changed or work):
                     load(i)  # routing needs every session of the group: unchanged ones from their checkpoints
             if work:
                 for k in cap_places:
@@ -305,11 +312,10 @@ def process_group(task: GroupTask, policy: FindingPolicy | None = None) -> Group
                 parsed = _check_captures(checks, [held[i][1] for i in members if i in held], policy) or parsed
             for i in members:
                 fill(i)
-    results = [changed[i] for i in sorted(changed)] + [context[i] for i in sorted(context)]
     checked = [caps[k] for k in sorted(caps)]
     return GroupResult(
         task.folder,
-        results,
+        sink.rows(),
         checked,
         task.recheck_all or (bool(checked) and checked[0].all_lines),
         parsed,
@@ -333,8 +339,8 @@ def _check_captures(
     return read
 
 
-def _rewritten(res: SessionResult) -> bool:
-    return res.action in ("new", "replace")
+def _rewritten(action: str) -> bool:
+    return action in ("new", "replace")
 
 
 def _capture_groups(task: GroupTask) -> list[tuple[list[int], list[int]]]:

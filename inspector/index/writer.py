@@ -87,13 +87,13 @@ class _Writer:
         self.batch = 1 if after_folder is not None else BATCH_GROUPS
 
     def write(self, result: GroupResult) -> None:
+        try:
+            self._write(result)
+        finally:
+            result.sessions.discard()
+
+    def _write(self, result: GroupResult) -> None:
         conn = self.conn
-        for res in result.sessions:
-            if res.problem:
-                self.stats.problems.append(res.problem)
-        for cr in result.captures:
-            if cr.problem:
-                self.stats.problems.append(cr.problem)
         if result.parsed:
             self.stats.parsed_groups += 1
         if not conn.in_transaction:
@@ -111,12 +111,17 @@ class _Writer:
                 )
             keys: dict[str, int] = {}
             touched: set[int] = set()
-            for res in result.sessions:
+            for res in result.sessions:  # read once: a spilled folder's rows come from its file one at a time
+                if res.problem:
+                    self.stats.problems.append(res.problem)
                 if res.action == "error":
                     continue
                 sid = self._session(res)
                 keys[res.path] = sid
                 touched.add(sid)
+            for cr in result.captures:
+                if cr.problem:
+                    self.stats.problems.append(cr.problem)
             folder_keys: dict[str, int] = {}
             if result.captures or result.recheck_all:
                 folder_keys = {

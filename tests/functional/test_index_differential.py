@@ -120,15 +120,24 @@ def growing_root(root: Path) -> list[Growing]:
     return sessions
 
 
+@pytest.mark.parametrize("spill", [False, True])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("kind", ["samples", "growing"])
-def test_an_index_kept_up_to_date_equals_a_full_one(tmp_path: Path, kind: str, seed: int) -> None:
+def test_an_index_kept_up_to_date_equals_a_full_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, seed: int, spill: bool
+) -> None:
+    """``spill``: the kept index gives every folder's rows through a file (:mod:`inspector.index.spill`),
+    the full one holds them."""
+    from inspector.index import spill
+
     root = tmp_path / "logs"
     growing = growing_root(root) if kind == "growing" else []
     if kind == "samples":
         shutil.copytree(SAMPLES, root)
     rnd = random.Random(seed)
     db = tmp_path / "index.db"
+    if spill:
+        monkeypatch.setattr(spill, "SPILL_LOGS", 0)
     build_index([root], db, jobs=1)
     for round_ in range(3):
         done = [
@@ -137,5 +146,7 @@ def test_an_index_kept_up_to_date_equals_a_full_one(tmp_path: Path, kind: str, s
         ]
         build_index([root], db, jobs=1)
         fresh = tmp_path / f"full-{round_}.db"
-        build_index([root], fresh, jobs=1, full=True)
+        with monkeypatch.context() as m:
+            m.setattr(spill, "SPILL_LOGS", 10**9)  # the full index holds every folder's rows
+            build_index([root], fresh, jobs=1, full=True)
         assert rows(db) == rows(fresh), f"round {round_}, after: {done}"
