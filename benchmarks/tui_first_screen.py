@@ -201,10 +201,14 @@ def in_tmux(log: Path, code: Path | None = None, moves: bool = True) -> None:
     if shutil.which("tmux") is None or (code is None and shutil.which("inspector") is None):
         print("tmux run skipped: tmux or the inspector command is not on PATH")
         return
+    log = log.resolve()
     command = f"inspector {log}" if code is None else f"env PYTHONPATH={code} {sys.executable} -m inspector.cli {log}"
+    # ``-m`` puts the working directory first on sys.path: from a checkout, that checkout's code would
+    # run whatever PYTHONPATH says, so the pane starts in ``code`` itself.
+    where = ["-c", str(code)] if code is not None else []
     name = f"tui-bench-{time.time_ns()}"
     started = time.perf_counter()
-    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "160", "-y", "45", command], check=True)
+    subprocess.run(["tmux", "new-session", "-d", "-s", name, *where, "-x", "160", "-y", "45", command], check=True)
     try:
         while time.perf_counter() - started < 30:
             pane = subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
