@@ -4,7 +4,11 @@ Such a file is a run of independent, checksummed zstd frames: frame 0 holds
 the header line, each later frame one append batch. ``iter_frames`` walks
 the frames the way the harness does: it finds each frame's end from the
 frame and block headers, then decompresses the whole frame and checks its
-checksum before handing the bytes over. Memory use is bounded by one frame.
+checksum before handing the bytes over. Memory use is bounded by one frame:
+a small one (the harness's append batches) is decompressed at once; a large
+one (a log compressed whole by the ``zstd`` tool is one frame) is decompressed
+twice from its compressed bytes, in pieces, once to check it and once to hand
+it over, so what is held is the frame's compressed bytes, not the log.
 
 Failures (``FrameError.kind``):
 
@@ -16,7 +20,8 @@ harness's own reader refuses them: the log reader says so in one finding.)
   complete. Nothing is yielded (the harness recovers nothing here either).
 * ``"torn"``: the file ends inside a later frame. The bytes that partial
   frame decodes to are yielded first (nothing if it decodes to nothing or
-  its available blocks are bad), then the error is raised. A tail of 1-3
+  its available blocks are bad; of a large one, the pieces that decode
+  before a bad block), then the error is raised. A tail of 1-3
   bytes, too short to be checked as a frame magic, also counts as torn.
 * ``"corrupt"``: bad magic, reserved header bits or block type, or a
   complete frame that fails to decompress or fails its checksum.
@@ -44,6 +49,9 @@ _BLOCK_MAX = 128 * 1024  # Block_Maximum_Size: no block regenerates more
 MAX_EXPANSION = 1000
 #: ...on top of this allowance, so small files with one big batch are never refused.
 EXPANSION_FLOOR = 64 * 1024 * 1024
+#: A frame that may decompress to more than this is decompressed in pieces (see above).
+WHOLE_FRAME = 4 * 1024 * 1024
+_PIECE = 64 * 1024  # compressed bytes fed to the decoder at a time when in pieces
 
 
 class FrameError(Exception):
@@ -172,25 +180,45 @@ def iter_frames(fh: BinaryIO, skipped: list[tuple[int, int]] | None = None) -> I
             if index == 0:
                 what = "the file is empty" if start == src.offset else "the header frame is incomplete"
                 raise FrameError("no-header-frame", 0, start, what) from None
-            try:
-                partial = dctx.decompressobj().decompress(b"".join(parts))
+            try:  # what its complete blocks hold (a torn frame has no checksum to check)
+                yield from _pieces(dctx, b"".join(parts), whole=bound[0] <= WHOLE_FRAME)
             except zstandard.ZstdError:
-                partial = b""
-            if partial:
-                yield partial
+                pass
             raise FrameError("torn", index, start, "the file ends inside this frame") from None
         expanded += bound[0]
         _check_expansion(expanded, src.offset, index, start)
+        data = b"".join(parts)
+        parts.clear()
         try:
-            obj = dctx.decompressobj()
-            plain = obj.decompress(b"".join(parts))
-            complete = obj.eof and not obj.unused_data
+            if bound[0] <= WHOLE_FRAME:
+                obj = dctx.decompressobj()
+                plain = obj.decompress(data)
+                complete = obj.eof and not obj.unused_data
+            else:  # checked first, its output let go piece by piece: nothing is handed over unchecked
+                obj = dctx.decompressobj()
+                for at in range(0, len(data), _PIECE):
+                    obj.decompress(data[at : at + _PIECE])
+                complete = obj.eof and not obj.unused_data
         except zstandard.ZstdError as exc:
             raise FrameError("corrupt", index, start, f"decompression failed ({exc})") from None
         if not complete:
             raise FrameError("corrupt", index, start, "the decoder did not finish at the frame end")
-        yield plain
+        if bound[0] <= WHOLE_FRAME:
+            yield plain
+        else:
+            yield from _pieces(dctx, data, whole=False)
         index += 1
+
+
+def _pieces(dctx: zstandard.ZstdDecompressor, data: bytes, whole: bool) -> Iterator[bytes]:
+    """The decompressed bytes of the frame (or the start of one) in ``data``: at once (``whole``), or
+    as they come out of ``_PIECE`` compressed bytes at a time; nothing empty."""
+    obj = dctx.decompressobj()
+    step = len(data) if whole else _PIECE
+    for at in range(0, len(data), step):
+        piece = obj.decompress(data[at : at + step])
+        if piece:
+            yield piece
 
 
 def _check_expansion(expanded: int, read: int, index: int, start: int) -> None:

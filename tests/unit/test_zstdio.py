@@ -276,3 +276,51 @@ def test_hostile_input_raises_only_frame_error(case):
     assert all(isinstance(frame, bytes) for frame in out)
     if exc is not None and exc.kind == "no-header-frame":
         assert out == []
+
+
+def _one_big_frame(size: int, seed: int = 3) -> tuple[bytes, bytes]:
+    """A log compressed whole, as the ``zstd`` tool does it: the header and ``size`` bytes of compressible
+    lines in one checksummed frame."""
+    rng = random.Random(seed)
+    words = [b"alpha", b"beta", b"gamma", b"delta", b"epsilon"]
+    lines, n = [HEADER], 0
+    while n < size:
+        line = b'{"type":"x","seq":%d,"time":2,"data":{"t":"%s"}}\n' % (len(lines), b" ".join(rng.choices(words, k=40)))
+        lines.append(line)
+        n += len(line)
+    content = b"".join(lines)
+    return content, zstandard.ZstdCompressor(level=3, write_checksum=True).compress(content)
+
+
+def test_a_large_frame_comes_in_pieces_and_whole():
+    """A frame that may decompress to more than WHOLE_FRAME (a log compressed whole by ``zstd``) is
+    handed over in pieces, never the whole log at once, and all of it."""
+    from invariants.read.zstdio import WHOLE_FRAME
+
+    content, data = _one_big_frame(3 * WHOLE_FRAME)
+    out, exc = read_all(data)
+    assert exc is None and b"".join(out) == content
+    assert len(out) > 10 and max(map(len, out)) < WHOLE_FRAME
+
+
+def test_a_large_frame_that_fails_its_checksum_hands_over_nothing():
+    """Pieces of a large frame are handed over only once the whole frame has been checked."""
+    from invariants.read.zstdio import WHOLE_FRAME
+
+    _, data = _one_big_frame(2 * WHOLE_FRAME)
+    bad = data[:-1] + bytes([data[-1] ^ 0xFF])  # the content checksum is the frame's last 4 bytes
+    out, exc = read_all(bad)
+    assert out == [] and exc is not None and exc.kind == "corrupt" and exc.frame_index == 0
+
+
+def test_a_torn_large_frame_yields_what_its_complete_blocks_hold():
+    from invariants.read.zstdio import WHOLE_FRAME
+
+    content, data = _one_big_frame(4 * WHOLE_FRAME)  # its first half alone may decompress to more than WHOLE_FRAME
+    small = encode([HEADER])
+    torn = small + data[: len(data) // 2]  # a header frame, then a large frame cut in its middle
+    out, exc = read_all(torn)
+    assert exc is not None and exc.kind == "torn" and exc.frame_index == 1
+    assert out[0] == HEADER and len(out) > 2
+    got = b"".join(out[1:])
+    assert len(got) > WHOLE_FRAME // 2 and content.startswith(got)
