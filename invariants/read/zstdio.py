@@ -34,6 +34,7 @@ harness's own reader refuses them: the log reader says so in one finding.)
 
 from __future__ import annotations
 
+import io
 import os
 from typing import BinaryIO, Callable, Iterator
 
@@ -51,7 +52,7 @@ MAX_EXPANSION = 1000
 EXPANSION_FLOOR = 64 * 1024 * 1024
 #: A frame that may decompress to more than this is decompressed in pieces (see above).
 WHOLE_FRAME = 4 * 1024 * 1024
-_PIECE = 64 * 1024  # compressed bytes fed to the decoder at a time when in pieces
+_PIECE = 1024 * 1024  # the most a piece holds (decompressed)
 
 
 class FrameError(Exception):
@@ -181,7 +182,12 @@ def iter_frames(fh: BinaryIO, skipped: list[tuple[int, int]] | None = None) -> I
                 what = "the file is empty" if start == src.offset else "the header frame is incomplete"
                 raise FrameError("no-header-frame", 0, start, what) from None
             try:  # what its complete blocks hold (a torn frame has no checksum to check)
-                yield from _pieces(dctx, b"".join(parts), whole=bound[0] <= WHOLE_FRAME)
+                if bound[0] <= WHOLE_FRAME:
+                    partial = dctx.decompressobj().decompress(b"".join(parts))
+                    if partial:
+                        yield partial
+                else:
+                    yield from _pieces(dctx, b"".join(parts))
             except zstandard.ZstdError:
                 pass
             raise FrameError("torn", index, start, "the file ends inside this frame") from None
@@ -189,36 +195,31 @@ def iter_frames(fh: BinaryIO, skipped: list[tuple[int, int]] | None = None) -> I
         _check_expansion(expanded, src.offset, index, start)
         data = b"".join(parts)
         parts.clear()
+        if bound[0] > WHOLE_FRAME:
+            try:  # checked first, its output let go piece by piece: nothing is handed over unchecked
+                for _ in _pieces(dctx, data):
+                    pass
+            except zstandard.ZstdError as exc:
+                raise FrameError("corrupt", index, start, f"decompression failed ({exc})") from None
+            yield from _pieces(dctx, data)
+            index += 1
+            continue
         try:
-            if bound[0] <= WHOLE_FRAME:
-                obj = dctx.decompressobj()
-                plain = obj.decompress(data)
-                complete = obj.eof and not obj.unused_data
-            else:  # checked first, its output let go piece by piece: nothing is handed over unchecked
-                obj = dctx.decompressobj()
-                for at in range(0, len(data), _PIECE):
-                    obj.decompress(data[at : at + _PIECE])
-                complete = obj.eof and not obj.unused_data
+            obj = dctx.decompressobj()
+            plain = obj.decompress(data)
+            complete = obj.eof and not obj.unused_data
         except zstandard.ZstdError as exc:
             raise FrameError("corrupt", index, start, f"decompression failed ({exc})") from None
         if not complete:
             raise FrameError("corrupt", index, start, "the decoder did not finish at the frame end")
-        if bound[0] <= WHOLE_FRAME:
-            yield plain
-        else:
-            yield from _pieces(dctx, data, whole=False)
+        yield plain
         index += 1
 
 
-def _pieces(dctx: zstandard.ZstdDecompressor, data: bytes, whole: bool) -> Iterator[bytes]:
-    """The decompressed bytes of the frame (or the start of one) in ``data``: at once (``whole``), or
-    as they come out of ``_PIECE`` compressed bytes at a time; nothing empty."""
-    obj = dctx.decompressobj()
-    step = len(data) if whole else _PIECE
-    for at in range(0, len(data), step):
-        piece = obj.decompress(data[at : at + step])
-        if piece:
-            yield piece
+def _pieces(dctx: zstandard.ZstdDecompressor, data: bytes) -> Iterator[bytes]:
+    """The decompressed bytes of the frame (or the start of one) in ``data``, at most ``_PIECE`` at a
+    time however well it compressed (the decoder stops at the frame's end, and checks its checksum)."""
+    yield from dctx.read_to_iter(io.BytesIO(data), read_size=64 * 1024, write_size=_PIECE)
 
 
 def _check_expansion(expanded: int, read: int, index: int, start: int) -> None:
