@@ -3,8 +3,9 @@
 A seed-era project folder (``cwd-<hash12>/<id>.jsonl``) holds every session of a project, often
 thousands.  Its rows were one result: the worker held them all until the folder was done, sent them
 to the writer as one object, and the writer held them until they were written: about 22 KB of
-memory a small session (one folder of 8,000: 272 MB; now 175 MB, most of it the SQLite page cache).  With a spill folder, each session's rows go to a file as soon as
-they are made, and the writer reads them back one session at a time, in the order it writes them
+memory a small session (one folder of 8,000: 272 MB; now 175 MB, up to 64 of it the SQLite page
+cache).  With a spill folder, each session's rows go to a file as soon as they are made, and the
+writer reads them back one session at a time, in the order it writes them
 (the worker makes them in another order: capture groups first need every member read).  Only a
 writer on the same machine can read the file, so only local runs (this process, or its worker
 processes) spill; a task sent to a Dask cluster keeps its rows in the result.
