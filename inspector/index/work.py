@@ -248,11 +248,14 @@ def process_group(task: GroupTask, policy: FindingPolicy | None = None) -> Group
     """
     policy = policy if policy is not None else _WORKER_POLICY
     logs = task.logs
-    # The writer takes the changed logs' rows in folder order, then the unchanged ones read to route captures.
     sink: RowSink[SessionResult] = RowSink(task.spill)
     actions: dict[int, str] = {}  # place in the folder -> action, for every log read
     held: dict[int, tuple[SessionResult, SessionModel]] = {}
     parsed = False
+
+    def done(i: int, res: SessionResult) -> None:
+        # The writer takes the changed logs' rows in folder order, then the unchanged ones read to route captures.
+        sink.put((not logs[i].changed, i), res)
 
     def load(i: int) -> None:
         nonlocal parsed
@@ -264,7 +267,7 @@ def process_group(task: GroupTask, policy: FindingPolicy | None = None) -> Group
         parsed = parsed or res.action != "context"
         actions[i] = res.action
         if model is None:
-            sink.put((not lt.changed, i), res)
+            done(i, res)
         else:
             held[i] = (res, model)
 
@@ -272,7 +275,7 @@ def process_group(task: GroupTask, policy: FindingPolicy | None = None) -> Group
         if i in held:
             res, model = held.pop(i)
             _fill(res, model, logs[i].previous, policy)
-            sink.put((not logs[i].changed, i), res)
+            done(i, res)
 
     groups = _capture_groups(task) if task.captures else []
     grouped = {i for members, _ in groups for i in members}
