@@ -3,7 +3,8 @@
 Generates N sessions in the harness layout (one folder each, so one unit
 each; a ``requests.jsonl`` capture beside every fourth; ``--layout cwd``: the
 seed-era layout, ``cwd-<hash12>/<id>.jsonl`` with ``<id>.requests.jsonl``,
-a project folder of ``--templates`` sessions (1,000 without); ``--no-captures``:
+a project folder of ``--per-folder`` sessions (default ``--templates``, else
+1,000; as many as ``--sessions``: one flat folder); ``--no-captures``:
 none) with
 ``invariants.simulate.large.generate_large`` in one of three ``SHAPES``
 (``--shape``: ``long``, the default, ~360 lines, 3 steps of long replies;
@@ -79,27 +80,35 @@ def make_root(
     layout: str = "project",
     captures: bool = True,
     forks: bool = False,
+    per_folder: int = 0,
 ) -> None:
     """``sessions`` logs in ``layout`` (:func:`paths`), a capture beside every fourth (none without
     ``captures``).  ``templates`` > 0: that many distinct sessions are generated (a multiple of 4) and
     the rest are hard links to them (a 100,000-session root costs the disk of ``templates``; every
     folder is still listed and every log read).  ``forks``: every second session is a fork of the one
     before it (:func:`write_fork`), and every session has an id of its own (copies of a template are
-    written with their own id, not linked), so each child has exactly one parent."""
+    written with their own id, not linked), so each child has exactly one parent.  ``per_folder``:
+    sessions a ``cwd`` project folder (``templates`` or 1,000 without); when a folder holds more than
+    ``templates``, copies are written with their own id too, so no id repeats in a folder."""
     made: list[tuple[Path, Path]] = []
+    per_folder = per_folder or templates or 1000
+    own_ids = forks or (layout == "cwd" and templates and per_folder > templates)
     for i in range(sessions):
-        log, capture = paths(root, i, layout, templates or 1000, forks)
+        log, capture = paths(root, i, layout, per_folder, forks)
         log.parent.mkdir(parents=True, exist_ok=True)
         with_capture = captures and i % 4 == 0
         if forks and i % 2:
-            write_fork(paths(root, i - 1, layout, templates or 1000, forks)[0], log, fleet_id(i))
+            write_fork(paths(root, i - 1, layout, per_folder, forks)[0], log, fleet_id(i))
             continue
-        if forks and templates and i >= templates:
-            src_log, src_capture = made[i % templates // 2]  # the templates are the parents
+        if own_ids and templates and i >= templates:
+            # (with forks, made holds the parents: the even templates)
+            src_log, src_capture = made[i % templates // 2 if forks else i % templates]
             old, new = own_id(src_log), fleet_id(i).encode()
             log.write_bytes(src_log.read_bytes().replace(old, new))
             if with_capture:
-                capture.write_bytes(src_capture.read_bytes().replace(old, new))
+                named = b'"sessionFile":"%s"' % src_log.name.encode()  # the capture names its log's file too
+                own = b'"sessionFile":"%s"' % log.name.encode()
+                capture.write_bytes(src_capture.read_bytes().replace(old, new).replace(named, own))
             continue
         if templates and i >= templates:
             src_log, src_capture = made[i % templates]
@@ -288,6 +297,7 @@ def main() -> int:
     ap.add_argument("--no-captures", action="store_true", help="no capture beside any session")
     ap.add_argument("--forks", action="store_true", help="every second session a fork of the one before it")
     ap.add_argument("--faults", type=int, default=0, help="sessions 0..K-1 given a finding each (see above)")
+    ap.add_argument("--per-folder", type=int, default=0, help="--layout cwd: sessions a project folder (see above)")
     args = ap.parse_args()
 
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="fleet-bench-"))
@@ -307,8 +317,10 @@ def main() -> int:
                 layout=args.layout,
                 captures=not args.no_captures,
                 forks=args.forks,
+                per_folder=args.per_folder,
             )
-            inject_faults(root, args.faults, args.layout, args.templates or 1000, args.forks, not args.no_captures)
+            per_folder = args.per_folder or args.templates or 1000
+            inject_faults(root, args.faults, args.layout, per_folder, args.forks, not args.no_captures)
             print(f"generated {args.sessions} sessions in {time.perf_counter() - t:.1f}s under {root}")
         env = child_env(Path(cache.name))
         base = [sys.executable, "-m", "inspector.cli", "check", "--format", "json", "--no-cache", "-q"]

@@ -87,3 +87,32 @@ def test_fleet_benchmark_faults_are_the_same_findings_in_a_root_of_any_size(tmp_
     assert len(faulted) == 4  # sessions 0..3: one a request the log does not explain, three logs
     rules = {rule for _, rule in found[0]}
     assert {"LOG001", "LOG003", "LOG004"} <= rules and any(r.startswith("DIV") for r in rules), rules
+
+
+def test_fleet_benchmark_per_folder_makes_one_flat_folder_of_distinct_sessions(tmp_path: Path) -> None:
+    """``--layout cwd --per-folder N``: N sessions in one project folder; the copies of a template
+    get their own id, and their captures name their own log, so no capture routes to another log
+    (each log is a unit alone: a copy's capture naming its template's file grouped them all)."""
+    pytest.importorskip("psutil")
+    import orjson
+
+    from invariants import check
+    from invariants.gate.unit import iter_units
+    from invariants.read.discover import iter_discover
+
+    root = tmp_path / "root"
+    argv = [sys.executable, str(ROOT / "benchmarks" / "fleet.py"), "--sessions", "16", "--keep", str(root)]
+    flags = ["--shape", "small", "--templates", "4", "--layout", "cwd", "--per-folder", "16"]
+    done = subprocess.run([*argv, *flags, "--modes", "serial", "--no-overhead"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    logs = sorted(root.glob("cwd-*/fleet-*[0-9].jsonl"))
+    assert len(logs) == 16 and len({p.parent for p in logs}) == 1
+    assert len({orjson.loads(p.read_bytes().split(b"\n", 1)[0])["id"] for p in logs}) == 16
+    for capture in root.glob("cwd-*/*.requests.jsonl"):
+        first = orjson.loads(capture.read_bytes().split(b"\n", 1)[0])
+        assert first["sessionFile"] == capture.name.replace(".requests", "")
+    units = list(iter_units(iter_discover([root], [])))
+    assert len(units) == 16 and all(len(u.sources) == 1 for u in units)
+    result = check([root])
+    assert result.findings == [] and result.problems == []
+    assert sum(r.status == "ok" for r in result.requests) == len(result.requests) > 0
