@@ -89,11 +89,13 @@ class DaskExecutor:
 
         from invariants.gate.executor import _head
 
-        head, rest = _head(items, self.jobs * AHEAD * BATCH)
+        # A short run is known whole before its first task; a long one starts as soon as its first
+        # short tasks are walked (reading 2,048 units first kept the workers idle for a quarter second).
+        head, rest = _head(items, self.jobs * AHEAD * (BATCH // 16))
         if not head:
             return
         size = self.batch or (BATCH if rest is not None else max(1, min(BATCH, len(head) // (self.jobs * AHEAD))))
-        batches = tapered(enumerate(chain(head, rest or ())), size, self.jobs)
+        batches = tapered(enumerate(chain(head, rest or ())), size, self.jobs, ramp=rest is not None)
         ahead = self.jobs * AHEAD
         pending = as_completed([], with_results=False)
         keys: dict[str, tuple[int, list[tuple[int, Any]]]] = {}
@@ -147,17 +149,24 @@ AHEAD = 4  # tasks per worker thread in flight (and the reorder window's reach, 
 BATCH = 256  # units per task at most
 
 
-def tapered(items: Iterator[T], size: int, jobs: int) -> Iterator[list[T]]:
+def tapered(items: Iterator[T], size: int, jobs: int, ramp: bool = False) -> Iterator[list[T]]:
     """Consecutive ``items`` in batches of ``size`` while more than ``jobs`` batches are left, then in
     batches of about a ``2 * jobs``-th of what is left, down to a sixteenth of ``size`` (guided
-    scheduling): the last tasks are short, so every worker ends at about the same time."""
+    scheduling): the last tasks are short, so every worker ends at about the same time.  ``ramp``:
+    the first ``jobs`` batches are a sixteenth of ``size``, each next ``jobs`` twice as long up to
+    ``size``, so the first tasks leave after a few items are read, not ``size * jobs``."""
     least = max(1, size // 16)
-    ahead: deque[T] = deque(islice(items, size * jobs))
+    now = least if ramp else size
+    ahead: deque[T] = deque(islice(items, now * jobs))
+    made = 0
     while ahead:
-        more = list(islice(items, size * jobs + size - len(ahead)))
+        more = list(islice(items, now * jobs + now - len(ahead)))
         ahead.extend(more)
-        n = size if more else min(size, max(least, -(-len(ahead) // (2 * jobs))))
+        n = now if more else min(now, max(least, -(-len(ahead) // (2 * jobs))))
         yield [ahead.popleft() for _ in range(min(n, len(ahead)))]
+        made += 1
+        if now < size and made % jobs == 0:
+            now = min(size, now * 2)
 
 
 def _pickled_batch(fn: Callable[[T], R], items: bytes) -> bytes:

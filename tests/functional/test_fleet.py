@@ -225,6 +225,33 @@ def test_a_stream_goes_in_full_tasks_then_ever_shorter_ones(n, jobs):
         assert sum(tail) >= 256 * jobs // 2 and tail[-1] < 64  # the last task is short
 
 
+@pytest.mark.parametrize("n", [49, 300, 5000])
+@pytest.mark.parametrize("jobs", [1, 2, 5])
+def test_a_long_stream_starts_in_short_tasks_so_the_workers_start_while_it_is_walked(n, jobs):
+    """``ramp``: the first ``jobs`` tasks take a sixteenth of a full one, each next ``jobs`` twice as
+    many, up to full ones; the end still shrinks.  The first task leaves after 48 units are read
+    (a full first task waited for ``size * jobs + size``: 768 at two workers)."""
+    read = []
+
+    def walked():
+        for i in range(n):
+            read.append(i)
+            yield i
+
+    stream = tapered(walked(), 256, jobs, ramp=True)
+    first = next(stream)
+    assert first == list(range(16)) and len(read) <= 16 * jobs + 16
+    batches = [first, *stream]
+    assert [x for b in batches for x in b] == list(range(n))
+    sizes = [len(b) for b in batches]
+    if n >= 256 * (jobs + 2):
+        full = sizes.index(256)
+        assert sizes[:full] == [16 << (k // jobs) for k in range(full)]  # 16, then doubled every `jobs` tasks
+        tail = sizes[full:]
+        end = tail.index(max(s for s in tail if s < 256))
+        assert set(tail[:end]) == {256} and tail[end:] == sorted(tail[end:], reverse=True)
+
+
 def test_one_unit_a_task_when_asked():
     assert list(tapered(iter(range(5)), 1, 2)) == [[0], [1], [2], [3], [4]]
 
