@@ -9,8 +9,9 @@ Units are batched (consecutive units) since most units are one small folder
 whose check costs less than a task's round trip: a task costs the client
 ~12 ms of CPU (submit, the in-process scheduler's transitions, the result's
 trip back), on the same cores as the workers on one machine, so a stream goes
-in tasks of up to :data:`BATCH` units, smaller towards its end so that no
-worker finishes long after the other (measured in docs/FLEET.md).
+in tasks of up to :data:`BATCH` units, smaller at its start so that the workers
+start while it is still walked, and towards its end so that no worker
+finishes long after the other (measured in docs/FLEET.md).
 ``batch=1`` gives one task per unit.
 
 Failure semantics: a worker lost mid-run has its tasks re-run by the
