@@ -187,10 +187,12 @@ def _hinted(ids: tuple[str, ...], files: tuple[str, ...]) -> set[str]:
 
 
 def _hinted_by_id(name: str, ids: set[str]) -> bool:
-    """Whether ``name`` is one that :func:`hinted_names` spells for one of ``ids``."""
-    if "/" in name or "\\" in name:
-        return False
-    return any(name.endswith(s) and name[: -len(s)] in ids for s in LOG_SUFFIXES)
+    """Whether ``name`` is one that :func:`hinted_names` spells for one of ``ids`` (an id and a log
+    suffix): asked of the one id the name could be, not spelled out for every id."""
+    return any(
+        name.endswith(s) and name[: -len(s)] in ids and name in hinted_names(name[: -len(s)], None)
+        for s in LOG_SUFFIXES
+    )
 
 
 GroupsOf = Callable[[FolderLogs], "list[Group] | None"]
