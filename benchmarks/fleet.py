@@ -80,7 +80,7 @@ def make_root(
     layout: str = "project",
     captures: bool = True,
     forks: bool = False,
-    per_folder: int = 0,
+    per_folder: int = 1000,
 ) -> None:
     """``sessions`` logs in ``layout`` (:func:`paths`), a capture beside every fourth (none without
     ``captures``).  ``templates`` > 0: that many distinct sessions are generated (a multiple of 4) and
@@ -88,10 +88,9 @@ def make_root(
     folder is still listed and every log read).  ``forks``: every second session is a fork of the one
     before it (:func:`write_fork`), and every session has an id of its own (copies of a template are
     written with their own id, not linked), so each child has exactly one parent.  ``per_folder``:
-    sessions a ``cwd`` project folder (``templates`` or 1,000 without); when a folder holds more than
-    ``templates``, copies are written with their own id too, so no id repeats in a folder."""
+    sessions a ``cwd`` project folder; when a folder holds more than ``templates``, copies are written
+    with their own id too, so no id repeats in a folder."""
     made: list[tuple[Path, Path]] = []
-    per_folder = per_folder or templates or 1000
     own_ids = forks or (layout == "cwd" and templates and per_folder > templates)
     for i in range(sessions):
         log, capture = paths(root, i, layout, per_folder, forks)
@@ -300,6 +299,7 @@ def main() -> int:
     ap.add_argument("--per-folder", type=int, default=0, help="--layout cwd: sessions a project folder (see above)")
     args = ap.parse_args()
 
+    per_folder = args.per_folder or args.templates or 1000
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="fleet-bench-"))
     cache = tempfile.TemporaryDirectory(prefix="fleet-pycache-")
     try:
@@ -317,9 +317,8 @@ def main() -> int:
                 layout=args.layout,
                 captures=not args.no_captures,
                 forks=args.forks,
-                per_folder=args.per_folder,
+                per_folder=per_folder,
             )
-            per_folder = args.per_folder or args.templates or 1000
             inject_faults(root, args.faults, args.layout, per_folder, args.forks, not args.no_captures)
             print(f"generated {args.sessions} sessions in {time.perf_counter() - t:.1f}s under {root}")
         env = child_env(Path(cache.name))
