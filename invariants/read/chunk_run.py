@@ -27,20 +27,18 @@ class ChunkRun:
     number of chunks a row packs.
     """
 
-    __slots__ = ("_objs", "_datas", "maybe_usage", "line_step", "lines", "typed", "row", "_n")
+    __slots__ = ("_objs", "_datas", "line_step", "lines", "typed", "row", "_n")
 
     def __init__(
         self,
         objs: list[dict] | None,
         datas: list | None,
-        maybe_usage: bool = True,
         line_step: int = 1,
         lines: list[bytes] | None = None,
         typed: TypedRun | None = None,
         row: bytes | None = None,
     ) -> None:
         self._objs, self._datas = objs, datas
-        self.maybe_usage = maybe_usage  # False only when no usage chunk can be in the run
         self.line_step = line_step  # 1: one event per physical line; 0: the members of one packed row
         self.lines = lines
         self.typed = typed

@@ -402,12 +402,11 @@ class LogReader:
             text = raw.text if raw.text is not None else b"\n".join(lines)
             typed = decode_run(text, expected_seq, len(lines))
             if typed is not None:
-                return ChunkRun(None, None, False, 1, lines, typed)
+                return ChunkRun(None, None, 1, lines, typed)
         self._run_lines += len(lines)
         _AllReaders.run_lines += len(lines)
-        joined = b",".join(lines)
         try:
-            objs = orjson.loads(b"[" + joined + b"]")
+            objs = orjson.loads(b"[" + b",".join(lines) + b"]")
             seqs = [o["seq"] for o in objs]
             times = [o["time"] for o in objs]
             datas = [o["data"] for o in objs]
@@ -428,7 +427,7 @@ class LogReader:
             or seqs[-1] > MAX_SAFE
         ):
             return None
-        return ChunkRun(objs, datas, b'"type":"usage"' in joined, 1, raw.lines)
+        return ChunkRun(objs, datas, 1, raw.lines)
 
     def _plain_event(self, raw: RawLine, st: "_ReadState") -> dict | None:
         """The event of a line that is the common case, taken as :meth:`_line` takes it (a
@@ -508,7 +507,7 @@ class LogReader:
             st.bad_since_good = 0
             st.expected_seq += len(objs)
             self.events += len(objs)
-            yield ChunkRun(objs, [o["data"] for o in objs], False, 0, row=raw.data), number, raw.offset
+            yield ChunkRun(objs, [o["data"] for o in objs], 0, row=raw.data), number, raw.offset
             return
         for ev in objs:
             seq = ev["seq"]

@@ -327,7 +327,7 @@ class _Replay:
             if not _all_deltas(kinds):
                 at = [i for i, k in enumerate(kinds) if not (type(k) is str and k in DELTA_CHUNK_TYPES)]
                 self._chunk_values(run, line, [taken + i for i in at], [datas[i] for i in at])
-            if run.maybe_usage:
+            if "usage" in kinds:  # the parsed types: the bytes may space or escape them
                 for d in reversed(datas):
                     if d["chunk"].get("type") == "usage":
                         if isinstance(d["chunk"].get("usage"), dict):

@@ -92,6 +92,9 @@ MUTATIONS = {
     "block type an array": _sub(b'"block":{"type":"text"', b'"block":{"type":["text"]'),
     "block-end without a block": _sub(b',"block":{"type":"text","text":"w"}', b""),
     "usage refused by orjson": _sub(b'"inputTokens":10', b'"inputTokens":1e999'),
+    # The same JSON written another way: the step's usage is read all the same.
+    "usage type spaced": _sub(b'"chunk":{"type":"usage"', b'"chunk":{"type": "usage"'),
+    "usage type escaped": _sub(b'"chunk":{"type":"usage"', b'"chunk":{"type":"\\u0075sage"'),
 }
 
 
