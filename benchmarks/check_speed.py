@@ -3,7 +3,8 @@
 Generates a seed-era session with its capture (52,000 events, 600 recorded
 requests, about 39 MB; then 2x and 4x of it), in three shapes (``SHAPES``: compactions
 by surface size; resumes every 25 turns and compactions every 30; the same with text that is not
-ASCII), and prints, side by side for
+ASCII), two more on request whose log another JSON writer wrote (``WRITERS``: spaced; seq and
+time before type), and prints, side by side for
 each, two fresh processes timed from launch to exit:
 
 * check: ``inspector check LOG --no-cache -q`` (no result cache);
@@ -19,7 +20,7 @@ output folder), as an installed tool does, and from the output folder, as in a p
 ``[tool.inspector]`` (this repository's own pyproject.toml would have to be parsed).
 
     python benchmarks/check_speed.py [--repeat 5] [--keep DIR] [--sizes 1,2,4]
-        [--shapes size,turns,text] [--against DIR]
+        [--shapes size,turns,text,spaced,seq-first] [--against DIR]
 
 ``--against DIR`` also times the check of another checkout (an earlier commit) in the same
 turns, so a before/after on a machine whose speed drifts compares like with like.
@@ -33,6 +34,7 @@ of whole processes: start-up, the log, the captures.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -55,6 +57,22 @@ SHAPES = {
     "size": {"resume_every": 20, "compact_over": 160},
     "turns": {"resume_every": 25, "compact_every": 30},
     "text": {"resume_every": 25, "compact_every": 30, "vocabulary": WORDS_UTF8},
+    "spaced": {"resume_every": 25, "compact_every": 30},
+    "seq-first": {"resume_every": 25, "compact_every": 30},
+}
+
+
+def _seq_first(obj: dict) -> dict:
+    head = {k: obj[k] for k in ("seq", "time") if k in obj}
+    return {**head, **{k: v for k, v in obj.items() if k not in head}}
+
+
+# Shapes whose log another JSON writer wrote: the "turns" events, each line written again by Python's
+# json.dumps with its default spacing ("spaced"), or compact with seq and time before type ("seq-first").
+# The harness writes compact JSON, type first; a check's speed must not depend on the writer.
+WRITERS = {
+    "spaced": lambda obj: json.dumps(obj, ensure_ascii=False),
+    "seq-first": lambda obj: json.dumps(_seq_first(obj), separators=(",", ":"), ensure_ascii=False),
 }
 
 # Each child reports its own peak RSS (VmHWM: the kernel's ru_maxrss of a child also counts the
@@ -146,6 +164,11 @@ def generate(out: Path, scale: int, shape: str) -> tuple[Path, Path, dict]:
     log, cap = out / f"{name}.jsonl", out / f"{name}.requests.jsonl"
     if not log.exists() or not cap.exists():
         generate_large(log, cap, events=BASE_EVENTS * scale, steps=BASE_STEPS * scale, seed=7, **SHAPES[shape])
+        if shape in WRITERS:
+            rewritten = log.with_name(log.name + ".tmp")
+            with open(log, encoding="utf-8") as src, open(rewritten, "w", encoding="utf-8") as dst:
+                dst.writelines(WRITERS[shape](json.loads(line)) + "\n" for line in src)
+            rewritten.replace(log)
     with open(log, "rb") as fh:
         events = sum(1 for _ in fh) - 1
     with open(cap, "rb") as fh:

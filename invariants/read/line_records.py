@@ -3,6 +3,7 @@ and frame problems reported in their place in the stream."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 DEFAULT_MAX_LINE = 64 * 1024 * 1024
@@ -43,7 +44,17 @@ class LineRun:
         return out
 
 
+CHUNK_START = re.compile(
+    rb'\{\s*(?:"type"\s*:\s*"assistant/chunk"\s*,\s*"(?:seq|time)"\s*:'
+    rb'|(?:"(?:seq|time)"\s*:\s*-?[0-9]+\s*,\s*){1,2}"type"\s*:\s*"assistant/chunk"\s*[,}])'
+).match
+"""Whether a line starts as a chunk event's envelope, whatever JSON writer wrote it (compact or
+spaced, type first or after seq and time): the lines read a run at a time.  It asks for a seq or
+a time key before the data, so a run is never a projected log's lines."""
+
 CHUNK_PREFIX = b'{"type":"assistant/chunk","seq":'
+"""How the harness starts a chunk line (``JSON.stringify``: compact, keys in the order written):
+a line that starts so is one without asking :data:`CHUNK_START`."""
 
 
 @dataclass(slots=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import BinaryIO, Callable, Iterator
 
-from invariants.read.line_records import CHUNK_PREFIX, DEFAULT_MAX_LINE, FrameProblem, LineRun, RawLine
+from invariants.read.line_records import CHUNK_PREFIX, CHUNK_START, DEFAULT_MAX_LINE, FrameProblem, LineRun, RawLine
 from invariants.read.source import LogPath, LogSource
 
 _BLOCK = 1 << 20
@@ -124,12 +124,14 @@ def _block_runs(path: LogPath, max_line: int) -> Iterator[RawLine | LineRun | Fr
             skipping = len(rest)
         else:
             carry = rest
+        others, prefix = _not_chunks(lines, prefix)
+        plain = set(others)
         i, n = 0, len(lines)
         while i < n:
             line = lines[i]
-            if line[:32] == prefix and len(line) <= max_line:
+            if i not in plain and len(line) <= max_line:
                 j = i + 1
-                while j < n and lines[j][:32] == prefix and len(lines[j]) <= max_line:
+                while j < n and j not in plain and len(lines[j]) <= max_line:
                     j += 1
                 if j - i > 1:
                     run = lines[i:j]
@@ -150,6 +152,25 @@ def _block_runs(path: LogPath, max_line: int) -> Iterator[RawLine | LineRun | Fr
         yield RawLine(number + 1, offset, b"", False, oversized=skipping)
     elif carry:
         yield RawLine(number + 1, offset, carry, False)
+
+
+def _not_chunks(lines: list[bytes], prefix: bytes) -> tuple[list[int], bytes]:
+    """The indexes of the ``lines`` that are not chunk lines (:data:`CHUNK_START`), and the prefix to
+    compare first in the next block.
+
+    A line that starts with ``prefix`` is one without asking: at first the harness's own
+    :data:`CHUNK_PREFIX`.  When most of a block's lines are chunk lines another writer wrote type
+    first (spaced, say), every such line of that writer starts as the first did: that start is the
+    next block's ``prefix``, one compare a line, not a regular expression."""
+    n = len(prefix)
+    maybe = [i for i, line in enumerate(lines) if line[:n] != prefix]
+    starts = [CHUNK_START(lines[i]) for i in maybe]
+    others = [i for i, m in zip(maybe, starts) if m is None]
+    if 2 * (len(maybe) - len(others)) > len(lines):
+        first = next(m for m in starts if m is not None).group()
+        if first.endswith(b":"):  # type first, up to the seq or time key: not seq first, whose value varies
+            prefix = first
+    return others, prefix
 
 
 def _plain_lines(path: LogPath, max_line: int, start: tuple[int, int] = (0, 0)) -> Iterator[RawLine]:
@@ -216,11 +237,10 @@ def _plain_runs(
             if carry:
                 lines[0] = carry + lines[0]
             carry = lines.pop()
+            others, prefix = _not_chunks(lines, prefix)
             # A line can only be over max_line if the text is (a run never holds an oversized line).
             if shift + len(block) > max_line and lines and max(map(len, lines)) > max_line:
-                others = [i for i, line in enumerate(lines) if line[:32] != prefix or len(line) > max_line]
-            else:
-                others = [i for i, line in enumerate(lines) if line[:32] != prefix]
+                others = sorted({*others, *(i for i, line in enumerate(lines) if len(line) > max_line)})
             # A run's text, sliced in place from the block (line ``prev`` starts at ``at - shift``
             # in it); a run that holds the carried-over first line is joined instead.
             view = memoryview(block) if block.isascii() else None

@@ -138,6 +138,7 @@ def test_typed_runs_fold_like_the_general_path(tmp_path, monkeypatch, name, posi
     general = _fold(tmp_path, lines, 10**9, monkeypatch)
     assert typed == general
     monkeypatch.setattr(read_lines, "CHUNK_PREFIX", b"\0")  # no runs: every line read alone
+    monkeypatch.setattr(read_lines, "CHUNK_START", lambda line: None)
     assert _fold(tmp_path, lines, 0, monkeypatch) == general
 
 
