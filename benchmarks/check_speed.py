@@ -3,8 +3,8 @@
 Generates a seed-era session with its capture (52,000 events, 600 recorded
 requests, about 39 MB; then 2x and 4x of it), in three shapes (``SHAPES``: compactions
 by surface size; resumes every 25 turns and compactions every 30; the same with text that is not
-ASCII), two more on request whose log another JSON writer wrote (``WRITERS``: spaced; seq and
-time before type), and prints, side by side for
+ASCII), two more on request that another JSON writer wrote (``WRITERS``: spaced; seq and
+time first), and prints, side by side for
 each, two fresh processes timed from launch to exit:
 
 * check: ``inspector check LOG --no-cache -q`` (no result cache);
@@ -67,8 +67,8 @@ def _seq_first(obj: dict) -> dict:
     return {**head, **{k: v for k, v in obj.items() if k not in head}}
 
 
-# Shapes whose log another JSON writer wrote: the "turns" events, each line written again by Python's
-# json.dumps with its default spacing ("spaced"), or compact with seq and time before type ("seq-first").
+# Shapes another JSON writer wrote: the "turns" log and its capture, each line written again by Python's
+# json.dumps with its default spacing ("spaced"), or compact with seq and time before the rest ("seq-first").
 # The harness writes compact JSON, type first; a check's speed must not depend on the writer.
 WRITERS = {
     "spaced": lambda obj: json.dumps(obj, ensure_ascii=False),
@@ -164,11 +164,11 @@ def generate(out: Path, scale: int, shape: str) -> tuple[Path, Path, dict]:
     log, cap = out / f"{name}.jsonl", out / f"{name}.requests.jsonl"
     if not log.exists() or not cap.exists():
         generate_large(log, cap, events=BASE_EVENTS * scale, steps=BASE_STEPS * scale, seed=7, **SHAPES[shape])
-        if shape in WRITERS:
-            rewritten = log.with_name(log.name + ".tmp")
-            with open(log, encoding="utf-8") as src, open(rewritten, "w", encoding="utf-8") as dst:
+        for path in (log, cap) if shape in WRITERS else ():
+            rewritten = path.with_name(path.name + ".tmp")
+            with open(path, encoding="utf-8") as src, open(rewritten, "w", encoding="utf-8") as dst:
                 dst.writelines(WRITERS[shape](json.loads(line)) + "\n" for line in src)
-            rewritten.replace(log)
+            rewritten.replace(path)
     with open(log, "rb") as fh:
         events = sum(1 for _ in fh) - 1
     with open(cap, "rb") as fh:

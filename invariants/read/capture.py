@@ -10,6 +10,7 @@ and never resolves outside that folder.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Container, Iterator
 
@@ -184,10 +185,10 @@ def iter_capture(
             continue
         seen += len(raw.data)
         if prove is not None:
-            split = split_capture(raw.data)
+            split, text = _split(raw.data)
             if split is not None and _log_length_problem(split[0]) is None:
                 values, start, end = split
-                rec = _recorded(file, raw.number, values, text=raw.data)
+                rec = _recorded(file, raw.number, values, text=text)
                 proof = prove(rec, start, end)
                 if proof is not None:
                     rec.parsed, rec.text, rec.proof = proof.request, None, proof
@@ -231,7 +232,7 @@ def capture_keys(path: LogPath) -> CaptureKeys | None:
                 return None
             if not raw.data or raw.data.isspace():
                 continue
-            split = split_capture(raw.data)
+            split, _ = _split(raw.data)
             values = split[0] if split is not None else _any_values(raw.data)
             if not isinstance(values, dict):
                 continue
@@ -243,6 +244,27 @@ def capture_keys(path: LogPath) -> CaptureKeys | None:
     except OSError:
         return None
     return keys
+
+
+def _split(data: bytes) -> tuple[tuple[dict[str, Any], int, int] | None, bytes]:
+    """:func:`~invariants.read.capture_splice.split_capture` of a line, and the bytes it split: the
+    line, or, when its writer put whitespace between tokens (Python's ``json.dumps``, say; its first
+    pair says so), the same JSON without it, so a request written so is proved by its bytes too.
+    Only a proof uses those bytes: a line it does not prove is read as written."""
+    split = split_capture(data)
+    if split is not None or data[:1] != b"{" or _COMPACT_HEAD.match(data):
+        return split, data
+    import msgspec
+
+    try:
+        compact = msgspec.json.format(data, indent=-1)  # every token as written, in order: no value is read
+    except (msgspec.DecodeError, RecursionError):
+        return None, data
+    return split_capture(compact), compact
+
+
+_COMPACT_HEAD = re.compile(rb'\{"[^"\\]*":[^ \t\r\n]')
+"""A line whose first pair is written without whitespace, as the harness writes every line."""
 
 
 def _any_values(data: bytes) -> Any:

@@ -273,3 +273,55 @@ def test_a_request_its_bytes_do_not_prove_is_read_and_judged_as_before(monkeypat
     report = _report(log, True, monkeypatch)
     assert report == _report(log, False, monkeypatch)
     assert [f["rule"] for f in orjson.loads(report)["findings"]] == rules
+
+
+CAPTURE_WRITERS = {
+    "json.dumps": lambda obj: _json_dumps(obj, ", ", ": "),
+    "spaced around colons": lambda obj: _json_dumps(obj, ",", " : "),
+    "tabs": lambda obj: _json_dumps(obj, ",\t", ":\t"),
+}
+
+
+def _json_dumps(obj: dict, item: str, key: str) -> bytes:
+    import json
+
+    return json.dumps(obj, ensure_ascii=False, separators=(item, key)).encode()
+
+
+@pytest.mark.parametrize("writer", sorted(CAPTURE_WRITERS))
+def test_a_capture_another_writer_spaced_is_proved_by_its_bytes_and_never_parsed(monkeypatch, tmp_path, writer):
+    """Python's ``json.dumps`` puts a space after every comma and colon; the same requests are
+    proved without parsing them, and the check says what it says of the harness's compact capture."""
+    shutil.copytree(ROOT / "sample_logs", tmp_path / "samples")
+    log = tmp_path / "samples" / "clean-multi-turn.jsonl"
+    cap = tmp_path / "samples" / "clean-multi-turn.requests.jsonl"
+    compact = _report(log, True, monkeypatch)
+    keys = capture.capture_keys(cap)
+    lines = [CAPTURE_WRITERS[writer](orjson.loads(line)) for line in cap.read_bytes().splitlines()]
+    cap.write_bytes(b"\n".join(lines) + b"\n")
+    assert _report(log, True, monkeypatch) == compact
+
+    def refuse(data: bytes) -> None:
+        raise AssertionError("a proved line was parsed")
+
+    monkeypatch.setattr(capture, "parse_json", refuse)
+    monkeypatch.setattr(capture, "TYPED_AFTER", 10**12)
+    assert capture.capture_keys(cap) == keys  # what the plan routes by, read as the check reads it
+    result = check([log], keep_models=True)
+    records = [r.recorded for r in result.requests if r.recorded is not None]
+    assert len(records) == len(lines) and all(r.status == "ok" for r in result.requests) and not result.findings
+
+
+def test_a_spaced_capture_line_the_log_does_not_explain_is_read_as_written(monkeypatch, tmp_path):
+    """Only a proof uses the line without its whitespace: a request that differs is read from the line
+    as written, so what the check says of it does not depend on the proof having been tried."""
+    shutil.copytree(ROOT / "sample_logs", tmp_path / "samples")
+    log = tmp_path / "samples" / "clean-multi-turn.jsonl"
+    cap = tmp_path / "samples" / "clean-multi-turn.requests.jsonl"
+    lines = [_json_dumps(orjson.loads(line), ", ", ": ") for line in cap.read_bytes().splitlines()]
+    lines[1] = lines[1].replace(b'"role": "user"', b'"role": "usr"', 1)
+    lines[2] = lines[2][:-1]  # not JSON
+    cap.write_bytes(b"\n".join(lines) + b"\n")
+    typed = _report(log, True, monkeypatch)
+    assert b"DIV001" in typed and b"LOG013" in typed
+    assert typed == _report(log, False, monkeypatch)
