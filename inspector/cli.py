@@ -60,10 +60,15 @@ def run() -> NoReturn:
 
     A check of a large log ends holding its whole replay (tens of megabytes of small
     objects); freeing them one by one at exit cost a few percent of the run and
-    serves no one.  Exit handlers (``atexit``: worker pools, Dask clients) still run
-    and the standard streams are flushed first; every file the tool writes is closed
-    before :func:`main` returns.  Library callers and tests call :func:`main`.
+    serves no one, nor does collecting the cyclic garbage its last unit left
+    (:func:`~invariants.gate.collector.process_ends_after_run`).  Exit handlers
+    (``atexit``: worker pools, Dask clients) still run and the standard streams are
+    flushed first; every file the tool writes is closed before :func:`main` returns.
+    Library callers and tests call :func:`main`.
     """
+    from invariants.gate.collector import process_ends_after_run
+
+    process_ends_after_run()
     rc = main()
     for stream in (sys.stdout, sys.stderr):
         try:

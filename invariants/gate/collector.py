@@ -19,6 +19,12 @@ long-lived process (the TUI, an index build) runs many checks, so a run
 starts with one whenever the frozen heap has doubled since the last: the
 collector's work stays proportional to what is allocated, and memory within
 about twice what is live.
+
+Each unit's garbage is collected when the next unit starts, and the last
+unit's when the run ends, unless the process ends with the run
+(:func:`process_ends_after_run`, the ``inspector`` command): that collection
+visits everything the last unit allocated (0.2 s for a large log whose
+recorded requests were parsed) to free memory no one would use.
 """
 
 from __future__ import annotations
@@ -32,6 +38,13 @@ MIN_COLLECT = 1_000_000  # frozen objects below which a run never starts with a 
 
 class _Frozen:
     after_collect = 0  # gc.get_freeze_count() right after the last full collection started here
+    process_ends = False  # the process exits when its run ends: its last garbage is not collected
+
+
+def process_ends_after_run() -> None:
+    """Say that this process exits when the run it is about to make ends (the command line), so the
+    run's last unit leaves its cyclic garbage to the exit."""
+    _Frozen.process_ends = True
 
 
 @contextmanager
@@ -47,11 +60,13 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         if was:
+            if not _Frozen.process_ends:
+                gc.collect(0)  # the last unit's garbage (each earlier one's went when the next began)
             gc.freeze()
             gc.enable()
 
 
 def collect_young() -> None:
-    """Free the cyclic garbage of the unit just checked (the youngest generation only), when paused."""
+    """Free the cyclic garbage of the units checked so far (the youngest generation only), when paused."""
     if not gc.isenabled():
         gc.collect(0)

@@ -376,11 +376,11 @@ def _run_units(
         return outcome
 
     if here:
-        for n, unit in todo():
+        for k, (n, unit) in enumerate(todo()):
+            if k:
+                collect_young()  # the unit before this one's models, cyclic garbage (the last one's: at the run's end)
             given = [models[i] for i in unit.indexes] if models is not None else None
-            outcome = check_unit(unit, options, given, progress)
-            collect_young()
-            deliver(n, unit, stored(n, outcome))
+            deliver(n, unit, stored(n, check_unit(unit, options, given, progress)))
         return
     if executor.jobs > 1 and options.captures is not None:
         for n, unit in todo():  # explicit captures route globally: one unit, its replays spread over the workers
@@ -394,12 +394,13 @@ def _run_units(
 
     def jobs() -> Iterator[tuple[Unit, CheckOptions]]:
         for k, (n, unit) in enumerate(todo()):
+            if k:
+                collect_young()  # a unit replayed here (serial) leaves its models as cyclic garbage
             flying[k] = (n, unit)
             yield unit, options
 
     for k, data in completed(executor, run_unit, jobs()):
         n, unit = flying.pop(k)
-        collect_young()  # a unit replayed here (serial) leaves its models as cyclic garbage
         deliver(n, unit, stored(n, UnitOutcome(data)))
 
 
