@@ -159,17 +159,25 @@ def _not_chunks(lines: list[bytes], prefix: bytes) -> tuple[list[int], bytes]:
     compare first in the next block.
 
     A line that starts with ``prefix`` is one without asking: at first the harness's own
-    :data:`CHUNK_PREFIX`.  When most of a block's lines are chunk lines another writer wrote type
-    first (spaced, say), every such line of that writer starts as the first did: that start is the
-    next block's ``prefix``, one compare a line, not a regular expression."""
+    :data:`CHUNK_PREFIX`.  A line that starts compact and type first with another type is not one,
+    without asking either (the harness's other lines).  When most of a block's lines are chunk lines
+    another writer wrote type first (spaced, say), every such line of that writer starts as the
+    first did: that start is the next block's ``prefix``, one compare a line, not a regular expression."""
     n = len(prefix)
-    maybe = [i for i, line in enumerate(lines) if line[:n] != prefix]
-    starts = [CHUNK_START(lines[i]) for i in maybe]
-    others = [i for i, m in zip(maybe, starts) if m is None]
-    if 2 * (len(maybe) - len(others)) > len(lines):
-        first = next(m for m in starts if m is not None).group()
-        if first.endswith(b":"):  # type first, up to the seq or time key: not seq first, whose value varies
-            prefix = first
+    others: list[int] = []
+    first = None  # the first line's start that CHUNK_START took
+    taken = 0
+    for i in [i for i, line in enumerate(lines) if line[:n] != prefix]:
+        line = lines[i]
+        if line[:9] == b'{"type":"' and line[9:25] != b'assistant/chunk"':
+            others.append(i)
+        elif (start := CHUNK_START(line)) is None:
+            others.append(i)
+        else:
+            taken += 1
+            first = first or start
+    if first is not None and 2 * taken > len(lines) and first.group().endswith(b":"):
+        prefix = first.group()  # type first, up to the seq or time key: not seq first, whose value varies
     return others, prefix
 
 
