@@ -249,11 +249,15 @@ def capture_keys(path: LogPath) -> CaptureKeys | None:
 def _split(data: bytes) -> tuple[tuple[dict[str, Any], int, int] | None, bytes]:
     """:func:`~invariants.read.capture_splice.split_capture` of a line, and the bytes it split: the
     line, or, when its writer put whitespace between tokens (Python's ``json.dumps``, say; its first
-    pair says so), the same JSON without it, so a request written so is proved by its bytes too.
-    Only a proof uses those bytes: a line it does not prove is read as written."""
+    pair says so) or after the object (a CRLF line end), the same JSON without it, so a request
+    written so is proved by its bytes too.  Only a proof uses those bytes: a line it does not prove
+    is read as written."""
     split = split_capture(data)
-    if split is not None or data[:1] != b"{" or _COMPACT_HEAD.match(data):
+    if split is not None or data[:1] != b"{":
         return split, data
+    if _COMPACT_HEAD.match(data):  # compact, but for whitespace after the object (a line ended by CRLF)
+        text = data.rstrip(b" \t\r")
+        return (split_capture(text), text) if len(text) < len(data) else (None, data)
     import msgspec
 
     try:

@@ -279,6 +279,8 @@ CAPTURE_WRITERS = {
     "json.dumps": lambda obj: _json_dumps(obj, ", ", ": "),
     "spaced around colons": lambda obj: _json_dumps(obj, ",", " : "),
     "tabs": lambda obj: _json_dumps(obj, ",\t", ":\t"),
+    "compact, CRLF line ends": lambda obj: _json_dumps(obj, ",", ":") + b"\r",
+    "json.dumps, CRLF line ends": lambda obj: _json_dumps(obj, ", ", ": ") + b"\r",
 }
 
 
@@ -289,9 +291,10 @@ def _json_dumps(obj: dict, item: str, key: str) -> bytes:
 
 
 @pytest.mark.parametrize("writer", sorted(CAPTURE_WRITERS))
-def test_a_capture_another_writer_spaced_is_proved_by_its_bytes_and_never_parsed(monkeypatch, tmp_path, writer):
-    """Python's ``json.dumps`` puts a space after every comma and colon; the same requests are
-    proved without parsing them, and the check says what it says of the harness's compact capture."""
+def test_a_capture_another_writer_wrote_is_proved_by_its_bytes_and_never_parsed(monkeypatch, tmp_path, writer):
+    """Python's ``json.dumps`` puts a space after every comma and colon, a Windows tool ends lines
+    with CRLF; the same requests are proved without parsing them, and the check says what it says
+    of the harness's compact capture."""
     shutil.copytree(ROOT / "sample_logs", tmp_path / "samples")
     log = tmp_path / "samples" / "clean-multi-turn.jsonl"
     cap = tmp_path / "samples" / "clean-multi-turn.requests.jsonl"
