@@ -37,7 +37,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, exits: bool = False) -> int:
+    """Run one command; ``exits``: the process ends when it returns (:func:`run`), so a command may
+    leave what it holds to the exit (``args.exits``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and not argv[0].startswith("-") and argv[0] not in COMMANDS:
         argv.insert(0, DEFAULT_COMMAND)
@@ -47,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     module = importlib.import_module(f"inspector.commands.{args.command.replace('-', '_')}")
+    args.exits = exits
     try:
         return module.run(args)
     except KeyboardInterrupt:
@@ -61,15 +64,12 @@ def run() -> NoReturn:
     A check of a large log ends holding its whole replay (tens of megabytes of small
     objects); freeing them one by one at exit cost a few percent of the run and
     serves no one, nor does collecting the cyclic garbage its last unit left
-    (:func:`~invariants.gate.collector.process_ends_after_run`).  Exit handlers
+    (``main(exits=True)``).  Exit handlers
     (``atexit``: worker pools, Dask clients) still run and the standard streams are
     flushed first; every file the tool writes is closed before :func:`main` returns.
     Library callers and tests call :func:`main`.
     """
-    from invariants.gate.collector import process_ends_after_run
-
-    process_ends_after_run()
-    rc = main()
+    rc = main(exits=True)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

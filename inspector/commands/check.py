@@ -322,6 +322,7 @@ def run(args: argparse.Namespace) -> int:
                 ledger=args.ledger,
                 allow_empty=args.allow_empty,
                 observer=observer,
+                process_ends=args.exits,
             )
         except (BaselineError, LedgerError) as exc:
             return fail(str(exc))

@@ -22,7 +22,7 @@ about twice what is live.
 
 Each unit's garbage is collected when the next unit starts, and the last
 unit's when the run ends, unless the process ends with the run
-(:func:`process_ends_after_run`, the ``inspector`` command): that collection
+(``collect_last=False``: the ``inspector check`` command): that collection
 visits everything the last unit allocated (0.2 s for a large log whose
 recorded requests were parsed) to free memory no one would use.
 """
@@ -38,17 +38,10 @@ MIN_COLLECT = 1_000_000  # frozen objects below which a run never starts with a 
 
 class _Frozen:
     after_collect = 0  # gc.get_freeze_count() right after the last full collection started here
-    process_ends = False  # the process exits when its run ends: its last garbage is not collected
-
-
-def process_ends_after_run() -> None:
-    """Say that this process exits when the run it is about to make ends (the command line), so the
-    run's last unit leaves its cyclic garbage to the exit."""
-    _Frozen.process_ends = True
 
 
 @contextmanager
-def collector_paused() -> Iterator[None]:
+def collector_paused(collect_last: bool = True) -> Iterator[None]:
     was = gc.isenabled()  # False inside another paused run: the outermost one freezes
     if was and gc.get_freeze_count() > max(MIN_COLLECT, 2 * _Frozen.after_collect):
         gc.unfreeze()
@@ -60,7 +53,7 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         if was:
-            if not _Frozen.process_ends:
+            if collect_last:
                 gc.collect(0)  # the last unit's garbage (each earlier one's went when the next began)
             gc.freeze()
             gc.enable()

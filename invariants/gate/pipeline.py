@@ -61,12 +61,12 @@ class RunStats:
 
 
 @contextmanager
-def cyclic_gc_paused() -> Iterator[None]:
+def cyclic_gc_paused(collect_last: bool = True) -> Iterator[None]:
     """The cyclic collector paused for a check, and what the check kept frozen
     afterwards instead of rescanned (see :mod:`invariants.gate.collector`)."""
     from invariants.gate.collector import collector_paused
 
-    with collector_paused():
+    with collector_paused(collect_last):
         yield
 
 
@@ -139,16 +139,18 @@ def check_report(
     ledger: PathLike | None = None,
     allow_empty: bool = False,
     observer: RunObserver | None = None,
+    process_ends: bool = False,
 ) -> ReportView:
     """:func:`check`, streamed: each unit's sessions are written to a temporary spool as the unit
     completes (in report order), and what is returned is the :class:`ReportView` the report writers
     read, backed by that spool (close it when written).  Memory is what the reorder window and one
     unit hold, not the run.  ``observer`` hears of the plan and of each session as it leaves the
-    window (progress)."""
+    window (progress).  ``process_ends``: the caller exits once the report is written (the
+    ``inspector check`` command), so the last unit's cyclic garbage is left to the exit."""
     named = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     options = options or CheckOptions()
     policy = FindingPolicy.of(config)
-    with cyclic_gc_paused():
+    with cyclic_gc_paused(collect_last=not process_ends):
         notes: list[str] = []
         walked = len(named) == 1 or _disjoint_folders(named)
         found = [False] * len(named)

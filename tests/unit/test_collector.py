@@ -22,7 +22,6 @@ def _restore_collector():
     gc.unfreeze()
     gc.enable()
     collector._Frozen.after_collect = 0
-    collector._Frozen.process_ends = False
 
 
 def test_paused_during_the_run_and_frozen_after_it():
@@ -123,13 +122,12 @@ def test_a_serial_check_frees_each_units_models_before_the_next_unit(tmp_path, m
     assert alive_at_start == [0, 0, 0, 0]
 
 
-def _one_check(tmp_path, monkeypatch) -> weakref.ref:
-    """A check of one log, and a weak reference to the model it replayed."""
+def _models_of(tmp_path, monkeypatch) -> list[weakref.ref]:
+    """A folder of one log, and weak references to the models its checks replay."""
     import shutil
     from pathlib import Path
 
     from invariants.gate import unit
-    from invariants.gate.pipeline import check
 
     sample = Path(__file__).resolve().parents[2] / "sample_logs" / "clean-multi-turn.jsonl"
     shutil.copy(sample, tmp_path / "session.jsonl")
@@ -143,19 +141,37 @@ def _one_check(tmp_path, monkeypatch) -> weakref.ref:
 
     monkeypatch.setattr(unit, "replay_source", replayed)
     gc.unfreeze()
-    assert len(check([tmp_path]).sessions) == 1 and len(made) == 1
-    return made[0]
+    return made
 
 
-def test_a_run_the_process_ends_after_leaves_its_last_garbage_to_the_exit(tmp_path, monkeypatch):
-    """The command line exits when its check ends: collecting what the last unit left would visit
-    everything it allocated (0.2 s for a large log whose requests were parsed) for nothing."""
-    collector.process_ends_after_run()
-    assert _one_check(tmp_path, monkeypatch)() is not None
+def test_a_run_that_ends_without_collecting_leaves_its_last_garbage():
+    gc.unfreeze()
+    for collect_last in (True, False):
+        with collector_paused(collect_last):
+            node = Node()
+            ref = weakref.ref(node)
+            del node
+        assert (ref() is None) is collect_last
+
+
+@pytest.mark.parametrize("exits", [False, True])
+def test_the_check_command_leaves_its_last_garbage_only_when_the_process_exits(tmp_path, monkeypatch, capsys, exits):
+    """``inspector check`` exits when its report is written: collecting what the last unit left would
+    visit everything it allocated (0.2 s for a large log whose requests were parsed) for nothing.
+    Called as a library (``main``), as tests and the TUI do, it leaves nothing behind."""
+    from inspector.cli import main
+
+    made = _models_of(tmp_path, monkeypatch)
+    assert main(["check", str(tmp_path), "--no-cache", "-q"], exits=exits) == 0
+    assert len(made) == 1 and (made[0]() is not None) is exits
 
 
 def test_a_check_leaves_no_model_of_its_run_behind(tmp_path, monkeypatch):
     """A long-lived process (the TUI, the pytest plugin, a library caller) runs check after check: a
     model left as garbage when a run ends would be frozen with what the run keeps, and only a later
     full collection frees it (a loop of checks of one large log grew from 28 to 82 MB that way)."""
-    assert _one_check(tmp_path, monkeypatch)() is None
+    from invariants.gate.pipeline import check
+
+    made = _models_of(tmp_path, monkeypatch)
+    assert len(check([tmp_path]).sessions) == 1
+    assert len(made) == 1 and made[0]() is None
