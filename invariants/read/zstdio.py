@@ -53,6 +53,7 @@ EXPANSION_FLOOR = 64 * 1024 * 1024
 #: A frame that may decompress to more than this is decompressed in pieces (see above).
 WHOLE_FRAME = 4 * 1024 * 1024
 _PIECE = 1024 * 1024  # the most a piece holds (decompressed)
+_PIECE_INPUT = 64 * 1024  # compressed bytes the decoder is fed at a time while it makes pieces
 
 
 class FrameError(Exception):
@@ -219,7 +220,7 @@ def iter_frames(fh: BinaryIO, skipped: list[tuple[int, int]] | None = None) -> I
 def _pieces(dctx: zstandard.ZstdDecompressor, data: bytes) -> Iterator[bytes]:
     """The decompressed bytes of the frame (or the start of one) in ``data``, at most ``_PIECE`` at a
     time however well it compressed (the decoder stops at the frame's end, and checks its checksum)."""
-    yield from dctx.read_to_iter(io.BytesIO(data), read_size=64 * 1024, write_size=_PIECE)
+    yield from dctx.read_to_iter(io.BytesIO(data), read_size=_PIECE_INPUT, write_size=_PIECE)
 
 
 def _check_expansion(expanded: int, read: int, index: int, start: int) -> None:
