@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Container, Iterator
 
+import orjson
+
 from invariants.model.findings import Finding
 from invariants.model.jsonvalue import is_safe_int, shorten
 from invariants.model.registry import make_finding
@@ -190,6 +192,11 @@ def iter_capture(
                 values, start, end = split
                 rec = _recorded(file, raw.number, values, text=text)
                 proof = prove(rec, start, end)
+                if proof is None and text.find(b"\\", start, end) >= 0 and (again := _reencoded(text[start:end])):
+                    # Its strings may be escaped another way than the rebuilt request's (Python's json.dumps
+                    # writes \u00e9 for an e with an acute): proved by the encoding of its value, in C.
+                    rec.text = text[:start] + again + text[end:]
+                    proof = prove(rec, start, start + len(again))
                 if proof is not None:
                     rec.parsed, rec.text, rec.proof = proof.request, None, proof
                     yield rec
@@ -265,6 +272,15 @@ def _split(data: bytes) -> tuple[tuple[dict[str, Any], int, int] | None, bytes]:
     except (msgspec.DecodeError, RecursionError):
         return None, data
     return split_capture(compact), compact
+
+
+def _reencoded(request: bytes) -> bytes | None:
+    """A recorded request's value as orjson encodes it, as the rebuilt request is, or None when
+    orjson does not read it (the typed or general reader then reports what it is)."""
+    try:
+        return orjson.dumps(orjson.loads(request))
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError):
+        return None
 
 
 _COMPACT_HEAD = re.compile(rb'\{"[^"\\]*":[^ \t\r\n]')

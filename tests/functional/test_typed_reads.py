@@ -328,3 +328,41 @@ def test_a_spaced_capture_line_the_log_does_not_explain_is_read_as_written(monke
     typed = _report(log, True, monkeypatch)
     assert b"DIV001" in typed and b"LOG013" in typed
     assert typed == _report(log, False, monkeypatch)
+
+
+def _python_default(obj: dict) -> bytes:
+    import json
+
+    return json.dumps(obj).encode()  # spaced, every character that is not ASCII escaped
+
+
+@pytest.mark.parametrize(
+    "escape",
+    [
+        pytest.param(_python_default, id="json.dumps defaults"),
+        pytest.param(lambda obj: orjson.dumps(obj).replace(b"/", b"\\/"), id="every slash escaped, as PHP does"),
+    ],
+)
+def test_a_capture_whose_strings_are_escaped_another_way_is_proved_without_the_general_reader(
+    monkeypatch, tmp_path, escape
+):
+    """The rebuilt request's bytes are orjson's; a writer may escape the same strings otherwise
+    (``\\u00e9``, ``\\/``).  Such a request is proved by its value's encoding, never read by the
+    general reader, and the check says what it says of the capture as the harness writes it."""
+    from invariants.simulate.large import WORDS_UTF8, generate_large
+
+    log, cap = tmp_path / "s.jsonl", tmp_path / "s.requests.jsonl"
+    generate_large(log, cap, events=400, steps=4, seed=3, vocabulary=WORDS_UTF8)
+    lines = cap.read_bytes().splitlines()
+    assert any(b"/" in line for line in lines) and any(not line.isascii() for line in lines)
+    harness = _report(log, True, monkeypatch)
+    cap.write_bytes(b"".join(escape(orjson.loads(line)) + b"\n" for line in lines))
+    assert _report(log, True, monkeypatch) == harness
+
+    def refuse(data: bytes) -> None:
+        raise AssertionError("a proved line was parsed")
+
+    monkeypatch.setattr(capture, "parse_json", refuse)
+    monkeypatch.setattr(capture, "TYPED_AFTER", 10**12)
+    result = check([log], keep_models=True)
+    assert len(result.requests) == len(lines) and all(r.status == "ok" for r in result.requests)
