@@ -167,7 +167,9 @@ def iter_capture(
 
     With ``prove``, a line in the plain layout is first split around its request
     (:func:`~invariants.read.capture_splice.split_capture`) and its request read only if ``prove``
-    does not vouch for it: a request the log explains is compared as bytes, never parsed.
+    does not vouch for it: a request the log explains is compared as bytes, never parsed.  A line
+    another writer spaced is split without its whitespace (:func:`_split`), and a request whose
+    strings it escaped otherwise is proved by its value's encoding (:func:`_reencoded`).
     """
     file = str(path)
     seen = TYPED_AFTER + 1 if local_size(path) > TYPED_AFTER else 0  # a file that will get there starts typed
