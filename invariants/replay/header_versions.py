@@ -360,6 +360,7 @@ class VersionStore:
         self.since = 0  # delta weight since the last version kept whole
         self.budget = 0  # ...and that version's weight: the deltas may cost as much before the next
         self.last: tuple[int, dict] | None = None
+        self._live: tuple[int, LiveHeader] | None = None  # the header at ``last``, live: the next version on
 
     def keep_whole(self, index: int, header: dict, weight: int) -> None:
         self.whole[index] = header
@@ -381,12 +382,16 @@ class VersionStore:
         if self.last is not None and self.last[0] == index:
             return self.last[1]
         start = self.marks[bisect_right(self.marks, index) - 1]
-        live = LiveHeader.of(self.whole[start])
-        assert live is not None  # the fold kept only fast deltas after it
-        for i in range(start + 1, index + 1):
+        if self._live is not None and start < self._live[0] < index:
+            at, live = self._live  # versions asked in order (a request a step) apply each delta once
+        else:
+            at, fresh = start, LiveHeader.of(self.whole[start])
+            assert fresh is not None  # the fold kept only fast deltas after it
+            live = fresh
+        for i in range(at + 1, index + 1):
             step = fast_delta(live, self.deltas[i])
             assert step is not None
             step.commit()
-        header = live.header()
-        self.last = (index, header)
+        header = live.header()  # (a new dict: the commits after it change none of it)
+        self.last, self._live = (index, header), (index, live)
         return header

@@ -179,3 +179,24 @@ def test_versions_keep_deltas_and_checkpoints_not_every_header(monkeypatch):
     assert len(store.whole) < 20  # checkpoints at geometric sizes, not one header per delta
     assert sum(len(h.get("tools", [])) for h in store.whole.values()) < 3 * n
     assert [t["name"] for t in fold.versions[1234].header["tools"]] == [f"t{k}" for k in range(1, 1235)]
+
+
+def test_versions_asked_in_order_apply_each_delta_once(monkeypatch):
+    """A check rebuilds its requests in log order: each version from the one before, not from the
+    last checkpoint (a header changed every turn took 1,256 deltas applied for 216 versions)."""
+    from invariants.replay import header_versions
+
+    monkeypatch.setattr(header_fold, "FAST_DELTAS", True)
+    fold = HeaderFold(PROFILES["seed"], lambda *a, **k: None)
+    fold.observe(Event("request/header", 0, 0, {"header": {"config": {"model": "m"}}, "reason": "initial"}), {})
+    n = 600
+    for k in range(1, n + 1):
+        delta = {"tools": {"added": [{"name": f"t{k}"}], "removed": [], "changed": []}}
+        fold.observe(Event("request/header-delta", k, 0, delta), {})
+    applied = []
+    fast = header_versions.fast_delta
+    monkeypatch.setattr(header_versions, "fast_delta", lambda live, delta: applied.append(1) or fast(live, delta))
+    for k in range(1, n + 1):
+        assert [t["name"] for t in fold.versions[k].header["tools"]][-1] == f"t{k}"
+    assert len(applied) <= n
+    assert [t["name"] for t in fold.versions[300].header["tools"]] == [f"t{k}" for k in range(1, 301)]
