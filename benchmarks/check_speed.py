@@ -3,8 +3,8 @@
 Generates a seed-era session with its capture (52,000 events, 600 recorded
 requests, about 39 MB; then 2x and 4x of it), in three shapes (``SHAPES``: compactions
 by surface size; resumes every 25 turns and compactions every 30; the same with text that is not
-ASCII), two more on request that another JSON writer wrote (``WRITERS``: spaced; seq and
-time first), and prints, side by side for
+ASCII), three more on request: ``deltas``, "turns" with a header delta every turn, and two that
+another JSON writer wrote (``WRITERS``: spaced; seq and time first), and prints, side by side for
 each, two fresh processes timed from launch to exit:
 
 * check: ``inspector check LOG --no-cache -q`` (no result cache);
@@ -20,7 +20,7 @@ output folder), as an installed tool does, and from the output folder, as in a p
 ``[tool.inspector]`` (this repository's own pyproject.toml would have to be parsed).
 
     python benchmarks/check_speed.py [--repeat 5] [--keep DIR] [--sizes 1,2,4]
-        [--shapes size,turns,text,spaced,seq-first] [--against DIR]
+        [--shapes size,turns,text,deltas,spaced,seq-first] [--against DIR]
 
 ``--against DIR`` also times the check of another checkout (an earlier commit) in the same
 turns, so a before/after on a machine whose speed drifts compares like with like.
@@ -52,11 +52,13 @@ BASE_EVENTS, BASE_STEPS = 52_000, 600
 # generator's log only.  "size": a compaction whenever the surface passes 160 nodes, which sets how long
 # the recorded histories get (39 MB at x1), a resume every 20 turns.  "turns": a resume every 25 turns,
 # a compaction every 30, so histories grow long between them (the shape issue 30 names).  "text": "turns"
-# with prose half of whose words are not ASCII (CJK, accents, typographic punctuation, emoji).
+# with prose half of whose words are not ASCII (CJK, accents, typographic punctuation, emoji).  "deltas":
+# "turns" with a header delta every turn (the default is every 8th), so every step's header is a version.
 SHAPES = {
     "size": {"resume_every": 20, "compact_over": 160},
     "turns": {"resume_every": 25, "compact_every": 30},
     "text": {"resume_every": 25, "compact_every": 30, "vocabulary": WORDS_UTF8},
+    "deltas": {"resume_every": 25, "compact_every": 30, "change_every": 1},
     "spaced": {"resume_every": 25, "compact_every": 30},
     "seq-first": {"resume_every": 25, "compact_every": 30},
 }
