@@ -117,5 +117,5 @@ def test_runs_hold_every_chunk_line_when_the_writer_changes_and_wherever_blocks_
     ],
     ids=["projected", "seq only in data", "quoted in text", "another type", "seq a string"],
 )
-def test_a_line_without_a_chunk_envelopes_seq_or_time_starts_no_run(line):
+def test_a_line_that_does_not_start_as_a_chunk_envelope_starts_no_run(line):
     assert CHUNK_START(line) is None
