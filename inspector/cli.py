@@ -64,10 +64,9 @@ def run() -> NoReturn:
     A check of a large log ends holding its whole replay (tens of megabytes of small
     objects); freeing them one by one at exit cost a few percent of the run and
     serves no one, nor does collecting the cyclic garbage its last unit left
-    (``main(exits=True)``).  Exit handlers
-    (``atexit``: worker pools, Dask clients) still run and the standard streams are
-    flushed first; every file the tool writes is closed before :func:`main` returns.
-    Library callers and tests call :func:`main`.
+    (``main(exits=True)``).  Exit handlers (``atexit``: worker pools, Dask clients)
+    still run and the standard streams are flushed first; every file the tool writes
+    is closed before :func:`main` returns.  Library callers and tests call :func:`main`.
     """
     rc = main(exits=True)
     for stream in (sys.stdout, sys.stderr):
