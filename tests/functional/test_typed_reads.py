@@ -9,6 +9,7 @@ wrong types, deep nesting, invalid UTF-8...).
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 from pathlib import Path
@@ -29,6 +30,15 @@ def _read(path: Path) -> tuple[list, list]:
     """Every record of a capture file, and the findings about its lines."""
     findings: list = []
     return list(capture.iter_capture(path, findings)), findings
+
+
+def _refuse_parsing(monkeypatch) -> None:
+    """Any capture line the general reader is asked to parse fails the test: a proved line never is."""
+
+    def refuse(data: bytes) -> None:
+        raise AssertionError("a proved line was parsed")
+
+    monkeypatch.setattr(capture, "parse_json", refuse)
 
 
 def _report(target: Path, typed: bool, monkeypatch) -> bytes:
@@ -202,10 +212,7 @@ def test_a_request_the_log_explains_is_proved_by_its_bytes_and_never_parsed(monk
     log = tmp_path / "samples" / "clean-multi-turn.jsonl"
     lines = (tmp_path / "samples" / "clean-multi-turn.requests.jsonl").read_bytes().splitlines()
 
-    def refuse(data: bytes) -> None:
-        raise AssertionError("a proved line was parsed")
-
-    monkeypatch.setattr(capture, "parse_json", refuse)
+    _refuse_parsing(monkeypatch)
     monkeypatch.setattr(capture, "TYPED_AFTER", 10**12)
     result = check([log], keep_models=True)
     records = [r.recorded for r in result.requests if r.recorded is not None]
@@ -285,8 +292,6 @@ CAPTURE_WRITERS = {
 
 
 def _json_dumps(obj: dict, item: str, key: str) -> bytes:
-    import json
-
     return json.dumps(obj, ensure_ascii=False, separators=(item, key)).encode()
 
 
@@ -304,10 +309,7 @@ def test_a_capture_another_writer_wrote_is_proved_by_its_bytes_and_never_parsed(
     cap.write_bytes(b"\n".join(lines) + b"\n")
     assert _report(log, True, monkeypatch) == compact
 
-    def refuse(data: bytes) -> None:
-        raise AssertionError("a proved line was parsed")
-
-    monkeypatch.setattr(capture, "parse_json", refuse)
+    _refuse_parsing(monkeypatch)
     monkeypatch.setattr(capture, "TYPED_AFTER", 10**12)
     assert capture.capture_keys(cap) == keys  # what the plan routes by, read as the check reads it
     result = check([log], keep_models=True)
@@ -331,8 +333,6 @@ def test_a_spaced_capture_line_the_log_does_not_explain_is_read_as_written(monke
 
 
 def _python_default(obj: dict) -> bytes:
-    import json
-
     return json.dumps(obj).encode()  # spaced, every character that is not ASCII escaped
 
 
@@ -359,10 +359,7 @@ def test_a_capture_whose_strings_are_escaped_another_way_is_proved_without_the_g
     cap.write_bytes(b"".join(escape(orjson.loads(line)) + b"\n" for line in lines))
     assert _report(log, True, monkeypatch) == harness
 
-    def refuse(data: bytes) -> None:
-        raise AssertionError("a proved line was parsed")
-
-    monkeypatch.setattr(capture, "parse_json", refuse)
+    _refuse_parsing(monkeypatch)
     monkeypatch.setattr(capture, "TYPED_AFTER", 10**12)
     result = check([log], keep_models=True)
     assert len(result.requests) == len(lines) and all(r.status == "ok" for r in result.requests)
