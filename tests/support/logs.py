@@ -343,6 +343,31 @@ class Log:
         return path
 
 
+USAGE = {"inputTokens": 10, "outputTokens": 5}
+
+
+def streamed_steps() -> Log:
+    """A turn of two streamed steps, each: 30 text deltas, a usage chunk, 5 more, a block start and end,
+    a finish (the chunk kinds a run may hold), then the message and the step's end."""
+    log = Log()
+    log.turn_start(1)
+    log.user("hi")
+    for step in (1, 2):
+        log.step_start(1, step)
+        if step == 1:
+            log.snapshot()
+        seqs = [log.chunk(1, step, f" w{i}") for i in range(30)]
+        log.add("assistant/chunk", {"turn": 1, "step": step, "chunk": {"type": "usage", "usage": USAGE}})
+        seqs += [log.chunk(1, step, f" v{i}") for i in range(5)]
+        log.chunk(1, step, chunk={"type": "block-start", "index": 1, "blockType": "text"})
+        log.chunk(1, step, chunk={"type": "block-end", "block": {"type": "text", "text": "w"}})
+        log.chunk(1, step, chunk={"type": "finish", "reason": {"kind": "stop"}})
+        log.assistant(1, step, [{"type": "text", "text": "w"}], seqs)
+        log.step_end(1, step)
+    log.turn_end(1)
+    return log
+
+
 def one_turn(log: Log | None = None, prompt: str = "hi") -> Log:
     """The late-era session most late tests start from: one turn, one captured step answering ``prompt``."""
     log = Log(era="late") if log is None else log

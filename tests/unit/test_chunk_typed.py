@@ -9,29 +9,7 @@ from invariants.read import chunk_typed, load
 from invariants.read import lines as read_lines
 from invariants.read.source import LogSource
 from invariants.replay.session import replay
-from tests.support.logs import Log
-
-USAGE = {"inputTokens": 10, "outputTokens": 5}
-
-
-def _log() -> Log:
-    log = Log()
-    log.turn_start(1)
-    log.user("hi")
-    for step in (1, 2):
-        log.step_start(1, step)
-        if step == 1:
-            log.snapshot()
-        seqs = [log.chunk(1, step, f" w{i}") for i in range(30)]
-        log.add("assistant/chunk", {"turn": 1, "step": step, "chunk": {"type": "usage", "usage": USAGE}})
-        seqs += [log.chunk(1, step, f" v{i}") for i in range(5)]
-        log.chunk(1, step, chunk={"type": "block-start", "index": 1, "blockType": "text"})
-        log.chunk(1, step, chunk={"type": "block-end", "block": {"type": "text", "text": "w"}})
-        log.chunk(1, step, chunk={"type": "finish", "reason": {"kind": "stop"}})
-        log.assistant(1, step, [{"type": "text", "text": "w"}], seqs)
-        log.step_end(1, step)
-    log.turn_end(1)
-    return log
+from tests.support.logs import USAGE, streamed_steps
 
 
 def _chunk_lines(lines: list[bytes]) -> list[int]:
@@ -121,7 +99,7 @@ def _target(lines: list[bytes], position: int) -> int:
 
 
 def _applies(name: str, position: int) -> bool:
-    lines = _log().lines()
+    lines = streamed_steps().lines()
     try:
         MUTATIONS[name](lines[_target(lines, position)])
     except AssertionError:  # the line has nothing this mutation changes
@@ -131,7 +109,7 @@ def _applies(name: str, position: int) -> bool:
 
 @pytest.mark.parametrize("name, position", [(n, p) for n in sorted(MUTATIONS) for p in POSITIONS if _applies(n, p)])
 def test_typed_runs_fold_like_the_general_path(tmp_path, monkeypatch, name, position):
-    lines = _log().lines()
+    lines = streamed_steps().lines()
     target = _target(lines, position)
     lines[target] = MUTATIONS[name](lines[target])
     typed = _fold(tmp_path, lines, 0, monkeypatch)
@@ -146,14 +124,14 @@ def test_plain_runs_are_decoded_typed(tmp_path, monkeypatch):
     calls = []
     real = chunk_typed.decode_run
     monkeypatch.setattr(chunk_typed, "decode_run", lambda *a: calls.append(real(*a)) or calls[-1])
-    findings, steps, events, chunks = _fold(tmp_path, _log().lines(), 0, monkeypatch)
+    findings, steps, events, chunks = _fold(tmp_path, streamed_steps().lines(), 0, monkeypatch)
     assert calls and all(c is not None for c in calls)
     assert [s[2] for s in steps] == [USAGE, USAGE]  # each step's usage chunk, found without parsing the run
     assert chunks == 78 and findings == []
 
 
 def test_damaged_runs_are_left_to_the_general_path():
-    lines = _log().lines()
+    lines = streamed_steps().lines()
     run = [lines[i] for i in _chunk_lines(lines)[:10]]
     seq = orjson.loads(run[0])["seq"]
     assert chunk_typed.decode_run(b"\n".join(run), seq, len(run)) is not None
@@ -172,7 +150,7 @@ def test_damaged_runs_are_left_to_the_general_path():
 
 
 def test_typed_runs_check_the_values_of_chunks_that_are_not_deltas(tmp_path, monkeypatch):
-    lines = _log().lines()
+    lines = streamed_steps().lines()
     finish = _chunk_lines(lines)[len(_chunk_lines(lines)) // 2 - 1]
     lines[finish] = MUTATIONS["bad finish reason"](lines[finish])
     findings = _fold(tmp_path, lines, 0, monkeypatch)[0]
@@ -183,9 +161,9 @@ def test_chunks_that_are_not_deltas_are_parsed_only_when_their_typed_fields_fail
     parsed: list[int] = []
     real = load.ChunkRun.events
     monkeypatch.setattr(load.ChunkRun, "events", lambda run, at: parsed.extend(at) or real(run, at))
-    assert _fold(tmp_path, _log().lines(), 0, monkeypatch)[0] == []
+    assert _fold(tmp_path, streamed_steps().lines(), 0, monkeypatch)[0] == []
     assert parsed == []  # block start, block end, finish and usage cleared by their typed fields
-    lines = _log().lines()
+    lines = streamed_steps().lines()
     start = [i for i in _chunk_lines(lines) if b'"block-start"' in lines[i]][0]
     lines[start] = MUTATIONS["bad block-start type"](lines[start])
     findings = _fold(tmp_path, lines, 0, monkeypatch)[0]
@@ -208,7 +186,7 @@ def test_a_log_large_enough_or_read_after_enough_chunks_is_decoded_typed(
     real = chunk_typed.decode_run
     monkeypatch.setattr(chunk_typed, "decode_run", lambda *a: calls.append(real(*a)) or calls[-1])
     path = tmp_path / "s.jsonl"
-    path.write_bytes(b"\n".join(_log().lines()) + b"\n")
+    path.write_bytes(b"\n".join(streamed_steps().lines()) + b"\n")
     model = replay(LogSource(path, tmp_path))
     assert model.findings == [] and model.chunks == 78
     assert bool(calls) is typed

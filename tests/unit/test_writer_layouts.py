@@ -17,26 +17,7 @@ from invariants.read.line_records import CHUNK_START, DEFAULT_MAX_LINE, LineRun,
 from invariants.read.lines import _plain_runs, iter_lines
 from invariants.read.source import LogSource
 from invariants.replay.session import replay
-from tests.support.logs import Log
-
-USAGE = {"inputTokens": 10, "outputTokens": 5}
-
-
-def _log() -> Log:
-    log = Log()
-    log.turn_start(1)
-    log.user("hi")
-    for step in (1, 2):
-        log.step_start(1, step)
-        if step == 1:
-            log.snapshot()
-        seqs = [log.chunk(1, step, f" w{i}") for i in range(20)]
-        log.add("assistant/chunk", {"turn": 1, "step": step, "chunk": {"type": "usage", "usage": USAGE}})
-        log.chunk(1, step, chunk={"type": "finish", "reason": {"kind": "stop"}})
-        log.assistant(1, step, [{"type": "text", "text": "w"}], seqs)
-        log.step_end(1, step)
-    log.turn_end(1)
-    return log
+from tests.support.logs import streamed_steps
 
 
 def _seq_first(obj: dict) -> dict:
@@ -76,7 +57,7 @@ def _folded(path) -> tuple:
 @pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.zst"])
 @pytest.mark.parametrize("writer", sorted(WRITERS))
 def test_another_writers_log_reads_in_runs_and_folds_the_same(tmp_path, writer, suffix):
-    lines = _log().lines()
+    lines = streamed_steps().lines()
     harness, other = tmp_path / f"harness{suffix}", tmp_path / f"other{suffix}"
     _write(harness, lines)
     _write(other, _rewrite(lines, WRITERS[writer]))
@@ -91,7 +72,7 @@ def test_another_writers_log_reads_in_runs_and_folds_the_same(tmp_path, writer, 
 def test_runs_hold_every_chunk_line_when_the_writer_changes_and_wherever_blocks_end(tmp_path, block_size):
     """A block of lines another writer wrote makes the next block compare its start first; the
     harness's own lines after it (a log appended by both) are chunk lines all the same."""
-    lines = _log().lines()
+    lines = streamed_steps().lines()
     half = len(lines) // 2
     spaced = _rewrite(lines, WRITERS["json.dumps"])
     chunk_lines = sum(b'"assistant/chunk"' in line for line in lines)
