@@ -229,8 +229,8 @@ def test_a_stream_goes_in_full_tasks_then_ever_shorter_ones(n, jobs):
 @pytest.mark.parametrize("jobs", [1, 2, 5])
 def test_a_long_stream_starts_in_short_tasks_so_the_workers_start_while_it_is_walked(n, jobs):
     """``ramp``: the first ``jobs`` tasks take a sixteenth of a full one, each next ``jobs`` twice as
-    many, up to full ones; the end still shrinks.  The first task leaves after 48 units are read
-    (a full first task waited for ``size * jobs + size``: 768 at two workers)."""
+    many, up to full ones; the end still shrinks.  The first task leaves after ``16 * jobs + 16``
+    units are read, 48 at two workers (a full first task waited for ``size * jobs + size``: 768)."""
     read = []
 
     def walked():
