@@ -9,7 +9,7 @@ from typing import Any
 import sqlite_utils
 
 from invariants.analysis.forks import ForkSide, check_fork_sides
-from invariants.gate.fork_checks import resolve_parent
+from invariants.gate.fork_checks import Listed, resolve_parent
 from invariants.gate.policy import FindingPolicy
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
@@ -107,7 +107,7 @@ class _Indexed:
 
     def __init__(self, row: tuple, root: str) -> None:
         self.row = row  # (id, path, events, revision, era, file, member, version, created_at)
-        self.source = _source(row[5], root, row[6])
+        self.path = str(_source(row[5], root, row[6]).path)
         self.created_at = row[8]
 
 
@@ -131,7 +131,9 @@ def _resolve_parent(
     ).fetchall()
     created = conn.execute("SELECT created_at FROM sessions WHERE id = ?", [sid]).fetchone()
     child = _source(file, root, member)
-    parent = resolve_parent(child, parent_uid, created[0] if created else None, seed, [_Indexed(r, root) for r in rows])
+    parent = resolve_parent(
+        child, parent_uid, created[0] if created else None, seed, Listed([_Indexed(r, root) for r in rows])
+    )
     if parent is None:
         return None
     if isinstance(parent, _Indexed):

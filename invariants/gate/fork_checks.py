@@ -10,7 +10,7 @@ a run's children, cached per child in the result cache.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Iterator, Protocol, Sequence, TypeVar
+from typing import Any, Generic, Iterable, Iterator, Protocol, Sequence, TypeVar
 
 from invariants.analysis.forks import (
     ForkSide,
@@ -29,10 +29,11 @@ from invariants.read.source import LogSource
 
 
 class Checked(Protocol):
-    """A log among those checked (a session summary, an indexed row): where it is and when it was created."""
+    """A log among those checked (a session summary, a row): its path as written in the report, when it
+    was created."""
 
     @property
-    def source(self) -> LogSource: ...
+    def path(self) -> str: ...
 
     @property
     def created_at(self) -> Any: ...
@@ -41,21 +42,53 @@ class Checked(Protocol):
 C = TypeVar("C", bound=Checked)
 
 
-def _place(path: str) -> tuple[str, str | None]:
+class SameId(Protocol[C]):
+    """The checked logs of a parent's id (the child excluded), asked only what the choice of the parent
+    needs: those near the child, whether there is any, those at given places.  A child whose parent's id
+    a test suite gave thousands of logs is then not compared with each of them."""
+
+    def near(self, folder: str, project: str | None) -> list[C]: ...
+
+    def any(self) -> bool: ...
+
+    def at(self, places: set[str]) -> list[C]: ...
+
+
+class Summarized(SameId[C], Protocol):
+    """:class:`SameId` that also gives a log's whole summary (:class:`~invariants.gate.session_table.OfId`)."""
+
+    def summary(self, c: C) -> SessionSummary: ...
+
+
+def place(path: str) -> tuple[str, str | None]:
     """A log's folder, and its project directory when it is ``<id>/session.jsonl*`` (late layout)."""
     folder = os.path.dirname(path)
     return folder, os.path.dirname(folder) if os.path.basename(path).startswith("session.jsonl") else None
 
 
-def _near(a: LogSource, place: tuple[str, str | None], b: LogSource) -> bool:
-    """Logs a fork keeps together (``place`` is ``a``'s): one folder, one project directory
-    (``<id>/session.jsonl*``), one database."""
-    pb = str(b.path)
-    (da, ga), (db, gb) = place, _place(pb)
-    return da == db or (a.member is not None and str(a.path) == pb) or (ga is not None and ga == gb)
+class Listed(Generic[C]):
+    """:class:`SameId` over a list (the index's rows of the parent's id)."""
+
+    def __init__(self, logs: Sequence[C]) -> None:
+        self.logs = logs
+
+    def near(self, folder: str, project: str | None) -> list[C]:
+        """Logs a fork keeps together: one folder (a database is in one), one project directory."""
+        out = []
+        for c in self.logs:
+            f, p = place(c.path)
+            if f == folder or (project is not None and p == project):
+                out.append(c)
+        return out
+
+    def any(self) -> bool:
+        return bool(self.logs)
+
+    def at(self, places: set[str]) -> list[C]:
+        return [c for c in self.logs if c.path in places]
 
 
-def checked_parent(child: LogSource, parent_id: str, created_at: Any, same_id: Sequence[C]) -> C | None:
+def checked_parent(child: LogSource, parent_id: str, created_at: Any, same_id: SameId[C]) -> C | None:
     """The parent among the checked logs with the parent's id (``same_id``, the child excluded).
 
     The one beside the child (a fork inherits its parent's cwd, so the store
@@ -64,11 +97,10 @@ def checked_parent(child: LogSource, parent_id: str, created_at: Any, same_id: S
     the child.  Ids repeat across unrelated folders (test suites reuse them),
     so a log of that id anywhere else is never taken for the parent.
     """
-    place = _place(str(child.path))  # strings: a child is compared with every log of its parent's id
-    pick = [c for c in same_id if _near(child, place, c.source)]
-    if not pick and same_id:
-        places = set(parent_candidates(child, parent_id))
-        pick = [c for c in same_id if c.source.path in places and could_be_parent(created_at, c.created_at)]
+    pick = same_id.near(*place(str(child.path)))
+    if not pick and same_id.any():
+        places = {str(p) for p in parent_candidates(child, parent_id)}
+        pick = [c for c in same_id.at(places) if could_be_parent(created_at, c.created_at)]
     return pick[0] if len(pick) == 1 else None
 
 
@@ -79,7 +111,7 @@ def stored_parent(child: LogSource, parent_id: str, created_at: Any, seed_length
 
 
 def resolve_parent(
-    child: LogSource, parent_id: str, created_at: Any, seed_length: int, same_id: Sequence[C]
+    child: LogSource, parent_id: str, created_at: Any, seed_length: int, same_id: SameId[C]
 ) -> C | LogSource | None:
     """The child's parent: :func:`checked_parent`, else :func:`stored_parent`, else None."""
     parent = checked_parent(child, parent_id, created_at, same_id)
@@ -87,13 +119,13 @@ def resolve_parent(
 
 
 def fork_findings(
-    forks: Iterable[tuple[SessionSummary, list[SessionSummary]]],
+    forks: Iterable[tuple[SessionSummary, Summarized]],
     cache: ResultCache | None = None,
     executor: Executor | None = None,
 ) -> tuple[list[Finding], int]:
     """The seed findings of every forked child of ``forks`` (each child with the checked sessions of its
-    parent's id, in report order; :meth:`~invariants.gate.session_table.SessionTable.forks`), in the
-    children's order, and how many children the cache answered.
+    parent's id: :meth:`~invariants.gate.session_table.SessionTable.forks`), in the children's order,
+    and how many children the cache answered.
 
     ``forks`` is read as the executor asks for work and the seed comparisons, which read both logs'
     heads, go to its workers and come back as they finish, so what is held is the comparisons in
@@ -151,14 +183,15 @@ def _side(m: SessionSummary) -> ForkSide:
 
 
 def _one_child(
-    m: SessionSummary, same_id: list[SessionSummary], cache: ResultCache | None
+    m: SessionSummary, same_id: Summarized, cache: ResultCache | None
 ) -> tuple[list[Finding] | None, list, list, tuple[ForkSide, ForkSide | None]]:
     """The cached findings of ``m`` (None on a miss), its cache identity and key, and the two sides to compare."""
     pid = m.parent_session or ""
     child_rev = revision(m.path)
     checked = checked_parent(m.source, pid, m.created_at, same_id)
-    if checked is not None:
-        where: list = ["checked", checked.path, revision(checked.path), checked.events]
+    parent = same_id.summary(checked) if checked is not None else None
+    if parent is not None:
+        where: list = ["checked", parent.path, revision(parent.path), parent.events]
     else:  # the parent's log, if any, is one of these places: their revisions key the entry
         cands = parent_candidates(m.source, pid) if m.seed_length > 0 else []
         where = ["search", [[str(c), revision(c)] for c in cands if revision(c) is not None]]
@@ -168,8 +201,8 @@ def _one_child(
         hit = cache.get("fork", identity, key)
         if hit is not None:
             return [Finding(**f) for f in hit], identity, key, (_side(m), None)
-    if checked is not None:  # resolve_parent, its first half already done for the cache key
-        parent_side: ForkSide | None = _side(checked)
+    if parent is not None:  # resolve_parent, its first half already done for the cache key
+        parent_side: ForkSide | None = _side(parent)
     else:
         stored = stored_parent(m.source, pid, m.created_at, m.seed_length)
         parent_side = ForkSide(stored, pid, None) if stored is not None else None

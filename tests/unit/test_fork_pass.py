@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any, Iterator
 
 import orjson
 
 from invariants import check
-from invariants.gate.fork_checks import fork_findings
+from invariants.gate.fork_checks import Listed, checked_parent, fork_findings
 from invariants.gate.result import SessionSummary
-from invariants.gate.session_table import SessionTable
+from invariants.gate.session_table import OfId, SessionTable
 from tests.support.logs import Log
 
 
@@ -32,8 +33,17 @@ def _summary(session: str, path: str, parent: str | None = None, has_header: boo
     )
 
 
-def _names(pairs: Iterator[tuple[SessionSummary, list[SessionSummary]]]) -> list[tuple[str, list[str]]]:
-    return [(child.path, [c.path for c in same]) for child, same in pairs]
+def _names(pairs: Iterator[tuple[SessionSummary, OfId]]) -> list[tuple[str, list[str]]]:
+    """Each child's path, and the paths of the sessions of its parent's id (wherever they are)."""
+    return [(child.path, [c.path for c in same.at(_EVERYWHERE)]) for child, same in pairs]
+
+
+class _Everywhere:
+    def __contains__(self, path: object) -> bool:
+        return True
+
+
+_EVERYWHERE: Any = _Everywhere()
 
 
 def test_the_table_hands_out_each_child_in_report_order_with_the_sessions_of_its_parents_id():
@@ -65,8 +75,10 @@ def test_a_value_orjson_refuses_survives_the_table():
     odd.created_at = 2**70  # beyond orjson's integers: the json module carries it
     table = SessionTable([_summary("c", "/r/a/c.jsonl", parent="p"), odd])
     try:
-        ((_, [parent]),) = list(table.forks())
+        ((_, same),) = list(table.forks())
+        [parent] = same.at({"/r/a/p.jsonl"})
         assert parent.created_at == 2**70
+        assert same.summary(parent).created_at == 2**70
     finally:
         table.close()
 
@@ -102,7 +114,7 @@ def test_the_fork_pass_reads_each_child_only_when_the_comparison_before_it_is_do
     result = check([tmp_path])
     read: list[int] = []
 
-    def counted(pairs: Iterator[tuple[SessionSummary, list[SessionSummary]]]) -> Iterator:
+    def counted(pairs: Iterator[tuple[SessionSummary, OfId]]) -> Iterator:
         for pair in pairs:
             read.append(1)
             yield pair
@@ -126,3 +138,41 @@ def test_fork_findings_are_the_same_serial_and_on_workers_and_in_report_order(tm
     pooled = check([tmp_path], executor=ProcessExecutor(2))
     assert [f.session for f in serial.findings if f.rule == "FRK001"] == ["child-2", "child-9"]
     assert orjson.dumps([f.to_json() for f in pooled.findings]) == orjson.dumps([f.to_json() for f in serial.findings])
+
+
+def test_the_table_chooses_the_parent_a_list_of_the_same_sessions_chooses(tmp_path):
+    """Ids reused across folders, both layouts, sessions in a database, creation times: the table asks
+    SQLite for the logs near the child, then for those at the store's places; the answer is the one the
+    whole list of the parent's id gives."""
+    rng = random.Random(7)
+    (tmp_path / "a1.jsonl").write_text("")  # a root-level place the store could have used
+    for d in ("p", "q"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "a1.jsonl").write_text("")
+    places = [
+        *(f"{tmp_path}/{d}/{n}.jsonl" for d in ("p", "q", "r") for n in ("a1", "b2", "c3", "x")),
+        *(f"{tmp_path}/--proj--/{n}/session.jsonl" for n in ("a1", "b2", "c3", "x", "y")),
+        f"{tmp_path}/a1.jsonl",
+        f"{tmp_path}/store.sqlite",
+    ]
+    chosen = 0
+    for _ in range(60):
+        sessions = []
+        for path in rng.sample(places, rng.randint(4, len(places))):
+            s = _summary(rng.choice(["a1", "b2", "c3"]), path, parent=rng.choice([None, "a1", "b2", "c3"]))
+            s.root = str(tmp_path)
+            s.member = s.session if path.endswith(".sqlite") else None
+            s.created_at = rng.choice([None, 1, 5, 9, "x"])
+            sessions.append(s)
+        table = SessionTable(sessions)
+        try:
+            kids = [k for k, s in enumerate(sessions) if s.parent_session]
+            for (child, same), k in zip(table.forks(), kids, strict=True):
+                listed = Listed([s for i, s in enumerate(sessions) if s.session == child.parent_session and i != k])
+                want = checked_parent(child.source, child.parent_session or "", child.created_at, listed)
+                got = checked_parent(child.source, child.parent_session or "", child.created_at, same)
+                assert (got and got.path) == (want and want.path), (child.path, child.parent_session)
+                chosen += want is not None
+        finally:
+            table.close()
+    assert chosen > 20  # the cases chose parents, near and at the store's places
