@@ -275,12 +275,20 @@ class Assembler:
     def _forks(self) -> None:
         """Fork seed findings of every child, its parent chosen among the checked sessions of its parent's
         id: the blocks are read once into a temporary table, which hands the children out one by one."""
+        from invariants.gate.executor import AUTO_BYTES
         from invariants.gate.fork_checks import fork_findings
         from invariants.gate.session_table import SessionTable
 
-        table = SessionTable(b.session for b in self.blocks if b.session is not None)
+        if self.blocks.on_disk:  # each summary as spooled: no session is decoded and encoded again
+            sessions = (v[0] for v in self.blocks.encoded() if v[0] is not None)
+        else:
+            sessions = (b.session.to_json() for b in self.blocks if b.session is not None)
+        table = SessionTable(sessions)
         try:
-            forks, hits = fork_findings(table.forks(), self.cache, None if self.keep else self.executor)
+            executor = None if self.keep else self.executor
+            if executor is not None and table.fork_bytes() < AUTO_BYTES:
+                executor = None  # the comparisons read little: here, as the executor would choose for units
+            forks, hits = fork_findings(table.forks(), self.cache, executor)
         finally:
             table.close()
         if self.stats is not None:

@@ -26,27 +26,31 @@ from invariants.gate.result import SessionSummary
 from invariants.gate.spool import dump_item, load_item
 
 _ROWS = 1024  # rows per executemany, and per fetch
+_PLACES = 500  # places a query (SQLite before 3.32 takes at most 999 variables a statement)
 
 
 class SessionTable:
-    """Sessions in report order (``k``), with their id and, for a forked child, its parent's id."""
+    """Sessions in report order (``k``, each a :meth:`SessionSummary.to_json
+    <invariants.gate.result.SessionSummary.to_json>`), with their id and, for a forked child, its
+    parent's id."""
 
-    def __init__(self, sessions: Iterable[SessionSummary]) -> None:
+    def __init__(self, sessions: Iterable[dict[str, Any]]) -> None:
         self._con = sqlite3.connect("")  # "": a private temporary database on disk, deleted on close
         self._con.execute(
             "CREATE TABLE s (k INTEGER PRIMARY KEY, id TEXT, parent TEXT, path TEXT, folder TEXT, project TEXT, "
-            "created BLOB, summary BLOB)"
+            "created BLOB, bytes INTEGER, summary BLOB)"
         )
         rows: list[tuple] = []
-        for k, s in enumerate(sessions):
-            d = s.to_json()
+        for k, d in enumerate(sessions):
             d["findings"] = []  # the fork pass reads none; the report has them
-            parent = s.parent_session if s.has_header and s.parent_session else None
-            rows.append((k, s.id, parent, s.path, *place(s.path), dump_item(s.created_at), dump_item(d)))
+            parent = d["parent_session"] if d["has_header"] and d["parent_session"] else None
+            path = d["path"]
+            created = dump_item(d["created_at"])
+            rows.append((k, d["session"], parent, path, *place(path), created, d["bytes"], dump_item(d)))
             if len(rows) >= _ROWS:
-                self._con.executemany("INSERT INTO s VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                self._con.executemany("INSERT INTO s VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
                 rows = []
-        self._con.executemany("INSERT INTO s VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        self._con.executemany("INSERT INTO s VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
         self._con.execute("CREATE INDEX s_id ON s (id, k)")
 
     def forks(self) -> Iterator[tuple[SessionSummary, OfId]]:
@@ -56,6 +60,10 @@ class SessionTable:
         while rows := cur.fetchmany(_ROWS):
             for k, parent, blob in rows:
                 yield _summary(blob), OfId(self._con, parent, k)
+
+    def fork_bytes(self) -> int:
+        """The bytes of every forked child's log: about what comparing their seeds reads of them."""
+        return self._con.execute("SELECT COALESCE(SUM(bytes), 0) FROM s WHERE parent IS NOT NULL").fetchone()[0]
 
     def close(self) -> None:
         self._con.close()
@@ -86,7 +94,12 @@ class OfId:
         return self._con.execute("SELECT 1 FROM s WHERE id = ? AND k != ? LIMIT 1", self._args).fetchone() is not None
 
     def at(self, places: set[str]) -> list[Stored]:
-        return [c for c in self._stored("", ()) if c.path in places]
+        found: list[Stored] = []
+        todo = sorted(places)
+        for i in range(0, len(todo), _PLACES):
+            part = todo[i : i + _PLACES]
+            found += self._stored(f"AND path IN ({', '.join('?' * len(part))})", tuple(part))
+        return sorted(found, key=lambda c: c.k)
 
     def summary(self, c: Stored) -> SessionSummary:
         (blob,) = self._con.execute("SELECT summary FROM s WHERE k = ?", (c.k,)).fetchone()

@@ -68,6 +68,16 @@ class Spool(Generic[T]):
         for line in fh:  # sequential readers only (a report reads its blocks once per section)
             yield decode(load_item(line))
 
+    def encoded(self) -> Iterator[Any]:
+        """A disk spool's items as ``encode`` gave them, not decoded (a reader that needs a few fields)."""
+        assert self._file is not None, "only a disk spool keeps its items encoded"
+        fh = self._file
+        fh.flush()
+        fh.seek(0)
+        self._at_end = False
+        for line in fh:
+            yield load_item(line)
+
     def close(self) -> None:
         self._items = []
         if self._file is not None:

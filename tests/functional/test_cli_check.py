@@ -123,7 +123,7 @@ def test_fork_parent_found_under_the_same_root_in_the_late_layout(tmp_path):
     from invariants.gate.session_table import SessionTable
     from invariants.replay.session import replay
 
-    table = SessionTable([SessionSummary.from_model(replay(LogSource(child_path, tmp_path)))])
+    table = SessionTable([SessionSummary.from_model(replay(LogSource(child_path, tmp_path))).to_json()])
     found_findings, _ = fork_findings(table.forks())
     table.close()
     assert [f.rule for f in found_findings] == ["FRK001"]

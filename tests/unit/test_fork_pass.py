@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 from typing import Any, Iterator
 
-import orjson
-
 from invariants import check
+from invariants.gate.executor import ProcessExecutor
 from invariants.gate.fork_checks import Listed, checked_parent, fork_findings
+from invariants.gate.pipeline import check_report
 from invariants.gate.result import SessionSummary
 from invariants.gate.session_table import OfId, SessionTable
 from tests.support.logs import Log
@@ -33,17 +33,9 @@ def _summary(session: str, path: str, parent: str | None = None, has_header: boo
     )
 
 
-def _names(pairs: Iterator[tuple[SessionSummary, OfId]]) -> list[tuple[str, list[str]]]:
-    """Each child's path, and the paths of the sessions of its parent's id (wherever they are)."""
-    return [(child.path, [c.path for c in same.at(_EVERYWHERE)]) for child, same in pairs]
-
-
-class _Everywhere:
-    def __contains__(self, path: object) -> bool:
-        return True
-
-
-_EVERYWHERE: Any = _Everywhere()
+def _names(pairs: Iterator[tuple[SessionSummary, OfId]], paths: set[str]) -> list[tuple[str, list[str]]]:
+    """Each child's path, and the paths of the sessions of its parent's id among ``paths``."""
+    return [(child.path, [c.path for c in same.at(paths)]) for child, same in pairs]
 
 
 def test_the_table_hands_out_each_child_in_report_order_with_the_sessions_of_its_parents_id():
@@ -57,9 +49,9 @@ def test_the_table_hands_out_each_child_in_report_order_with_the_sessions_of_its
         _summary("s", "/r/c/s.jsonl"),
         _summary("h", "/r/a/h.jsonl", parent="p", has_header=False),  # no header: not a fork
     ]
-    table = SessionTable(sessions)
+    table = SessionTable(s.to_json() for s in sessions)
     try:
-        assert _names(table.forks()) == [
+        assert _names(table.forks(), {s.path for s in sessions}) == [
             ("/r/a/c1.jsonl", ["/r/a/p.jsonl", "/r/b/p.jsonl"]),
             ("/r/a/c2.jsonl", ["/r/a/c1.jsonl"]),
             ("/r/a/s.jsonl", ["/r/c/s.jsonl"]),
@@ -73,7 +65,7 @@ def test_the_table_hands_out_each_child_in_report_order_with_the_sessions_of_its
 def test_a_value_orjson_refuses_survives_the_table():
     odd = _summary("p", "/r/a/p.jsonl")
     odd.created_at = 2**70  # beyond orjson's integers: the json module carries it
-    table = SessionTable([_summary("c", "/r/a/c.jsonl", parent="p"), odd])
+    table = SessionTable([_summary("c", "/r/a/c.jsonl", parent="p").to_json(), odd.to_json()])
     try:
         ((_, same),) = list(table.forks())
         [parent] = same.at({"/r/a/p.jsonl"})
@@ -119,7 +111,7 @@ def test_the_fork_pass_reads_each_child_only_when_the_comparison_before_it_is_do
             read.append(1)
             yield pair
 
-    table = SessionTable(result.sessions)
+    table = SessionTable(s.to_json() for s in result.sessions)
     cache = _Recording(read)
     try:
         found, hits = fork_findings(counted(table.forks()), cache)
@@ -130,14 +122,40 @@ def test_the_fork_pass_reads_each_child_only_when_the_comparison_before_it_is_do
     assert [(f.rule, f.session) for f in found] == [("FRK001", "child-1")]
 
 
-def test_fork_findings_are_the_same_serial_and_on_workers_and_in_report_order(tmp_path):
-    from invariants.gate.executor import ProcessExecutor
+class _Counting(ProcessExecutor):
+    """A pool of two that notes the function of every map it is given."""
+
+    def __init__(self) -> None:
+        super().__init__(2)
+        self.mapped: list[str] = []
+
+    def imap(self, fn: Any, items: Any, costs: Any = None) -> Any:
+        self.mapped.append(fn.__name__)
+        return super().imap(fn, items, costs)
+
+
+def _fork_rules(view: Any) -> list[tuple[str, str | None]]:
+    try:
+        return [(f.rule, f.session) for f in view.findings() if f.rule.startswith("FRK")]
+    finally:
+        view.close()
+
+
+def test_a_fork_pass_that_reads_little_stays_here_and_a_larger_one_goes_to_the_workers(tmp_path, monkeypatch):
+    """The seed comparisons go to the executor only when the children's logs are worth a worker's
+    start-up (AUTO_BYTES, as for units); the findings and their order are the same either way."""
+    import invariants.gate.executor as executor_module
 
     _families(tmp_path, 12, tampered={2, 9})
-    serial = check([tmp_path])
-    pooled = check([tmp_path], executor=ProcessExecutor(2))
-    assert [f.session for f in serial.findings if f.rule == "FRK001"] == ["child-2", "child-9"]
-    assert orjson.dumps([f.to_json() for f in pooled.findings]) == orjson.dumps([f.to_json() for f in serial.findings])
+    serial = _fork_rules(check_report([tmp_path], jobs=1))
+    assert serial == [("FRK001", "child-2"), ("FRK001", "child-9")]
+    small = _Counting()
+    assert _fork_rules(check_report([tmp_path], executor=small)) == serial
+    assert small.mapped == ["run_unit"]  # 12 small children: compared in this process
+    monkeypatch.setattr(executor_module, "AUTO_BYTES", 0)
+    large = _Counting()
+    assert _fork_rules(check_report([tmp_path], executor=large)) == serial
+    assert large.mapped == ["run_unit", "fork_job"]
 
 
 def test_the_table_chooses_the_parent_a_list_of_the_same_sessions_chooses(tmp_path):
@@ -164,7 +182,7 @@ def test_the_table_chooses_the_parent_a_list_of_the_same_sessions_chooses(tmp_pa
             s.member = s.session if path.endswith(".sqlite") else None
             s.created_at = rng.choice([None, 1, 5, 9, "x"])
             sessions.append(s)
-        table = SessionTable(sessions)
+        table = SessionTable(s.to_json() for s in sessions)
         try:
             kids = [k for k, s in enumerate(sessions) if s.parent_session]
             for (child, same), k in zip(table.forks(), kids, strict=True):
@@ -176,3 +194,14 @@ def test_the_table_chooses_the_parent_a_list_of_the_same_sessions_chooses(tmp_pa
         finally:
             table.close()
     assert chosen > 20  # the cases chose parents, near and at the store's places
+
+
+def test_more_places_than_one_statement_takes_are_asked_in_parts():
+    sessions = [_summary("c", "/r/c.jsonl", parent="p")] + [_summary("p", f"/r/d{i:04d}/p.jsonl") for i in range(1500)]
+    table = SessionTable(s.to_json() for s in sessions)
+    try:
+        ((_, same),) = list(table.forks())
+        places = {f"/r/d{i:04d}/p.jsonl" for i in range(0, 3000, 2)}  # 1,500 places, 750 of them checked logs
+        assert [c.path for c in same.at(places)] == [f"/r/d{i:04d}/p.jsonl" for i in range(0, 1500, 2)]
+    finally:
+        table.close()
