@@ -27,7 +27,7 @@ line and rule, ties in the order a serial run gathers findings.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from invariants.gate.executor import Executor
 from invariants.gate.parking import Parking
@@ -242,7 +242,7 @@ class Assembler:
                 kept.extend(done)
             return done
 
-        for block in self.blocks:
+        for block in self._to_judge(out, by_file, matcher is None):
             s = block.session
             assert s is not None
             found = block.findings
@@ -271,6 +271,18 @@ class Assembler:
             self.blocks.close()
         self._kept = kept
         return view
+
+    def _to_judge(self, out: Spool[Block], by_file: dict, unmatched: bool) -> Iterator[Block]:
+        """The blocks in order; a spooled one with no finding to judge or merge (and no baseline to
+        match it) goes to ``out`` as it was spooled, not decoded and encoded again."""
+        if not self.spooled:
+            yield from self.blocks
+            return
+        for v in self.blocks.encoded():
+            if unmatched and not v[2] and v[1] not in by_file:
+                out.append_encoded(v)
+            else:
+                yield decode_block(v)
 
     def _forks(self) -> None:
         """Fork seed findings of every child, its parent chosen among the checked sessions of its parent's

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from invariants.gate.baseline import BaselineOutcome
 from invariants.model.findings import SEVERITY_RANK, Finding
@@ -125,20 +125,7 @@ class SessionSummary:
 
     def row(self) -> dict[str, Any]:
         """The session's row of the JSON report (version 1)."""
-        row = {
-            "session": self.session,
-            "file": self.file,
-            "era": self.era,
-            "profile": self.profile,
-            "events": self.events,
-            "turns": self.turns,
-            "steps": self.steps,
-            "instances": self.instances,
-            "requests": self.requests,
-        }
-        if self.form != "runtime":
-            row["form"] = self.form  # only where the envelope was rebuilt: a runtime log's row is unchanged
-        return row
+        return summary_row(self.__getattribute__)
 
     def to_json(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "findings"}
@@ -236,3 +223,15 @@ class CheckResult:
             "warnings": c["warning"],
             "infos": c["info"],
         }
+
+
+ROW_FIELDS = ("session", "file", "era", "profile", "events", "turns", "steps", "instances", "requests")
+
+
+def summary_row(get: Callable[[str], Any]) -> dict[str, Any]:
+    """A session's row of the JSON report from its summary's fields (``get``: an attribute of a
+    :class:`SessionSummary`, or a key of its JSON, which a spooled report reads without making one)."""
+    row = {k: get(k) for k in ROW_FIELDS}
+    if (form := get("form")) != "runtime":
+        row["form"] = form  # only where the envelope was rebuilt: a runtime log's row is unchanged
+    return row

@@ -40,15 +40,21 @@ class Spool(Generic[T]):
         return self._file is not None
 
     def append(self, item: T) -> None:
-        self.count += 1
         if self._file is None:
+            self.count += 1
             self._items.append(item)
             return
         assert self._encode is not None
+        self.append_encoded(self._encode(item))
+
+    def append_encoded(self, value: Any) -> None:
+        """An item of a disk spool as ``encode`` would give it (one read from :meth:`encoded`)."""
+        assert self._file is not None, "only a disk spool keeps its items encoded"
+        self.count += 1
         if not self._at_end:
             self._file.seek(0, 2)
             self._at_end = True
-        data = dump_item(self._encode(item))
+        data = dump_item(value)
         self.fallbacks += data[:1] == b"\x00"
         self._file.write(data + b"\n")
 

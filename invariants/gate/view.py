@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from invariants.gate.baseline import BaselineOutcome
-from invariants.gate.result import CheckResult, RequestCheck, SessionSummary
+from invariants.gate.result import CheckResult, RequestCheck, SessionSummary, summary_row
 from invariants.gate.spool import Spool
 from invariants.model.findings import SEVERITY_RANK, Finding
 
@@ -125,9 +125,23 @@ class ReportView:
             if b.session is not None:
                 yield b.session
 
+    def session_rows(self) -> Iterator[dict[str, Any]]:
+        """Each session's row of the JSON report; a spooled block's is read from its JSON, no summary made."""
+        if not self.blocks.on_disk:
+            yield from (s.row() for s in self.sessions())
+            return
+        for s, _, _ in self.blocks.encoded():
+            if s is not None:
+                yield summary_row(s.__getitem__)
+
     def findings(self) -> Iterator[Finding]:
-        for b in self.blocks:
-            yield from b.findings
+        if not self.blocks.on_disk:
+            for b in self.blocks:
+                yield from b.findings
+            return
+        for _, _, found in self.blocks.encoded():  # (the sessions left as JSON: most blocks have no finding)
+            for f in found:
+                yield Finding(**f)
 
     def counts(self) -> dict[str, int]:
         out = {"error": 0, "warning": 0, "info": 0}

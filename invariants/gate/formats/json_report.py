@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from invariants.gate.formats.context import ReportContext
 from invariants.gate.formats.streamjson import marker, write_document
-from invariants.gate.report import dumps_json, session_row
+from invariants.gate.report import dumps_json
 from invariants.gate.view import ReportView
 
 
@@ -22,7 +22,7 @@ def write_json(view: ReportView, ctx: ReportContext, out: Callable[[str], Any]) 
         doc["statistics"] = view.statistics()
     if ctx.baseline is not None:
         doc["baseline"] = ctx.baseline.to_json()
-    rows = (session_row(s) for s in view.sessions())
+    rows = view.session_rows()
     findings = (f.to_json() for f in view.findings())
     write_document(doc, [("sessions", rows), ("findings", findings)], out, not view.plain_json())
 
