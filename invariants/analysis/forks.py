@@ -19,6 +19,7 @@ the checked logs is read only as far as the seed (its head), never replayed.
 
 from __future__ import annotations
 
+import sqlite3
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -67,14 +68,16 @@ def parent_candidates(child: LogSource, parent_id: str) -> list[LogPath]:
     out += [here.parent / enc / f"session{s}" for s in LOG_NAMES]
     root = child.root
     if root.is_dir():
-        where = _root_index(root)
-        out += [p for s in LOG_NAMES for p in where.get(f"{enc}{s}", ()) if p.parent == root]
+        with _root_index(root) as where:
+            named = {s: where.get(f"{enc}{s}") for s in LOG_NAMES}
+            folders = where.get(enc)
+        out += [p for s in LOG_NAMES for p in named[s] if p.parent == root]
         per_dir: dict[LogPath, list[LogPath]] = {}
         for s in LOG_NAMES:  # <root>/<d>/<enc>.jsonl* (seed layout)
-            for p in where.get(f"{enc}{s}", ()):
+            for p in named[s]:
                 if p.parent != root:
                     per_dir.setdefault(p.parent, []).append(p)
-        for p in where.get(enc, ()):  # <root>/<d>/<enc>/session.jsonl* (late layout)
+        for p in folders:  # <root>/<d>/<enc>/session.jsonl* (late layout)
             if p.parent != root:
                 per_dir.setdefault(p.parent, []).extend(p / f"session{s}" for s in LOG_NAMES)
         for d in sorted(per_dir):
@@ -95,46 +98,86 @@ _ROOT_INDEX: ContextVar[dict | None] = ContextVar("fork_root_index", default=Non
 @contextmanager
 def root_index_scope() -> Iterator[None]:
     """Within this block each root is scanned once (one check run's fork checks)."""
-    token = _ROOT_INDEX.set({})
+    scope: dict[LogPath, RootIndex] = {}
+    token = _ROOT_INDEX.set(scope)
     try:
         yield
     finally:
         _ROOT_INDEX.reset(token)
+        for index in scope.values():
+            index.close()
 
 
-def _root_index(root: LogPath) -> dict[str, list[LogPath]]:
-    """Every name at ``<root>/<name>`` and ``<root>/<d>/<name>`` (``d`` a real folder, not a
-    symlink), with its paths in candidate order.  Scanned afresh on every call, except
-    inside :func:`root_index_scope`, where a root is scanned once."""
+_BATCH = 1024  # names a listing gives before they are inserted
+
+
+class RootIndex:
+    """Every name at ``<root>/<name>`` and ``<root>/<d>/<name>`` (``d`` a real folder, not a symlink),
+    with its paths in candidate order (the root's names, then each folder's, by name).
+
+    Held in a private temporary SQLite database, not in memory: a harness root's folders hold a
+    folder per session, and a root of 100,000 sessions took 43 MB as a dict of paths.  The names
+    are read as listed, never sorted here: SQLite orders them when asked (UTF-8 byte order is code
+    point order)."""
+
+    def __init__(self, root: LogPath) -> None:
+        self.root = root
+        self._con = sqlite3.connect("")  # "": a private temporary database on disk, deleted on close
+        self._con.execute("CREATE TABLE e (name TEXT, dir TEXT)")  # dir NULL: a name of the root itself
+        self._con.execute("CREATE TABLE d (dir TEXT)")  # the root's real folders, listed next
+        top = _entries(root)
+        while batch := list(islice(top, _BATCH)):
+            self._con.executemany("INSERT INTO e VALUES (?, NULL)", [(n,) for n, _ in batch])
+            self._con.executemany("INSERT INTO d VALUES (?)", [(n,) for n, is_dir in batch if is_dir])
+        for (d,) in self._con.execute("SELECT dir FROM d"):
+            names = _entries(root / d)
+            while batch := list(islice(names, _BATCH)):
+                self._con.executemany("INSERT INTO e VALUES (?, ?)", [(n, d) for n, _ in batch])
+        self._con.execute("CREATE INDEX e_name ON e (name, dir)")
+
+    def get(self, name: str) -> list[LogPath]:
+        root = self.root
+        rows = self._con.execute("SELECT dir FROM e WHERE name = ? ORDER BY dir IS NOT NULL, dir", (name,)).fetchall()
+        return [root / name if d is None else root / d / name for (d,) in rows]
+
+    def close(self) -> None:
+        self._con.close()
+
+
+@contextmanager
+def _root_index(root: LogPath) -> Iterator[RootIndex]:
+    """The :class:`RootIndex` of ``root``: scanned afresh (and closed after) on every use, except inside
+    :func:`root_index_scope`, where a root is scanned once."""
     scope = _ROOT_INDEX.get()
-    if scope is not None and root in scope:
-        return scope[root]
-    where: dict[str, list[LogPath]] = {}
-    top = _entries(root)
-    for name, _ in top:
-        where.setdefault(name, []).append(root / name)
-    for name, is_dir in top:
-        if is_dir:
-            d = root / name
-            for n, _ in _entries(d):
-                where.setdefault(n, []).append(d / n)
+    index = scope.get(root) if scope is not None else None
+    if index is not None:
+        yield index
+        return
+    index = RootIndex(root)
     if scope is not None:
-        scope[root] = where
-    return where
+        scope[root] = index
+        yield index
+        return
+    try:
+        yield index
+    finally:
+        index.close()
 
 
-def _entries(folder: LogPath) -> list[tuple[str, bool]]:
-    """(name, is a real folder) of a folder's entries, sorted; [] when it cannot be listed."""
+def _entries(folder: LogPath) -> Iterator[tuple[str, bool]]:
+    """(name, is a real folder) of a folder's entries as listed; none when it cannot be listed."""
     if isinstance(folder, UrlPath):
         listing = folder.children()
-        return sorted((n, e.get("type") == "directory" and not e.get("islink")) for n, e in listing.items())
+        yield from ((n, e.get("type") == "directory" and not e.get("islink")) for n, e in listing.items())
+        return
     import os
 
     try:
         with os.scandir(folder) as it:
-            return sorted((e.name, e.is_dir(follow_symlinks=False)) for e in it)
+            for e in it:
+                yield e.name, e.is_dir(follow_symlinks=False)
     except OSError:
-        return []
+        return
 
 
 def could_be_parent(child_created: Any, parent_created: Any) -> bool:
