@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -299,7 +299,7 @@ def run(args: argparse.Namespace) -> int:
         if executor is None and jobs is None:
             from invariants.gate.executor import AutoExecutor
 
-            executor = AutoExecutor()
+            executor = stack.enter_context(closing(AutoExecutor()))
             if args.verbose:
                 executor.said = lambda m: print(f"inspector: {m}", file=sys.stderr)
         from inspector.progress import CheckObserver, count_in_background, progress_for

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import gc
 import os
+from contextlib import contextmanager
 from itertools import chain, islice
-from typing import Callable, Iterable, Iterator, Protocol, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -42,6 +43,9 @@ class SerialExecutor:
 
     jobs = 1
 
+    def close(self) -> None:
+        pass
+
     def map(self, fn: Callable[[T], R], items: Sequence[T], costs: Sequence[int] | None = None) -> list[R]:
         return [fn(x) for x in items]
 
@@ -53,7 +57,10 @@ class SerialExecutor:
 
 
 class ProcessExecutor:
-    """A pool of ``jobs`` worker processes, started for each ``map``.
+    """A pool of ``jobs`` worker processes, started by the first ``map`` that needs one and kept for the
+    next (a check's units, then its fork pass) until :meth:`close`: workers forked once, while this
+    process is small, are not forked again from it at the end of a run, with its memory and start-up.
+    Close it, or use it as a context manager.
 
     Items go to the workers in batches: the costliest alone and first, the
     small ones grouped (about a quarter of a worker's share per batch), so no
@@ -63,6 +70,24 @@ class ProcessExecutor:
 
     def __init__(self, jobs: int) -> None:
         self.jobs = max(1, jobs)
+        self._pool: Any = None  # a concurrent.futures.ProcessPoolExecutor, once one was needed
+        self._workers = 0  # its processes
+
+    def close(self) -> None:
+        """Stop the workers (a task not started is cancelled)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def idle(self) -> None:
+        """No work for a while: the workers stop now (a later ``map`` starts them again)."""
+        self.close()
+
+    def __enter__(self) -> "ProcessExecutor":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def map(self, fn: Callable[[T], R], items: Sequence[T], costs: Sequence[int] | None = None) -> list[R]:
         out: list = [None] * len(items)
@@ -85,11 +110,14 @@ class ProcessExecutor:
             return
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait  # not on a serial run's path
 
-        workers = self.jobs if rest is not None else min(self.jobs, len(head))
+        if self._pool is None:  # (a later map uses these workers, however many it would have started)
+            self._workers = self.jobs if rest is not None else min(self.jobs, len(head))
+            self._pool = ProcessPoolExecutor(max_workers=self._workers)
+        pool, workers = self._pool, self._workers
         batches = _batches(head, rest, costs, workers)
         ahead = workers * AHEAD
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            running: dict = {}
+        running: dict = {}
+        try:
             done: set[int] = set()
             oldest = 0  # the first batch not yet given back
             k = 0
@@ -112,6 +140,9 @@ class ProcessExecutor:
                 while oldest in done:
                     done.discard(oldest)
                     oldest += 1
+        finally:
+            for future in running:  # the caller stopped early: what has not started never will
+                future.cancel()
 
 
 def _head(items: Iterable[T], n: int) -> tuple[list[T], Iterator[T] | None]:
@@ -254,10 +285,29 @@ class AutoExecutor:
             return
         yield from self.pool.imap(fn, head if rest is None else chain(head, rest), costs if rest is None else None)
 
+    def idle(self) -> None:
+        self.pool.idle()
 
-def executor_for(jobs: int | None) -> Executor:
+    def close(self) -> None:
+        self.pool.close()
+
+
+@contextmanager
+def owned(executor: Executor | None, jobs: int | None) -> Iterator[Executor]:
+    """``executor`` as it is (its owner closes it), or :func:`executor_for` ``jobs``, closed after the run."""
+    if executor is not None:
+        yield executor
+        return
+    made = executor_for(jobs)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def executor_for(jobs: int | None) -> SerialExecutor | ProcessExecutor | AutoExecutor:
     """``jobs`` 1: serial; 0 or less: one process per CPU; N: N processes; None: chosen from the run
-    (:class:`AutoExecutor`)."""
+    (:class:`AutoExecutor`).  Close it when the run is done."""
     if jobs is None:
         return AutoExecutor()
     n = jobs if jobs > 0 else (os.cpu_count() or 1)

@@ -25,7 +25,7 @@ from invariants.gate.assemble import Assembler
 from invariants.gate.capture_groups import GroupsOf, cached_groups, route_groups
 from invariants.gate.collector import collect_young
 from invariants.gate.config import Config
-from invariants.gate.executor import AutoExecutor, Executor, completed, executor_for
+from invariants.gate.executor import AutoExecutor, Executor, SerialExecutor, completed, owned
 from invariants.gate.policy import FindingPolicy
 from invariants.gate.result import CheckOptions, CheckResult, SessionSummary
 from invariants.gate.result_cache import ResultCache
@@ -106,7 +106,7 @@ def check(
     named = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     options = options or CheckOptions()
     policy = FindingPolicy.of(config)
-    with cyclic_gc_paused():
+    with cyclic_gc_paused(), owned(executor, jobs) as executor:
         notes: list[str] = []
         sources, problems = _discovered(named, options, cache, allow_empty, notes)
         result = check_sources(
@@ -114,7 +114,7 @@ def check(
             options,
             policy,
             problems=problems,
-            executor=executor or executor_for(jobs),
+            executor=executor,
             cache=cache,
             stats=stats,
             ledger=ledger,
@@ -150,7 +150,7 @@ def check_report(
     named = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     options = options or CheckOptions()
     policy = FindingPolicy.of(config)
-    with cyclic_gc_paused(collect_last=not process_ends):
+    with cyclic_gc_paused(collect_last=not process_ends), owned(executor, jobs) as executor:
         notes: list[str] = []
         walked = len(named) == 1 or _disjoint_folders(named)
         found = [False] * len(named)
@@ -165,7 +165,7 @@ def check_report(
             _observed(stream, observer),
             options,
             policy,
-            executor=executor or executor_for(jobs),
+            executor=executor,
             cache=cache,
             stats=stats,
             ledger=ledger,
@@ -320,7 +320,7 @@ def stream_sources(
     else:
         units = plan_units(list(sources), options.captures, groups)
     told = None if progress is None else _judged(progress, policy or FindingPolicy())
-    executor = executor or executor_for(1)
+    executor = executor or SerialExecutor()
     assembler = Assembler(
         options,
         policy or FindingPolicy(),

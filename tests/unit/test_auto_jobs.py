@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 
 from inspector.cli import main
@@ -13,7 +14,8 @@ SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
 def _run(executor: AutoExecutor, items: list[int]) -> tuple[list, list[str]]:
     said: list[str] = []
     executor.said = said.append
-    got = sorted(executor.imap(str, items))
+    with closing(executor):
+        got = sorted(executor.imap(str, items))
     return got, said
 
 
