@@ -17,7 +17,6 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import pytest
 
 from invariants.gate import assemble
-from invariants.gate import executor as executor_module
 from invariants.gate.baseline import write_baseline
 from invariants.gate.config import Config
 from invariants.gate.formats import FORMATS, ReportContext, render, write
@@ -79,7 +78,8 @@ def test_a_report_written_while_units_complete_out_of_order_equals_the_in_order_
 ) -> None:
     """With the window as it is, and with a window of two blocks (the rest parked on disk)."""
     monkeypatch.setattr(assemble, "WINDOW", window)
-    monkeypatch.setattr(executor_module, "AUTO_BYTES", 0)  # the fork pass's few comparisons go to the executor
+    monkeypatch.setattr(assemble, "AUTO_BYTES", 0)  # the fork pass's few small comparisons go to the executor
+    monkeypatch.setattr(assemble, "FORK_BYTES", 0)
     held: list[int] = []
     parked: list[int] = []
     add = assemble.Assembler.add

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import random
 from typing import Any, Iterator
 
@@ -142,20 +143,25 @@ def _fork_rules(view: Any) -> list[tuple[str, str | None]]:
 
 
 def test_a_fork_pass_that_reads_little_stays_here_and_a_larger_one_goes_to_the_workers(tmp_path, monkeypatch):
-    """The seed comparisons go to the executor only when the children's logs are worth a worker's
-    start-up (AUTO_BYTES, as for units); the findings and their order are the same either way."""
-    import invariants.gate.executor as executor_module
+    """The seed comparisons go to the executor only when the children's logs are worth sending
+    (AUTO_BYTES in all, as for units, and FORK_BYTES a child); the findings and their order are the same
+    either way."""
+    from invariants.gate import assemble
 
     _families(tmp_path, 12, tampered={2, 9})
     serial = _fork_rules(check_report([tmp_path], jobs=1))
     assert serial == [("FRK001", "child-2"), ("FRK001", "child-9")]
-    small = _Counting()
-    assert _fork_rules(check_report([tmp_path], executor=small)) == serial
-    assert small.mapped == ["run_unit"]  # 12 small children: compared in this process
-    monkeypatch.setattr(executor_module, "AUTO_BYTES", 0)
-    large = _Counting()
-    assert _fork_rules(check_report([tmp_path], executor=large)) == serial
-    assert large.mapped == ["run_unit", "fork_job"]
+    with _Counting() as small:
+        assert _fork_rules(check_report([tmp_path], executor=small)) == serial
+        assert small.mapped == ["run_unit"]  # 12 small children: compared in this process
+        assert not multiprocessing.active_children()  # and the workers let go before the fork pass
+    monkeypatch.setattr(assemble, "AUTO_BYTES", 0)
+    monkeypatch.setattr(assemble, "FORK_BYTES", 0)
+    with _Counting() as large:
+        assert _fork_rules(check_report([tmp_path], executor=large)) == serial
+        assert large.mapped == ["run_unit", "fork_job"]  # on the workers that checked the units
+        assert len(multiprocessing.active_children()) == 2
+    assert not multiprocessing.active_children()
 
 
 def test_the_table_chooses_the_parent_a_list_of_the_same_sessions_chooses(tmp_path):
