@@ -18,7 +18,10 @@ session with an id of its own; ``--faults K``: sessions 0..K-1 given one
 finding's cause each (a damaged line, a torn tail, a seq out of place, a
 request the log does not explain: :func:`inject_faults`), the same K in a
 root of any size, so two sizes compare at a constant number of findings, as
-issue 30's memory target reads), then, for each mode,
+issue 30's memory target reads); ``--from-corpus DIR``: copies of real
+logs instead (:func:`make_corpus_root`: every folder of a corpus such as
+``../shared/corpus`` that holds one log whose check finds nothing, with
+its capture, renamed per copy; every file written, ~18 KB a session), then, for each mode,
 runs ``inspector check ROOT --format json --no-cache -q`` in a fresh process
 and prints: wall time, the *parse floor* (a fresh process that walks the
 root and parses every line of every ``.jsonl`` with orjson), their ratio,
@@ -45,6 +48,7 @@ to import from source against 0.22 s from its cache).
     python benchmarks/fleet.py --sessions 10000 --templates 1000 --layout cwd --no-captures --keep /tmp/c10k
     python benchmarks/fleet.py --sessions 100000 --shape small --templates 1000 --forks --keep /tmp/k100k
     python benchmarks/fleet.py --sessions 100000 --shape small --templates 1000 --faults 40 --keep /tmp/e100k
+    python benchmarks/fleet.py --sessions 10000 --from-corpus ../shared/corpus --keep /tmp/r10k
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -60,7 +65,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import psutil
 
@@ -136,21 +141,88 @@ def inject_faults(root: Path, faults: int, layout: str, per_folder: int, forks: 
             kind = "damaged"
         target = capture if kind == "request" else log
         lines = target.read_bytes().split(b"\n")  # the last item is b"" after the final newline
+        if kind == "seq" and not any(isinstance(_seq(line), int) for line in lines):
+            kind = "damaged"  # a projected snapshot's lines have no seq
         if kind == "request":
             line = json.loads(lines[0])
             line["request"]["faultInjected"] = True
             lines[0] = json.dumps(line, separators=(",", ":")).encode()
         elif kind == "damaged":
-            lines[len(lines) // 2] = lines[len(lines) // 2][:20]
+            at = _middle(lines, lambda line: bool(line.strip()))
+            lines[at] = lines[at][:20]
         elif kind == "torn":
-            lines = lines[:-2] + [lines[-2][: len(lines[-2]) // 2]]
+            last = max(k for k, line in enumerate(lines) if line.strip())
+            lines = lines[:last] + [lines[last][: len(lines[last]) // 2]]
         else:
-            at = len(lines) // 2
-            seq = json.loads(lines[at])["seq"]
+            at = _middle(lines, lambda line: isinstance(_seq(line), int))
+            seq = _seq(lines[at])
             lines[at] = lines[at].replace(f'"seq":{seq},'.encode(), f'"seq":{seq + 1000},'.encode(), 1)
         fresh = target.with_name(target.name + ".fault")
         fresh.write_bytes(b"\n".join(lines))
         os.replace(fresh, target)
+
+
+UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def corpus_templates(corpus: Path) -> list[tuple[bytes, bytes | None]]:
+    """(log, capture or None) of every folder under ``corpus`` that holds one log, sorted by path, whose
+    check finds nothing (so a root of copies has no finding at any size: the memory target's constant)."""
+    folders = sorted({p.parent for p in corpus.rglob("*.jsonl") if not p.name.endswith("requests.jsonl")})
+    found = subprocess.run(
+        [sys.executable, "-m", "inspector.cli", "check", str(corpus), "--format", "json", "--no-cache", "-q"],
+        capture_output=True,
+        check=False,
+    )
+    flagged = {f["file"] for f in json.loads(found.stdout)["findings"]}
+    out = []
+    for folder in folders:
+        logs = [p for p in folder.iterdir() if p.name.endswith(".jsonl") and not p.name.endswith("requests.jsonl")]
+        if len(logs) != 1 or str(logs[0]) in flagged:
+            continue
+        capture = folder / "requests.jsonl"
+        out.append((logs[0].read_bytes(), capture.read_bytes() if capture.exists() else None))
+    return out
+
+
+def make_corpus_root(root: Path, sessions: int, corpus: Path) -> None:
+    """``sessions`` copies of the corpus's :func:`corpus_templates` in the harness layout, a folder
+    each: copy ``k`` of a template has every UUID in its log and capture renamed (``uuid5`` of ``k``
+    and the UUID), so copies never share a session id (ids that are no UUID, such as a test's ``a1``,
+    repeat as in the corpus)."""
+    templates = corpus_templates(corpus)
+    for i in range(sessions):
+        log, capture = templates[i % len(templates)]
+        k = i // len(templates)
+        if k:
+
+            def renamed(m: re.Match[bytes], k: int = k) -> bytes:
+                return str(uuid.uuid5(uuid.NAMESPACE_OID, f"{k}:{m.group().decode()}")).encode()
+
+            log = UUID.sub(renamed, log)
+            capture = UUID.sub(renamed, capture) if capture is not None else None
+        path, capture_path = paths(root, i, "project", 0)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(log)
+        if capture is not None:
+            capture_path.write_bytes(capture)
+
+
+def _middle(lines: list[bytes], fits: Callable[[bytes], bool]) -> int:
+    """The line nearest the middle of a log (its header aside) that ``fits``: a real log's middle line
+    may be blank or a header."""
+    mid = len(lines) // 2
+    fit = [k for k in range(1, len(lines)) if fits(lines[k])] or [0]  # (a log of a header alone: the header)
+    return min(fit, key=lambda k: (abs(k - mid), k))
+
+
+def _seq(line: bytes) -> object:
+    """A line's seq, or None when it is no event."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value.get("seq") if isinstance(value, dict) else None
 
 
 def fleet_id(i: int) -> str:
@@ -297,12 +369,22 @@ def main() -> int:
     ap.add_argument("--forks", action="store_true", help="every second session a fork of the one before it")
     ap.add_argument("--faults", type=int, default=0, help="sessions 0..K-1 given a finding each (see above)")
     ap.add_argument("--per-folder", type=int, default=0, help="--layout cwd: sessions a project folder (see above)")
+    ap.add_argument("--from-corpus", metavar="DIR", help="copies of real logs (see above) instead of generated ones")
     args = ap.parse_args()
 
     per_folder = args.per_folder or args.templates or 1000
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="fleet-bench-"))
     cache = tempfile.TemporaryDirectory(prefix="fleet-pycache-")
     try:
+        if first_log(root) is None and args.from_corpus:
+            t = time.perf_counter()
+            try:
+                make_corpus_root(root, args.sessions, Path(args.from_corpus))
+                inject_faults(root, args.faults, "project", 0, False, True)
+            except BaseException:
+                shutil.rmtree(root, ignore_errors=True)  # a root half made would be reused as it is
+                raise
+            print(f"copied {args.sessions} corpus sessions in {time.perf_counter() - t:.1f}s under {root}")
         if first_log(root) is None:
             events, steps, short = SHAPES[args.shape]
             if short:
