@@ -25,7 +25,8 @@ from invariants.gate.fork_checks import place
 from invariants.gate.result import SessionSummary
 from invariants.gate.spool import dump_item, load_item
 
-_ROWS = 1024  # rows per executemany, and per fetch
+_ROWS = 1024  # children per fetch
+_INSERTS = 64  # rows per executemany: each holds two orjson results, and orjson gives each 4 KB or more
 _PLACES = 500  # places a query (SQLite before 3.32 takes at most 999 variables a statement)
 
 
@@ -47,7 +48,7 @@ class SessionTable:
             path = d["path"]
             created = dump_item(d["created_at"])
             rows.append((k, d["session"], parent, path, *place(path), created, dump_item(d)))
-            if len(rows) >= _ROWS:
+            if len(rows) >= _INSERTS:
                 self._con.executemany("INSERT INTO s VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
                 rows = []
         self._con.executemany("INSERT INTO s VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
