@@ -109,6 +109,7 @@ class ProcessExecutor:
                 yield i, fn(x)
             return
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait  # not on a serial run's path
+        from concurrent.futures.process import BrokenProcessPool
 
         if self._pool is None:  # (a later map uses these workers, however many it would have started)
             self._workers = self.jobs if rest is not None else min(self.jobs, len(head))
@@ -140,6 +141,9 @@ class ProcessExecutor:
                 while oldest in done:
                     done.discard(oldest)
                     oldest += 1
+        except BrokenProcessPool:
+            self._pool = None  # a worker died: the next map starts a pool of its own
+            raise
         finally:
             for future in running:  # the caller stopped early: what has not started never will
                 future.cancel()

@@ -47,3 +47,21 @@ def test_a_check_on_processes_leaves_no_worker_behind(tmp_path: Path) -> None:
     view.close()
     assert view.session_count == 12
     assert not multiprocessing.active_children()
+
+
+def _die(i: int) -> int:
+    if i == 0:
+        os._exit(3)  # a worker killed mid-task
+    return i
+
+
+def test_a_pool_a_worker_died_in_is_not_used_again() -> None:
+    from concurrent.futures.process import BrokenProcessPool
+
+    import pytest
+
+    with ProcessExecutor(2) as pool:
+        with pytest.raises(BrokenProcessPool):
+            list(pool.imap(_die, iter(range(200))))
+        assert sorted(i for _, i in pool.imap(abs, iter(range(200)))) == list(range(200))
+    assert not multiprocessing.active_children()
