@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 import orjson
 
-from invariants.gate.result import CheckResult
+from invariants.gate.result import CheckResult, with_form
 from invariants.model.findings import Finding
 from invariants.model.inert import inert
 from invariants.read.projected import PROJECTED, RUNTIME
@@ -39,14 +39,6 @@ def session_row(m: Any) -> dict[str, Any]:
         "requests": len(m.requests),
     }
     return with_form(row, m.header.form if m.header else RUNTIME)
-
-
-def with_form(row: dict[str, Any], form: str) -> dict[str, Any]:
-    """``row`` naming the log's form when it is not the runtime form (a projected snapshot, whose
-    envelopes were rebuilt): a runtime log's row is as it always was."""
-    if form != RUNTIME:
-        row["form"] = form
-    return row
 
 
 def report_json(result: CheckResult) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from invariants.gate.baseline import BaselineOutcome
 from invariants.model.findings import SEVERITY_RANK, Finding
 from invariants.read.capture import Recorded
+from invariants.read.projected import RUNTIME
 from invariants.read.source import LogPath, LogSource, log_path
 from invariants.replay.model import SessionModel
 
@@ -231,7 +232,12 @@ ROW_FIELDS = ("session", "file", "era", "profile", "events", "turns", "steps", "
 def summary_row(get: Callable[[str], Any]) -> dict[str, Any]:
     """A session's row of the JSON report from its summary's fields (``get``: an attribute of a
     :class:`SessionSummary`, or a key of its JSON, which a spooled report reads without making one)."""
-    row = {k: get(k) for k in ROW_FIELDS}
-    if (form := get("form")) != "runtime":
-        row["form"] = form  # only where the envelope was rebuilt: a runtime log's row is unchanged
+    return with_form({k: get(k) for k in ROW_FIELDS}, get("form"))
+
+
+def with_form(row: dict[str, Any], form: str) -> dict[str, Any]:
+    """``row`` naming the log's form when it is not the runtime form (a projected snapshot, whose
+    envelopes were rebuilt): a runtime log's row is as it always was."""
+    if form != RUNTIME:
+        row["form"] = form
     return row

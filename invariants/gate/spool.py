@@ -66,13 +66,9 @@ class Spool(Generic[T]):
             yield from self._items
             return
         assert self._decode is not None
-        fh = self._file
-        fh.flush()
-        fh.seek(0)
-        self._at_end = False
         decode = self._decode
-        for line in fh:  # sequential readers only (a report reads its blocks once per section)
-            yield decode(load_item(line))
+        for value in self.encoded():
+            yield decode(value)
 
     def encoded(self) -> Iterator[Any]:
         """A disk spool's items as ``encode`` gave them, not decoded (a reader that needs a few fields)."""
@@ -81,7 +77,7 @@ class Spool(Generic[T]):
         fh.flush()
         fh.seek(0)
         self._at_end = False
-        for line in fh:
+        for line in fh:  # sequential readers only (a report reads its blocks once per section)
             yield load_item(line)
 
     def close(self) -> None:
