@@ -105,9 +105,9 @@ def _source(file: str, root: str, member: str | None) -> LogSource:
 class _Indexed:
     """An indexed session as :func:`~invariants.gate.fork_checks.resolve_parent` sees a checked log."""
 
-    def __init__(self, row: tuple, root: str) -> None:
+    def __init__(self, row: tuple) -> None:
         self.row = row  # (id, path, events, revision, era, file, member, version, created_at)
-        self.path = str(_source(row[5], root, row[6]).path)
+        self.path = str(log_path(row[5]))
         self.created_at = row[8]
 
 
@@ -132,7 +132,7 @@ def _resolve_parent(
     created = conn.execute("SELECT created_at FROM sessions WHERE id = ?", [sid]).fetchone()
     child = _source(file, root, member)
     parent = resolve_parent(
-        child, parent_uid, created[0] if created else None, seed, Listed([_Indexed(r, root) for r in rows])
+        child, parent_uid, created[0] if created else None, seed, Listed([_Indexed(r) for r in rows])
     )
     if parent is None:
         return None
