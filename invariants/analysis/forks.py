@@ -19,7 +19,6 @@ the checked logs is read only as far as the seed (its head), never replayed.
 
 from __future__ import annotations
 
-import sqlite3
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import Any, Callable, Iterator
 import orjson
 
 from invariants.model.jsonvalue import first_difference, shorten
+from invariants.model.scratch import key, scratch_db, text
 from invariants.read.envelope import header_problem, parse_json, plain_envelope
 from invariants.read.line_records import DEFAULT_MAX_LINE
 from invariants.read.load import LogReader
@@ -117,28 +117,29 @@ class RootIndex:
 
     Held in a private temporary SQLite database, not in memory: a harness root's folders hold a
     folder per session, and a root of 100,000 sessions took 43 MB as a dict of paths.  The names
-    are read as listed, never sorted here: SQLite orders them when asked (UTF-8 byte order is code
-    point order)."""
+    are read as listed, never sorted here: SQLite orders them when asked (each name is stored as its
+    :func:`~invariants.model.scratch.key`, whose byte order is code point order, undecodable names
+    included)."""
 
     def __init__(self, root: LogPath) -> None:
         self.root = root
-        self._con = sqlite3.connect("")  # "": a private temporary database on disk, deleted on close
-        self._con.execute("CREATE TABLE e (name TEXT, dir TEXT)")  # dir NULL: a name of the root itself
-        self._con.execute("CREATE TABLE d (dir TEXT)")  # the root's real folders, listed next
+        self._con = scratch_db()
+        self._con.execute("CREATE TABLE e (name BLOB, dir BLOB)")  # dir NULL: a name of the root itself
+        self._con.execute("CREATE TABLE d (dir BLOB)")  # the root's real folders, listed next
         top = _entries(root)
         while batch := list(islice(top, _BATCH)):
-            self._con.executemany("INSERT INTO e VALUES (?, NULL)", [(n,) for n, _ in batch])
-            self._con.executemany("INSERT INTO d VALUES (?)", [(n,) for n, is_dir in batch if is_dir])
+            self._con.executemany("INSERT INTO e VALUES (?, NULL)", [(key(n),) for n, _ in batch])
+            self._con.executemany("INSERT INTO d VALUES (?)", [(key(n),) for n, is_dir in batch if is_dir])
         for (d,) in self._con.execute("SELECT dir FROM d"):
-            names = _entries(root / d)
+            names = _entries(root / text(d))
             while batch := list(islice(names, _BATCH)):
-                self._con.executemany("INSERT INTO e VALUES (?, ?)", [(n, d) for n, _ in batch])
+                self._con.executemany("INSERT INTO e VALUES (?, ?)", [(key(n), d) for n, _ in batch])
         self._con.execute("CREATE INDEX e_name ON e (name, dir)")
 
     def get(self, name: str) -> list[LogPath]:
         root = self.root
-        rows = self._con.execute("SELECT dir FROM e WHERE name = ? ORDER BY dir IS NOT NULL, dir", (name,)).fetchall()
-        return [root / name if d is None else root / d / name for (d,) in rows]
+        sql = "SELECT dir FROM e WHERE name = ? ORDER BY dir IS NOT NULL, dir"
+        return [root / name if d is None else root / text(d) / name for (d,) in self._con.execute(sql, (key(name),))]
 
     def close(self) -> None:
         self._con.close()

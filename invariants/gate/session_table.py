@@ -12,7 +12,9 @@ page cache, not the run.
 The sessions of a child's parent's id are asked only what the choice of the
 parent needs (:class:`OfId`): a test suite's logs reuse ids (3,289 sessions
 named ``a1`` in a root of 10,000 corpus logs), and a child was compared with
-the whole summary of each.
+the whole summary of each.  Ids and paths are stored as their
+:func:`~invariants.model.scratch.key`: a file name's undecodable bytes or a JSON
+``"\ud800"`` in an id are kept as they are.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, Iterable, Iterator
 from invariants.gate.fork_checks import place
 from invariants.gate.result import SessionSummary
 from invariants.gate.spool import dump_item, load_item
+from invariants.model.scratch import key, scratch_db, text
 
 _ROWS = 1024  # children per fetch
 _INSERTS = 64  # rows per executemany: each holds two orjson results, and orjson gives each 4 KB or more
@@ -36,18 +39,19 @@ class SessionTable:
     parent's id."""
 
     def __init__(self, sessions: Iterable[dict[str, Any]]) -> None:
-        self._con = sqlite3.connect("")  # "": a private temporary database on disk, deleted on close
+        self._con = scratch_db()
         self._con.execute(
-            "CREATE TABLE s (k INTEGER PRIMARY KEY, id TEXT, parent TEXT, path TEXT, folder TEXT, project TEXT, "
+            "CREATE TABLE s (k INTEGER PRIMARY KEY, id BLOB, parent BLOB, path BLOB, folder BLOB, project BLOB, "
             "created BLOB, summary BLOB)"
         )
         rows: list[tuple] = []
         for k, d in enumerate(sessions):
             d["findings"] = []  # the fork pass reads none; the report has them
-            parent = d["parent_session"] if d["has_header"] and d["parent_session"] else None
+            parent = key(d["parent_session"]) if d["has_header"] and d["parent_session"] else None
             path = d["path"]
-            created = dump_item(d["created_at"])
-            rows.append((k, d["session"], parent, path, *place(path), created, dump_item(d)))
+            folder, project = place(path)
+            where = (key(path), key(folder), None if project is None else key(project))
+            rows.append((k, key(d["session"]), parent, *where, dump_item(d["created_at"]), dump_item(d)))
             if len(rows) >= _INSERTS:
                 self._con.executemany("INSERT INTO s VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
                 rows = []
@@ -82,22 +86,22 @@ class OfId:
     """The sessions of one id but the child's (:class:`~invariants.gate.fork_checks.SameId`), in report
     order; the whole summary is read only for the parent chosen."""
 
-    def __init__(self, con: sqlite3.Connection, sid: str, child: int) -> None:
+    def __init__(self, con: sqlite3.Connection, sid: bytes, child: int) -> None:
         self._con = con
-        self._args = (sid, child)
+        self._args = (sid, child)  # (the id's key)
 
     def near(self, folder: str, project: str | None) -> list[Stored]:
         # A union, not an OR, so each half is one index search; a NULL project matches no row, as None
         # matches no log in Listed.near.
         sql = f"{_STORED} AND folder = ? UNION {_STORED} AND project = ? ORDER BY k"
-        return self._rows(sql, (*self._args, folder, *self._args, project))
+        return self._rows(sql, (*self._args, key(folder), *self._args, None if project is None else key(project)))
 
     def any(self) -> bool:
         return self._con.execute("SELECT 1 FROM s WHERE id = ? AND k != ? LIMIT 1", self._args).fetchone() is not None
 
     def at(self, places: set[str]) -> list[Stored]:
         found: list[Stored] = []
-        todo = sorted(places)
+        todo = sorted(map(key, places))
         for i in range(0, len(todo), _PLACES):
             part = todo[i : i + _PLACES]
             found += self._rows(f"{_STORED} AND path IN ({', '.join('?' * len(part))})", (*self._args, *part))
@@ -108,7 +112,7 @@ class OfId:
         return _summary(blob)
 
     def _rows(self, sql: str, args: tuple) -> list[Stored]:
-        return [Stored(k, path, load_item(created)) for k, path, created in self._con.execute(sql, args)]
+        return [Stored(k, text(path), load_item(created)) for k, path, created in self._con.execute(sql, args)]
 
 
 _STORED = "SELECT k, path, created FROM s WHERE id = ? AND k != ?"  # a session of the id, not the child
