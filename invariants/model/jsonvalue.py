@@ -128,6 +128,13 @@ def exact_bytes(value: Any) -> bytes | None:
         return None
 
 
+def kept(data: bytes) -> bytes:
+    """A copy of ``data`` for an encoding held after the moment it was made.  With orjson 3.13 every
+    result took a page of memory or more however short it was: 20,000 message encodings held took
+    78 MB of RSS, their copies 2 MB."""
+    return bytes(memoryview(data))
+
+
 def js_equal(a: Any, b: Any) -> bool:
     """``JSON.stringify(a) === JSON.stringify(b)`` for values parsed from JSON."""
     if a is b:

@@ -23,6 +23,7 @@ from invariants.model.jsonvalue import (
     first_difference,
     get_path,
     join_path,
+    kept,
     key_order_difference,
     orjson_depth,
     shorten,
@@ -263,7 +264,7 @@ def _byte_identical(request: dict, recorded: Recorded) -> bool:
 
     def as_raw(value: Any) -> Raw | None:
         data = exact_bytes(value)
-        return None if data is None else Raw(data)
+        return None if data is None else Raw(kept(data))
 
     global _last_raws
     for name, value in request.items():
@@ -297,7 +298,7 @@ def request_bytes_at(request: dict, text: bytes, start: int, end: int) -> bool:
     for name, value in request.items():
         key = _KEYS.get(name) or _KEYS.setdefault(name, orjson.dumps(name) + b":")
         if name == "messages":
-            reused = _reused(_last_bytes, value, exact_bytes)
+            reused = _reused(_last_bytes, value, _kept_bytes)
             if reused is None:
                 return False
             _last_bytes = reused
@@ -345,6 +346,12 @@ def _reused(last: tuple[list, list], messages: list, encode: Callable[[Any], Any
             return None
         out.append(item)
     return messages, out
+
+
+def _kept_bytes(value: Any) -> bytes | None:
+    """:func:`exact_bytes` of a message, as :func:`_reused` keeps it until the next request (:func:`kept`)."""
+    data = exact_bytes(value)
+    return None if data is None else kept(data)
 
 
 def _field_encoding(cache: dict[str, tuple[Any, Any]], name: str, value: Any, encode: Callable[[Any], Any]) -> Any:
