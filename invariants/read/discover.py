@@ -5,7 +5,8 @@ either layout (``cwd-<hash12>/<id>.jsonl`` or ``--<project>--/<id>/session.jsonl
 or a SQLite session database (``.sqlite``/``.db``, local only), read like a sessions root:
 every session in it is one :class:`LogSource` (``member`` = its id).
 Capture files (``requests.jsonl``...) sit beside logs and are not logs.
-Symlinks to folders are not followed, so a link loop in a root cannot hang us.
+Symlinks inside a folder are not followed, so a link loop in a root cannot hang us; one named like
+a log, a capture or a database is a note, as a pipe or a device is.
 A URL names the same things in object storage or any fsspec filesystem.
 """
 
@@ -89,11 +90,11 @@ def iter_discover(
             problems.append(f"{p}: not a regular file or directory")
             continue
         top, real = str(p), str(p.resolve())
-        for folder, name, regular, listing in _walk_files(top):
+        for folder, name, kind, listing in _walk_files(top):
             fp = Path(folder, name)
-            if not regular:
-                if notes is not None and (is_log_name(name) or name.endswith(SQLITE_SUFFIXES)):
-                    notes.append(f"{fp}: not a regular file; skipped")
+            if kind != REGULAR:
+                if notes is not None and (is_log_name(name) or is_capture_name(name) or name.endswith(SQLITE_SUFFIXES)):
+                    notes.append(f"{fp}: {kind}; skipped")
                 continue
             if is_log_name(name):
                 # links are never followed, so a file's real path is the named folder's plus its place under it
@@ -180,19 +181,23 @@ def _walk_url(top: UrlPath) -> Iterator[UrlPath]:
         yield from _walk_url(top / name)
 
 
-def _walk_files(top: str) -> Iterator[tuple[str, str, bool, frozenset[str]]]:
-    """(folder, name, regular, listing) of every entry under ``top`` that is neither a folder nor a
-    symlink, in the order of ``os.walk`` with sorted names (a folder's files, then its folders depth
-    first); ``regular`` is False for a FIFO, socket or device, which must never be opened; ``listing``
-    is every name in the folder, so no one lists it again to look up a log's capture.  Symlinks are
-    neither followed nor listed; an unreadable folder is skipped.  One ``scandir`` per folder and no
-    call per file (the entry type comes with the listing): discovery is serial work before any worker
-    starts."""
+REGULAR = "a regular file"
+SPECIAL = "not a regular file"  # a FIFO, socket or device: opening it could block or never end
+LINK = "a symbolic link, not followed"
+
+
+def _walk_files(top: str) -> Iterator[tuple[str, str, str, frozenset[str]]]:
+    """(folder, name, kind, listing) of every entry under ``top`` that is not a folder (nor a link to
+    one), in the order of ``os.walk`` with sorted names (a folder's files, then its folders depth
+    first); ``kind`` is :data:`REGULAR`, :data:`SPECIAL` (never to be opened) or :data:`LINK` (never
+    followed); ``listing`` is every name in the folder, so no one lists it again to look up a log's
+    capture.  An unreadable folder is skipped.  One ``scandir`` per folder and no call per file (the
+    entry type comes with the listing): discovery is serial work before any worker starts."""
     # Only names are kept, and no entry outlives its turn of the listing: an entry holds its name and
     # its whole path, so a flat folder of 100,000 sessions listed as entries took 49 MB at once.
     names: list[str] = []
     files: list[str] = []
-    irregular: set[str] = set()  # FIFOs, sockets, devices
+    odd: dict[str, str] = {}  # the kind of each file that is not a regular one
     dirs: list[str] = []
     try:
         with os.scandir(top) as it:
@@ -202,11 +207,12 @@ def _walk_files(top: str) -> Iterator[tuple[str, str, bool, frozenset[str]]]:
                     if e.is_dir():
                         if not e.is_symlink():
                             dirs.append(e.name)
-                    elif not e.is_symlink():
-                        regular = e.is_file(follow_symlinks=False)
+                    else:
                         files.append(e.name)
-                        if not regular:
-                            irregular.add(e.name)
+                        if e.is_symlink():
+                            odd[e.name] = LINK
+                        elif not e.is_file(follow_symlinks=False):
+                            odd[e.name] = SPECIAL
                 except OSError:
                     continue
     except OSError:
@@ -216,7 +222,7 @@ def _walk_files(top: str) -> Iterator[tuple[str, str, bool, frozenset[str]]]:
     files.sort()
     dirs.sort()
     for name in files:
-        yield top, name, name not in irregular, listing
+        yield top, name, odd.get(name, REGULAR), listing
     for d in dirs:
         yield from _walk_files(os.path.join(top, d))
 

@@ -81,6 +81,33 @@ def test_a_symlink_loop_named_directly_is_one_line_and_exit_2(tmp_path, command)
     assert len(errors) == 1 and "symlink loop" in errors[0], done.stderr
 
 
+@pytest.mark.parametrize("command", [["check", "--no-cache"], ["index", "--db", "i.db"]])
+def test_links_and_a_pipe_named_like_logs_or_captures_are_each_a_note(tmp_path, command):
+    """Links inside a folder are never followed (a loop cannot hang a walk): one named like a log or a
+    capture, and a pipe named like a capture, are each said, so a gate that passes says what it left out."""
+    folder = tmp_path / "d"
+    folder.mkdir()
+    shutil.copy(LOG, folder / "real.jsonl")
+    shutil.copy(LOG, tmp_path / "elsewhere.jsonl")
+    (folder / "linked.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
+    (folder / "gone.jsonl").symlink_to(tmp_path / "missing.jsonl")  # a dangling link
+    (folder / "real.requests.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
+    os.mkfifo(folder / "requests.jsonl")
+    (folder / "notes.txt").symlink_to(tmp_path / "elsewhere.jsonl")  # not named like anything we read: no note
+    done = _run(command[0], "d", *command[1:], cwd=tmp_path)
+    assert "Traceback" not in done.stderr
+    notes = sorted(ln for ln in done.stderr.splitlines() if ln.startswith("inspector: note:"))
+    shown = str(folder) if command[0] == "index" else "d"
+    assert notes == [
+        f"inspector: note: {shown}/gone.jsonl: a symbolic link, not followed; skipped",
+        f"inspector: note: {shown}/linked.jsonl: a symbolic link, not followed; skipped",
+        f"inspector: note: {shown}/real.requests.jsonl: a symbolic link, not followed; skipped",
+        f"inspector: note: {shown}/requests.jsonl: not a regular file; skipped",
+    ], done.stderr
+    assert done.returncode in (0, 1), done.stderr
+    assert "1 session" in done.stdout + done.stderr  # the real log alone
+
+
 async def test_the_tui_opens_a_folder_with_a_pipe_and_quits_on_q(tmp_path, monkeypatch):
     from inspector.screens.session_list import SessionListScreen
 
