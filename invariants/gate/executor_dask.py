@@ -27,9 +27,12 @@ given: ``import invariants`` never loads it.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import pickle
+import signal
 import sys
+import threading
 import time
 from collections import deque
 from contextlib import contextmanager
@@ -51,7 +54,8 @@ class SchedulerError(Exception):
 
 
 class DaskExecutor:
-    """Maps over the workers of a connected ``distributed.Client``."""
+    """Maps over the workers of a connected ``distributed.Client``.  ``interrupted``: Ctrl-C was pressed
+    (:func:`_interruptible`); the next result raises ``KeyboardInterrupt``."""
 
     def __init__(
         self,
@@ -69,6 +73,7 @@ class DaskExecutor:
         self.progress = progress
         self.progress_every = progress_every
         self.jobs = max(1, sum(client.nthreads().values()))
+        self.interrupted = False
 
     def map(self, fn: Callable[[T], R], items: Sequence[T], costs: Sequence[int] | None = None) -> list[R]:
         """``fn`` over ``items``, results in item order (see :meth:`imap`)."""
@@ -129,6 +134,8 @@ class DaskExecutor:
                 reason = _reason(fut)
                 got = [self.lost(fn, item, reason) for _, item in batch]
             fut.release()
+            if self.interrupted:
+                raise KeyboardInterrupt
             for (i, _), r in zip(batch, got):
                 yield i, r
             finished += 1
@@ -227,10 +234,25 @@ def _local_config(fork_server: bool) -> dict[str, Any]:
         "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
         "distributed.admin.low-level-log-length": 50,
         "distributed.admin.log-length": 100,
+        "distributed.worker.preload": [__name__],  # dask_setup: Ctrl-C is the client's
     }
     if fork_server:
         config["distributed.worker.multiprocessing-method"] = FORK_SERVER
     return config
+
+
+def dask_setup(worker: Any) -> None:
+    """Dask's preload hook, run in each local worker as it starts (``distributed.worker.preload``):
+    Ctrl-C in a terminal reaches every process of the run, and is the client's to handle (it stops
+    the cluster and exits 130).  A local worker that took it too printed a traceback, and one
+    stopped in the middle of a task a warning that the task was cancelled, which the client knows."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.getLogger("distributed.worker.state_machine").addFilter(_not_cancelled)
+
+
+def _not_cancelled(record: logging.LogRecord) -> bool:
+    return "ended with CancelledError" not in record.getMessage()
 
 
 def _start_fork_server() -> bool:
@@ -245,7 +267,15 @@ def _start_fork_server() -> bool:
     if FORK_SERVER not in multiprocessing.get_all_start_methods():
         return False
     multiprocessing.get_context(FORK_SERVER).set_forkserver_preload(WORKER_MODULES)
-    forkserver.ensure_running()  # a no-op when this process already has one
+    # Started with Ctrl-C ignored, which it keeps and gives its workers: it imports Dask first, and a
+    # Ctrl-C then (the run's first second) printed its traceback; Ctrl-C is the client's to handle.
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+    try:
+        forkserver.ensure_running()  # a no-op when this process already has one
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, before)
     return True
 
 
@@ -257,37 +287,103 @@ def dask_executor(
 ) -> Iterator[DaskExecutor]:
     """An executor on the cluster ``scheduler`` names; a ``local`` cluster lives as long as the block.
 
-    ``lost`` makes the result of a task that could not finish anywhere (the index passes its own)."""
+    ``lost`` makes the result of a task that could not finish anywhere (the index passes its own).
+    Ctrl-C stops the block with ``KeyboardInterrupt`` (:class:`_Interrupts`)."""
     address, n = parse_scheduler(scheduler)
-    fork_server = address == LOCAL and _start_fork_server()
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError as exc:
-        raise SchedulerError(
-            f"--scheduler needs dask and distributed (pip install 'dsh-inspector[fleet]'): {exc}"
-        ) from exc
-    if address == LOCAL:
-        import dask
+    with _Interrupts.caught() as interrupts:
+        fork_server = address == LOCAL and _start_fork_server()
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError as exc:
+            raise SchedulerError(
+                f"--scheduler needs dask and distributed (pip install 'dsh-inspector[fleet]'): {exc}"
+            ) from exc
+        if address == LOCAL:
+            import dask
 
-        with (
-            dask.config.set(_local_config(fork_server)),
-            LocalCluster(
-                n_workers=n,
-                processes=True,
-                threads_per_worker=1,
-                host="127.0.0.1",
-                dashboard_address=None,
-                # The scheduler's HTTP endpoints (health, metrics) still listen, by default on port 8787: when
-                # that port is taken (a user's own Dask dashboard) Dask warns on stderr. Any free port will do.
-                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-            ) as cluster,
-            Client(cluster) as client,
-        ):
-            yield DaskExecutor(client, progress=progress, lost=lost)
-        return
-    try:
-        client = Client(address, timeout="10s")
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise SchedulerError(f"--scheduler {scheduler}: cannot connect ({exc})") from exc
-    with client:
-        yield DaskExecutor(client, progress=progress, lost=lost)
+            with (
+                dask.config.set(_local_config(fork_server)),
+                LocalCluster(
+                    n_workers=n,
+                    processes=True,
+                    threads_per_worker=1,
+                    host="127.0.0.1",
+                    dashboard_address=None,
+                    # The scheduler's HTTP endpoints (health, metrics) still listen, by default on port 8787: when
+                    # that port is taken (a user's own Dask dashboard) Dask warns on stderr. Any free port will do.
+                    scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                ) as cluster,
+                Client(cluster) as client,
+            ):
+                yield interrupts.watching(DaskExecutor(client, progress=progress, lost=lost))
+            return
+        try:
+            client = Client(address, timeout="10s")
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise SchedulerError(f"--scheduler {scheduler}: cannot connect ({exc})") from exc
+        with client:
+            yield interrupts.watching(DaskExecutor(client, progress=progress, lost=lost))
+
+
+class _Interrupts:
+    """Ctrl-C during a run on a cluster: the run stops, the cluster is closed, nothing else is said.
+
+    - While the cluster starts, Ctrl-C is noted, not raised: raised inside Dask's start, it left a
+      half-made cluster whose close failed at exit, and workers that failed to start, each with a
+      traceback.  It is raised as soon as the executor is given (:meth:`watching`).
+    - The in-process scheduler hooks the garbage collector (distributed's GC diagnosis), and an
+      interrupt raised while such a hook runs is printed ("Exception ignored in ...") and dropped:
+      the run went on to its end and wrote its report.  So the executor is marked too, and raises
+      at its next result; so does leaving the block; a dropped interrupt is not printed.
+    - Raised once: a second Ctrl-C while the cluster closes is only noted.
+
+    Only in the main thread, and only over Python's own handler (an application's is left alone)."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self.raised = False
+        self.executor: DaskExecutor | None = None
+
+    @classmethod
+    @contextmanager
+    def caught(cls) -> Iterator[_Interrupts]:
+        interrupts = cls()
+        ours = threading.current_thread() is threading.main_thread()
+        if not ours or signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            yield interrupts
+            return
+        hook = sys.unraisablehook
+
+        def unraisable(what: Any) -> None:
+            if not isinstance(what.exc_value, KeyboardInterrupt):
+                hook(what)
+
+        signal.signal(signal.SIGINT, interrupts._on_sigint)
+        sys.unraisablehook = unraisable
+        try:
+            yield interrupts
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            sys.unraisablehook = hook
+        if interrupts.seen:
+            raise KeyboardInterrupt
+
+    def watching(self, executor: DaskExecutor) -> DaskExecutor:
+        """``executor``, marked by every Ctrl-C from now on; one noted while the cluster started is raised now."""
+        self.executor = executor
+        if self.seen:
+            self._raise()
+        return executor
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        self.seen = True
+        if self.executor is not None:
+            self.executor.interrupted = True
+            if not self.raised:
+                self._raise()
+
+    def _raise(self) -> None:
+        self.raised = True
+        if self.executor is not None:
+            self.executor.interrupted = True
+        raise KeyboardInterrupt

@@ -263,6 +263,73 @@ def test_unreachable_scheduler_is_a_one_line_error(capsys):
     assert err.count("\n") == 1 and "cannot connect" in err
 
 
+@pytest.fixture
+def python_sigint():
+    """Python's own SIGINT handler for the test (a test runner may have another), restored after."""
+    import signal
+
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_ctrl_c_that_a_gc_hook_drops_still_stops_a_local_cluster_run_quietly(python_sigint, capfd):
+    """The in-process scheduler hooks the garbage collector; a KeyboardInterrupt raised while such a hook
+    runs is dropped by Python ("Exception ignored"), and the run went on to write its whole report.  Here
+    the executor raises at its next result, leaving the block raises, the workers ignore Ctrl-C (the
+    client stops them) and nothing is printed."""
+    import gc
+    import signal
+
+    from invariants.gate.executor_dask import dask_executor
+
+    def interrupt_inside_gc(phase: str, info: dict) -> None:
+        if phase == "start":
+            gc.callbacks.remove(interrupt_inside_gc)
+            os.kill(os.getpid(), signal.SIGINT)  # its handler runs here, inside the hook
+
+    left = False
+    with pytest.raises(KeyboardInterrupt):
+        with dask_executor("local:1", progress=None) as ex:
+            assert set(ex.client.run(signal.getsignal, signal.SIGINT).values()) == {signal.SIG_IGN}
+            gc.callbacks.append(interrupt_inside_gc)
+            gc.collect()  # the interrupt is dropped here
+            assert ex.interrupted
+            with pytest.raises(KeyboardInterrupt):
+                list(ex.imap(abs, range(3)))
+            left = True
+    assert left
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert "KeyboardInterrupt" not in capfd.readouterr().err
+
+
+def test_ctrl_c_while_a_local_cluster_starts_stops_the_run_once_it_is_up(python_sigint, monkeypatch, capfd):
+    """Raised inside Dask's start, an interrupt left a cluster that nothing closed (its close failed at
+    exit, with a traceback): it is held until the cluster is up, then raised before any work is sent,
+    and the cluster is closed."""
+    import signal
+
+    from distributed.deploy.spec import SpecCluster
+
+    from invariants.gate.executor_dask import dask_executor
+
+    class InterruptedCluster(distributed.LocalCluster):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            os.kill(os.getpid(), signal.SIGINT)  # its handler runs here, before the cluster's block is entered
+
+    monkeypatch.setattr(distributed, "LocalCluster", InterruptedCluster)
+    ran = False
+    with pytest.raises(KeyboardInterrupt):
+        with dask_executor("local:1", progress=None):
+            ran = True
+    assert not ran
+    assert [c for c in SpecCluster._instances if isinstance(c, InterruptedCluster) and c.status.name != "closed"] == []
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+
+
 def _samples_without_database(tmp_path: Path) -> Path:
     root = tmp_path / "logs"
     shutil.copytree(SAMPLES, root, ignore=shutil.ignore_patterns("*.sqlite", "EXPECTED.json", "README.md"))
