@@ -9,6 +9,7 @@ from rich.text import Text
 from inspector.screens.state import SessionState
 from inspector.widgets.document import Block, DocumentView
 from inspector.widgets.jsontext import count, safe, styled
+from invariants.gate.report import after_location
 
 SEVERITY = {
     "error": ("✗ error  ", "bold red"),
@@ -67,7 +68,7 @@ class FindingsView(DocumentView):
             if f.path:
                 t.append("\n  at ", "dim")
                 t.append(safe(f.path), "bold #ff9e64")
-            t.append("\n  " + safe(f.message), "")
+            t.append("\n  " + safe(after_location(f)), "")
             blocks.append(Block(t, key=("finding", i)))
         self.set_blocks(blocks, cursor_key)
 

@@ -80,6 +80,14 @@ def location(f: Finding) -> str:
     return ", ".join(parts)
 
 
+def after_location(f: Finding) -> str:
+    """``f.message`` as shown after a location that names its line (text, concise, JUnit, GitHub): the
+    reader's findings begin ``line N:`` for the JSON report, and said twice it read ``line 10, seq 8:
+    line 10: unparsable line``."""
+    prefix = f"line {f.line}: "
+    return f.message[len(prefix) :] if f.line is not None and f.message.startswith(prefix) else f.message
+
+
 def report_text(result: Any, verbose: bool = False) -> str:
     """The text report: the listing with the next steps (how to open each error, how to read a rule), the summary."""
     return "\n".join([*finding_lines(result, verbose, next_steps=True), *rule_hint(result), summary_line(result)])
@@ -142,7 +150,7 @@ def iter_finding_lines(view: Any, verbose: bool = False, next_steps: bool = Fals
         for f in b.findings:
             loc = location(f)
             path = f" {inert(f.path)}:" if f.path and f.path not in f.message else ""
-            yield f"  {f.severity:<7} {f.rule}  {loc + ':' if loc else ''}{path} {inert(f.message)}"
+            yield f"  {f.severity:<7} {f.rule}  {loc + ':' if loc else ''}{path} {inert(after_location(f))}"
             if verbose and f.detail:
                 yield f"          {inert(dumps_json(f.detail))}"
             command = open_command(f, m) if next_steps and f.severity == "error" else None

@@ -157,6 +157,29 @@ def test_github_lines_are_exact():
     ]
 
 
+def test_a_message_that_names_its_line_says_it_once_after_a_location_that_does():
+    """The reader's findings begin ``line N:`` for the JSON report, which has no location column; the
+    formats that show the line before the message do not say it twice, the others keep it."""
+    damaged = _finding(rule="LOG001", message="line 17: unparsable line (...), where seq 15 was due", path=None)
+    other = _finding(rule="LOG001", message="line 9: names another line", path=None)  # not its own line: kept
+    no_file = _finding(rule="LOG001", message="line 17: unparsable line", file=None, path=None)  # no line shown
+    result = CheckResult([], [damaged, other, no_file], [], [])
+    text = render(result, "text", ReportContext())
+    assert "  error   LOG001  line 17, seq 15, turn 2 step 1: unparsable line (...), where seq 15 was due" in text
+    assert "line 17: line 17" not in text and "line 9: names another line" in text
+    concise = render(result, "concise", ReportContext()).split("\n")
+    assert concise[0].startswith("logs/a.jsonl:17:1: LOG001 unparsable line (...), where seq 15 was due")
+    assert "LOG001 line 9: names another line" in concise[1]
+    assert concise[2].startswith("LOG001 line 17: unparsable line")
+    github = render(result, "github", ReportContext()).split("\n")
+    assert github[0].endswith("::unparsable line (...), where seq 15 was due (session s1, turn 2 step 1, seq 15)")
+    junit = ET.fromstring(render(result, "junit", ReportContext()).encode())
+    body = junit.find("testsuite/testcase/failure").text
+    assert "error LOG001 line 17, seq 15, turn 2 step 1: unparsable line (...)" in body
+    for fmt in ("json", "sarif", "gitlab"):  # machine formats carry the message as the rule raised it
+        assert "line 17: unparsable line" in render(result, fmt, ReportContext())
+
+
 def test_jsonl_is_one_finding_per_line(samples_result):
     lines = render(samples_result, "jsonl").split("\n")
     assert [json.loads(x) for x in lines] == [f.to_json() for f in samples_result.findings]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from invariants.gate.formats.context import ReportContext
+from invariants.gate.report import after_location
 from invariants.gate.view import ReportView
 from invariants.model.findings import Finding
 from invariants.model.inert import inert
@@ -24,9 +25,9 @@ def concise_line(f: Finding) -> str:
         where.append(f"session {f.session}")
     if f.turn is not None:
         where.append(f"turn {f.turn}" + (f" step {f.step}" if f.step is not None else ""))
-    text = f"{f.rule} {f.message}" + (f" ({', '.join(where)})" if where else "")
     if not f.file:
-        return inert(text)
+        return inert(f"{f.rule} {f.message}" + (f" ({', '.join(where)})" if where else ""))
+    text = f"{f.rule} {after_location(f)}" + (f" ({', '.join(where)})" if where else "")
     line = f.line if f.line is not None and f.line >= 1 else 1
     return inert(f"{f.file}:{line}:1: {text}")
 

@@ -15,6 +15,7 @@ import re
 from typing import Any, Callable
 
 from invariants.gate.formats.context import ReportContext
+from invariants.gate.report import after_location
 from invariants.gate.view import ReportView
 from invariants.model.findings import Finding
 
@@ -60,7 +61,7 @@ def annotation(f: Finding) -> str:
         where.append(f"turn {f.turn}" + (f" step {f.step}" if f.step is not None else ""))
     if f.seq is not None:
         where.append(f"seq {f.seq}")
-    message = f.message + (f" ({', '.join(where)})" if where else "")
+    message = after_location(f) + (f" ({', '.join(where)})" if where else "")
     return f"::{LEVELS.get(f.severity, 'warning')} {','.join(props)}::{escape_data(message)}"
 
 

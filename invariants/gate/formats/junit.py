@@ -23,7 +23,7 @@ from pathlib import PurePath
 from typing import Any, Callable, Iterator
 
 from invariants.gate.formats.context import ReportContext
-from invariants.gate.report import location
+from invariants.gate.report import after_location, location
 from invariants.gate.view import ReportView
 from invariants.model.findings import SEVERITY_RANK, Finding
 
@@ -43,7 +43,7 @@ def xml_safe(text: str) -> str:
 
 def _line(f: Finding) -> str:
     loc = location(f)
-    return f"{f.severity} {f.rule} {loc}{': ' if loc else ''}{f.message}"
+    return f"{f.severity} {f.rule} {loc}{': ' if loc else ''}{after_location(f)}"
 
 
 def _case(classname: str, name: str, file: str | None, findings: list, threshold: int) -> tuple[ET.Element, int]:
