@@ -55,7 +55,7 @@ class SchedulerError(Exception):
 
 class DaskExecutor:
     """Maps over the workers of a connected ``distributed.Client``.  ``interrupted``: Ctrl-C was pressed
-    (:func:`_interruptible`); the next result raises ``KeyboardInterrupt``."""
+    (:class:`_Interrupts`); the next result raises ``KeyboardInterrupt``."""
 
     def __init__(
         self,
@@ -225,7 +225,8 @@ def _local_config(fork_server: bool) -> dict[str, Any]:
     memory back at once: workers started with it took 10 % longer on the same tasks.  The scheduler
     runs in this process and keeps its last 1,000 transitions and 10,000 log records by default,
     which grew the client with the run (64 -> 90 MB from 10,000 to 100,000 sessions); no one reads
-    an ephemeral cluster's diagnostics, so it keeps a few.  Measured in docs/FLEET.md."""
+    an ephemeral cluster's diagnostics, so it keeps a few.  Each worker runs :func:`dask_setup` as it
+    starts.  Measured in docs/FLEET.md."""
     config: dict[str, Any] = {
         "distributed.worker.profile.enabled": False,
         "distributed.admin.tick.interval": "1s",
