@@ -139,6 +139,11 @@ def write_baseline(path: str | os.PathLike, findings: Iterable[Finding], tool_ve
     """Write the baseline of ``findings`` to ``path`` (files relative to its folder); the entry count."""
     doc = baseline_document(findings, tool_version, _root_of(path))
     text = json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n"
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (a file name's undecodable byte, a JSON "\ud800"): escaped
+            text = json.dumps(doc, indent=2, ensure_ascii=True, default=str) + "\n"
     write_atomic(path, text)
     return len(doc["findings"])
 

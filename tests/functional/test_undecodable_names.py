@@ -104,3 +104,15 @@ def test_an_index_of_a_root_with_an_undecodable_file_name_is_built(tmp_path: Pat
         assert con.execute("SELECT count(*) FROM sessions").fetchone()[0] == 2
     finally:
         con.close()
+
+
+def test_a_baseline_of_a_finding_in_an_undecodable_file_is_written_and_read_back(tmp_path: Path, capsys) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    _undecodable(root)  # an empty log: LOG005, in a file whose name is not UTF-8
+    baseline = tmp_path / "baseline.json"
+    assert main(["check", str(root), "--no-cache", "-q", "--write-baseline", str(baseline)]) == 0
+    assert json.loads(baseline.read_text())["findings"][0]["rule"] == "LOG005"
+    capsys.readouterr()
+    assert main(["check", str(root), "--no-cache", "--baseline", str(baseline)]) == 0
+    assert "1 known finding(s) not shown" in capsys.readouterr().out
