@@ -119,15 +119,26 @@ def open_index(db_path: str | os.PathLike) -> sqlite_utils.Database:
     return db
 
 
+SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
+"""The files SQLite writes beside a database."""
+
+
 class _Lock:
     """One writer at a time: an advisory ``flock`` on the database file.
 
     SQLite's own locks are POSIX record locks, which ``flock`` does not touch,
-    so readers (the TUI, ``inspector query``) are never blocked by it.
+    so readers (the TUI, ``inspector query``) are never blocked by it.  Taken
+    before any write, so it is also where a link is refused: the database (or a
+    file SQLite writes beside it) being a symlink, the index would be written
+    through it, somewhere else.
     """
 
     def __init__(self, path: str) -> None:
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)  # an empty file is an empty database
+        for name in (path, *(path + s for s in SQLITE_SIDECARS)):
+            if os.path.islink(name):
+                raise IndexBuildError(f"{name}: is a symlink; refusing to write through it")
+        # O_NOFOLLOW: a link planted since is refused too (ELOOP: "cannot write the index")
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)  # an empty file is an empty database
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -87,3 +87,15 @@ def test_reduce_output_is_complete_or_absent_and_never_merged_into_a_foreign_fol
     assert names[:2] == ["prefix-unstable.jsonl", "repro.json"] and len(names) == 3
     assert names[2].startswith("test_repro_pfx001_") and names[2].endswith(".py")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "repro"]
+
+
+@pytest.mark.parametrize("linked", ["i.db", "i.db-wal", "i.db-journal"])
+def test_an_index_whose_database_or_its_sidecar_is_a_link_is_refused_and_the_target_kept(tmp_path, capsys, linked):
+    """The index is a database written in place: a link at its name (or at a file SQLite writes beside
+    it) would have the index written somewhere else."""
+    target = tmp_path / "elsewhere"
+    target.write_bytes(b"not yours\n")
+    (tmp_path / linked).symlink_to(target)
+    assert main(["index", str(LOG), "--db", str(tmp_path / "i.db"), "-q"]) == 2
+    _one_error_line(capsys, linked, "symlink")
+    assert target.read_bytes() == b"not yours\n"
