@@ -14,7 +14,7 @@ parent needs (:class:`OfId`): a test suite's logs reuse ids (3,289 sessions
 named ``a1`` in a root of 10,000 corpus logs), and a child was compared with
 the whole summary of each.  Ids and paths are stored as their
 :func:`~invariants.model.scratch.key`: a file name's undecodable bytes or a JSON
-``"\ud800"`` in an id are kept as they are.
+``"\\ud800"`` in an id are kept as they are.
 """
 
 from __future__ import annotations
