@@ -58,7 +58,7 @@ def iter_discover(
     seen: set | None = None if disjoint(named) else set()
     for raw in named:
         if isinstance(raw, UrlPath) or is_url(raw):
-            yield from _discover_url(seen, problems, UrlPath.of(str(raw)))
+            yield from _discover_url(seen, problems, UrlPath.of(str(raw)), notes)
             continue
         p = Path(raw)
         try:
@@ -138,7 +138,9 @@ def _named_file_problem(p: LogPath) -> str | None:
     return f"{p}: not a session log (expected .jsonl, .jsonl.zstd or .jsonl.zst)"
 
 
-def _discover_url(seen: set | None, problems: list[str], url: UrlPath) -> Iterator[LogSource]:
+def _discover_url(
+    seen: set | None, problems: list[str], url: UrlPath, notes: list[str] | None = None
+) -> Iterator[LogSource]:
     """The logs of one URL as the walk reaches them, in the order a local folder gives (a folder's
     files sorted, then its folders depth first): a bucket of a million sessions is never a list.  A
     SQLite database is read from local paths only: a URL one is a problem sentence, never skipped
@@ -160,23 +162,34 @@ def _discover_url(seen: set | None, problems: list[str], url: UrlPath) -> Iterat
     if kind != "directory":
         problems.append(f"{url}: not a regular file or directory")
         return
-    for fp in _walk_url(url):
+    for fp, kind in _walk_url(url):
+        if kind != REGULAR:
+            named = fp.name
+            if notes is not None and (is_log_name(named) or is_capture_name(named) or named.endswith(SQLITE_SUFFIXES)):
+                notes.append(f"{fp}: {kind}; skipped")
+            continue
         if is_log_name(fp.name):
             yield from _new(seen, LogSource(fp, url), str(fp))
         elif fp.name.endswith(SQLITE_SUFFIXES):
             problems.append(f"{fp}: SQLite session databases are read from local paths only")
 
 
-def _walk_url(top: UrlPath) -> Iterator[UrlPath]:
-    """Every file under ``top`` (not links), in :func:`_walk_files` order; one listing per folder."""
-    files: list[str] = []
+def _walk_url(top: UrlPath) -> Iterator[tuple[UrlPath, str]]:
+    """(path, kind) of every entry under ``top`` that is not a folder (nor a link to one), in
+    :func:`_walk_files` order, ``kind`` as there; one listing per folder.  A ``file://`` folder can
+    hold a pipe (fsspec's type ``other``), which must never be opened: taken for a file, one named
+    like a log hung the check."""
+    files: list[tuple[str, str]] = []
     dirs: list[str] = []  # names only while the walk is below: a listing's entries are dicts of a dozen fields
     for name, info in sorted(top.children().items()):
-        if info.get("islink"):
-            continue
-        (dirs if info.get("type") == "directory" else files).append(name)
-    for name in files:
-        yield top / name
+        kind = info.get("type")
+        if kind == "directory":
+            if not info.get("islink"):
+                dirs.append(name)
+        else:
+            files.append((name, LINK if info.get("islink") else REGULAR if kind == "file" else SPECIAL))
+    for name, kind in files:
+        yield top / name, kind
     for name in dirs:
         yield from _walk_url(top / name)
 

@@ -122,3 +122,24 @@ async def test_the_tui_opens_a_folder_with_a_pipe_and_quits_on_q(tmp_path, monke
         await pilot.pause(0.5)
     assert app.return_code in (0, None)
     assert not app.is_running
+
+
+@pytest.mark.parametrize("command", [["check", "--no-cache"], ["index", "--db", "i.db"]])
+def test_a_file_url_folder_with_a_pipe_and_a_link_named_like_logs_is_read_around_them(tmp_path, command):
+    """fsspec lists a pipe as type ``other``: the URL walk took it for a file, and opening it hung the
+    check.  A pipe or a link under a URL is a note, as under a local path."""
+    folder = tmp_path / "d"
+    folder.mkdir()
+    shutil.copy(LOG, folder / "real.jsonl")
+    os.mkfifo(folder / "pipe.jsonl")
+    (folder / "linked.jsonl").symlink_to(folder / "real.jsonl")
+    url = (folder).as_uri()
+    done = _run(command[0], url, *command[1:], cwd=tmp_path)
+    assert "Traceback" not in done.stderr
+    assert done.returncode in (0, 1), done.stderr
+    notes = sorted(ln for ln in done.stderr.splitlines() if ln.startswith("inspector: note:"))
+    assert notes == [
+        f"inspector: note: {url}/linked.jsonl: a symbolic link, not followed; skipped",
+        f"inspector: note: {url}/pipe.jsonl: not a regular file; skipped",
+    ], done.stderr
+    assert "1 session" in done.stdout + done.stderr
