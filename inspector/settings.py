@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from invariants.model.atomic import write_atomic
+from invariants.model.userfile import read_text
 
 ENV = "INSPECTOR_CONFIG_DIR"
 FILE = "settings.json"
@@ -33,7 +34,7 @@ def config_dir() -> Path:
 
 def load() -> dict[str, Any]:
     try:
-        data = json.loads((config_dir() / FILE).read_text(encoding="utf-8"))
+        data = json.loads(read_text(config_dir() / FILE))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

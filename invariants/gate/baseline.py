@@ -39,11 +39,12 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from typing import Any, Iterable
 
 from invariants.model.atomic import write_atomic
 from invariants.model.findings import Finding
+from invariants.model.userfile import read_text
 from invariants.read.source import UrlPath, is_url
 
 BASELINE_VERSION = 2
@@ -154,7 +155,7 @@ class BaselineError(ValueError):
 
 def read_baseline(path: str | os.PathLike) -> list[dict[str, Any]]:
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        doc = json.loads(read_text(path))
     except FileNotFoundError:
         raise BaselineError(f"{path}: baseline file not found") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:

@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from invariants.model.userfile import read_text
+
 SEVERITY_LEVELS = ("error", "warning", "info")
 
 KNOWN_KEYS = {
@@ -135,7 +137,7 @@ _INSPECTOR_KEY = re.compile(r"""(?<![\w-])["']?inspector["']?\s*[\].=]""")
 
 def _has_tool_section(path: Path) -> bool:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except (OSError, UnicodeDecodeError):
         return False
     if _INSPECTOR_KEY.search(text) is None:
@@ -161,7 +163,7 @@ def load_config(path: Path | None = None, *, isolated: bool = False, start: Path
     import tomllib  # deferred: only a check with a configuration file parses TOML
 
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_text(path))
     except FileNotFoundError:
         raise ConfigError(f"{path}: configuration file not found") from None
     except (OSError, UnicodeDecodeError) as exc:

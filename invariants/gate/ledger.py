@@ -44,6 +44,7 @@ from typing import Any, Iterable, Iterator
 from invariants.model.atomic import write_atomic, write_error
 from invariants.model.findings import Finding
 from invariants.model.registry import make_finding
+from invariants.model.userfile import read_text
 from invariants.replay.model import SessionModel
 
 LEDGER_VERSION = 2
@@ -96,7 +97,7 @@ def read_ledger(path: str | os.PathLike) -> dict[str, Any]:
     if not p.exists():
         return {"version": LEDGER_VERSION, "logs": {}}
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
+        doc = json.loads(read_text(p))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise LedgerError(f"{path}: not a readable ledger ({exc})") from None
     if isinstance(doc, dict) and doc.get("version") == 1 and isinstance(doc.get("sessions"), dict):

@@ -143,3 +143,18 @@ def test_a_file_url_folder_with_a_pipe_and_a_link_named_like_logs_is_read_around
         f"inspector: note: {url}/pipe.jsonl: not a regular file; skipped",
     ], done.stderr
     assert "1 session" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("option", ["--config", "--baseline", "--ledger"])
+@pytest.mark.parametrize("special", ["pipe", "/dev/zero"])
+def test_a_pipe_or_a_device_named_as_a_settings_file_is_one_line_and_exit_2(tmp_path, option, special):
+    """A configuration, a baseline or a ledger is read whole: a pipe blocked the command for ever, and
+    /dev/zero would have been read until memory ran out."""
+    if special == "pipe":
+        os.mkfifo(tmp_path / "p")
+        special = str(tmp_path / "p")
+    done = _run("check", str(LOG), "--no-cache", option, special, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    errors = [ln for ln in done.stderr.splitlines() if ln.startswith("inspector: error:")]
+    assert len(errors) == 1 and special in errors[0] and "not a regular file" in errors[0], done.stderr
+    assert "Traceback" not in done.stderr
