@@ -17,7 +17,7 @@ import os
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable, TypeVar
 
 from invariants.read.source import (
     SQLITE_SUFFIXES,
@@ -179,19 +179,48 @@ def _walk_url(top: UrlPath) -> Iterator[tuple[UrlPath, str]]:
     :func:`_walk_files` order, ``kind`` as there; one listing per folder.  A ``file://`` folder can
     hold a pipe (fsspec's type ``other``), which must never be opened: taken for a file, one named
     like a log hung the check."""
+    return _depth_first(top, _listed_url, lambda folder, name: folder / name)
+
+
+def _listed_url(folder: UrlPath) -> tuple[Iterator[tuple[UrlPath, str]], list[str]]:
     files: list[tuple[str, str]] = []
     dirs: list[str] = []  # names only while the walk is below: a listing's entries are dicts of a dozen fields
-    for name, info in sorted(top.children().items()):
+    for name, info in sorted(folder.children().items()):
         kind = info.get("type")
         if kind == "directory":
             if not info.get("islink"):
                 dirs.append(name)
         else:
             files.append((name, LINK if info.get("islink") else REGULAR if kind == "file" else SPECIAL))
-    for name, kind in files:
-        yield top / name, kind
-    for name in dirs:
-        yield from _walk_url(top / name)
+    return ((folder / name, kind) for name, kind in files), dirs
+
+
+F = TypeVar("F")
+R = TypeVar("R")
+
+
+def _depth_first(
+    top: F, listed: Callable[[F], tuple[Iterator[R], list[str]]], below: Callable[[F, str], F]
+) -> Iterator[R]:
+    """What ``listed`` gives for ``top`` and for every folder under it (its items, and its folders'
+    names in order), in the order of a recursive walk: a folder's items, then each of its folders
+    depth first.  Without recursion: a root nested deeper than Python's recursion limit (a thousand
+    folders) ended the walk in a ``RecursionError``."""
+    pending: list[tuple[F, Iterator[str]]] = []  # each open folder, and the names of its folders still to walk
+    folder = top
+    while True:
+        items, dirs = listed(folder)
+        yield from items
+        pending.append((folder, iter(dirs)))
+        while pending:
+            parent, rest = pending[-1]
+            name = next(rest, None)
+            if name is not None:
+                folder = below(parent, name)
+                break
+            pending.pop()
+        else:
+            return
 
 
 REGULAR = "a regular file"
@@ -206,6 +235,10 @@ def _walk_files(top: str) -> Iterator[tuple[str, str, str, frozenset[str]]]:
     followed); ``listing`` is every name in the folder, so no one lists it again to look up a log's
     capture.  An unreadable folder is skipped.  One ``scandir`` per folder and no call per file (the
     entry type comes with the listing): discovery is serial work before any worker starts."""
+    return _depth_first(top, _listed_folder, os.path.join)
+
+
+def _listed_folder(folder: str) -> tuple[Iterator[tuple[str, str, str, frozenset[str]]], list[str]]:
     # Only names are kept, and no entry outlives its turn of the listing: an entry holds its name and
     # its whole path, so a flat folder of 100,000 sessions listed as entries took 49 MB at once.
     names: list[str] = []
@@ -213,7 +246,7 @@ def _walk_files(top: str) -> Iterator[tuple[str, str, str, frozenset[str]]]:
     odd: dict[str, str] = {}  # the kind of each file that is not a regular one
     dirs: list[str] = []
     try:
-        with os.scandir(top) as it:
+        with os.scandir(folder) as it:
             for e in it:
                 names.append(e.name)
                 try:
@@ -229,15 +262,12 @@ def _walk_files(top: str) -> Iterator[tuple[str, str, str, frozenset[str]]]:
                 except OSError:
                     continue
     except OSError:
-        return
+        return iter(()), []
     listing = frozenset(names) if files else frozenset()
     del names
     files.sort()
     dirs.sort()
-    for name in files:
-        yield top, name, odd.get(name, REGULAR), listing
-    for d in dirs:
-        yield from _walk_files(os.path.join(top, d))
+    return ((folder, name, odd.get(name, REGULAR), listing) for name in files), dirs
 
 
 def _new(seen: set | None, src: LogSource, real: str | None = None) -> Iterator[LogSource]:

@@ -158,3 +158,25 @@ def test_a_pipe_or_a_device_named_as_a_settings_file_is_one_line_and_exit_2(tmp_
     errors = [ln for ln in done.stderr.splitlines() if ln.startswith("inspector: error:")]
     assert len(errors) == 1 and special in errors[0] and "not a regular file" in errors[0], done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("as_url", [False, True])
+def test_a_root_nested_deeper_than_the_recursion_limit_is_walked(tmp_path, as_url):
+    """The walks recursed once a folder: a root 1,100 folders deep ended check and index in a
+    RecursionError."""
+    import sys
+
+    deep = tmp_path / "r"
+    folder = str(deep)
+    os.mkdir(folder)
+    for _ in range(max(1_100, sys.getrecursionlimit() + 100)):  # (pathlib's mkdir(parents=True) recurses too)
+        folder = os.path.join(folder, "a")
+        os.mkdir(folder)
+    shutil.copy(LOG, os.path.join(folder, "x.jsonl"))
+    root = deep.as_uri() if as_url else str(deep)
+    done = _run("check", root, "--no-cache", "--format", "concise", cwd=tmp_path)
+    assert "Traceback" not in done.stderr
+    assert done.returncode == 1 and "x.jsonl" in done.stdout and "PFX001" in done.stdout, done.stderr
+    if not as_url:
+        done = _run("index", root, "--db", "i.db", cwd=tmp_path)
+        assert done.returncode == 0 and "1 sessions" in done.stdout + done.stderr, done.stderr
