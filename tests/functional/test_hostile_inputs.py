@@ -160,20 +160,31 @@ def test_a_pipe_or_a_device_named_as_a_settings_file_is_one_line_and_exit_2(tmp_
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("as_url", [False, True])
-def test_a_root_nested_deeper_than_the_recursion_limit_is_walked(tmp_path, as_url):
-    """The walks recursed once a folder: a root 1,100 folders deep ended check and index in a
-    RecursionError."""
+@pytest.fixture
+def nested_root(tmp_path):
+    """A root nested 100 folders deeper than the recursion limit, with a log at the bottom; removed after,
+    deepest folder first (pytest's own clean-up, ``shutil.rmtree``, recurses and would fail on it)."""
     import sys
 
     deep = tmp_path / "r"
-    folder = str(deep)
-    os.mkdir(folder)
+    folders = [str(deep)]
     for _ in range(max(1_100, sys.getrecursionlimit() + 100)):  # (pathlib's mkdir(parents=True) recurses too)
-        folder = os.path.join(folder, "a")
+        folders.append(os.path.join(folders[-1], "a"))
+    for folder in folders:
         os.mkdir(folder)
-    shutil.copy(LOG, os.path.join(folder, "x.jsonl"))
-    root = deep.as_uri() if as_url else str(deep)
+    log = os.path.join(folders[-1], "x.jsonl")
+    shutil.copy(LOG, log)
+    yield deep
+    os.remove(log)
+    for folder in reversed(folders):
+        os.rmdir(folder)
+
+
+@pytest.mark.parametrize("as_url", [False, True])
+def test_a_root_nested_deeper_than_the_recursion_limit_is_walked(tmp_path, nested_root, as_url):
+    """The walks recursed once a folder: a root 1,100 folders deep ended check and index in a
+    RecursionError."""
+    root = nested_root.as_uri() if as_url else str(nested_root)
     done = _run("check", root, "--no-cache", "--format", "concise", cwd=tmp_path)
     assert "Traceback" not in done.stderr
     assert done.returncode == 1 and "x.jsonl" in done.stdout and "PFX001" in done.stdout, done.stderr
