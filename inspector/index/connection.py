@@ -10,6 +10,8 @@ from pathlib import Path
 
 import sqlite_utils
 
+from invariants.read.source import SQLITE_SIDECARS
+
 from .schema import SCHEMA_VERSION, create_schema
 
 
@@ -117,10 +119,6 @@ def open_index(db_path: str | os.PathLike) -> sqlite_utils.Database:
     if not names:
         db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('created_at', ?)", [now_iso()])
     return db
-
-
-SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
-"""The files SQLite writes beside a database."""
 
 
 class _Lock:

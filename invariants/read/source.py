@@ -20,6 +20,8 @@ from typing import Any, BinaryIO, Container, NamedTuple
 
 LOG_SUFFIXES = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
+SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
+"""The files SQLite writes beside a database while it writes it."""
 
 
 def is_capture_name(name: str) -> bool:

@@ -42,7 +42,7 @@ import zstandard
 
 from invariants.model.jsonvalue import too_deep
 from invariants.read.line_records import DEFAULT_MAX_LINE, RawLine, RowProblem
-from invariants.read.source import LogSource, local_file
+from invariants.read.source import SQLITE_SIDECARS, LogSource, local_file
 
 SEED_SCHEMA = 4
 V15_SCHEMA = 15
@@ -181,7 +181,7 @@ def _uri(path: Path, immutable: bool = False) -> str:
 
 def _quiescent(path: Path) -> bool:
     """No writer is, or was cut off, mid-way: no ``-wal``, ``-shm`` or ``-journal`` beside the file."""
-    return not any(path.with_name(path.name + s).exists() for s in ("-wal", "-shm", "-journal"))
+    return not any(path.with_name(path.name + s).exists() for s in SQLITE_SIDECARS)
 
 
 def connect(path: Path) -> tuple[sqlite3.Connection, bool]:
