@@ -342,7 +342,6 @@ class _Interrupts:
 
     def __init__(self) -> None:
         self.seen = False
-        self.raised = False
         self.executor: DaskExecutor | None = None
 
     @classmethod
@@ -370,21 +369,17 @@ class _Interrupts:
             raise KeyboardInterrupt
 
     def watching(self, executor: DaskExecutor) -> DaskExecutor:
-        """``executor``, marked by every Ctrl-C from now on; one noted while the cluster started is raised now."""
+        """``executor``, marked by the first Ctrl-C from now on; one noted while the cluster started is raised now."""
         self.executor = executor
         if self.seen:
-            self._raise()
+            self._raise(executor)
         return executor
 
     def _on_sigint(self, signum: int, frame: Any) -> None:
         self.seen = True
-        if self.executor is not None:
-            self.executor.interrupted = True
-            if not self.raised:
-                self._raise()
+        if self.executor is not None and not self.executor.interrupted:
+            self._raise(self.executor)
 
-    def _raise(self) -> None:
-        self.raised = True
-        if self.executor is not None:
-            self.executor.interrupted = True
+    def _raise(self, executor: DaskExecutor) -> None:
+        executor.interrupted = True  # raised once: a later Ctrl-C is only noted
         raise KeyboardInterrupt

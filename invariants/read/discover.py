@@ -93,8 +93,7 @@ def iter_discover(
         for folder, name, kind, listing in _walk_files(top):
             fp = Path(folder, name)
             if kind != REGULAR:
-                if notes is not None and (is_log_name(name) or is_capture_name(name) or name.endswith(SQLITE_SUFFIXES)):
-                    notes.append(f"{fp}: {kind}; skipped")
+                _skipped(notes, fp, kind)
                 continue
             if is_log_name(name):
                 # links are never followed, so a file's real path is the named folder's plus its place under it
@@ -164,14 +163,19 @@ def _discover_url(
         return
     for fp, kind in _walk_url(url):
         if kind != REGULAR:
-            named = fp.name
-            if notes is not None and (is_log_name(named) or is_capture_name(named) or named.endswith(SQLITE_SUFFIXES)):
-                notes.append(f"{fp}: {kind}; skipped")
+            _skipped(notes, fp, kind)
             continue
         if is_log_name(fp.name):
             yield from _new(seen, LogSource(fp, url), str(fp))
         elif fp.name.endswith(SQLITE_SUFFIXES):
             problems.append(f"{fp}: SQLite session databases are read from local paths only")
+
+
+def _skipped(notes: list[str] | None, path: LogPath, kind: str) -> None:
+    """Say that ``path``, of ``kind`` (not :data:`REGULAR`), is not read, when its name is one we read."""
+    name = path.name
+    if notes is not None and (is_log_name(name) or is_capture_name(name) or name.endswith(SQLITE_SUFFIXES)):
+        notes.append(f"{path}: {kind}; skipped")
 
 
 def _walk_url(top: UrlPath) -> Iterator[tuple[UrlPath, str]]:

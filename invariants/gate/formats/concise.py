@@ -25,11 +25,11 @@ def concise_line(f: Finding) -> str:
         where.append(f"session {f.session}")
     if f.turn is not None:
         where.append(f"turn {f.turn}" + (f" step {f.step}" if f.step is not None else ""))
+    suffix = f" ({', '.join(where)})" if where else ""
     if not f.file:
-        return inert(f"{f.rule} {f.message}" + (f" ({', '.join(where)})" if where else ""))
-    text = f"{f.rule} {after_location(f)}" + (f" ({', '.join(where)})" if where else "")
+        return inert(f"{f.rule} {f.message}{suffix}")
     line = f.line if f.line is not None and f.line >= 1 else 1
-    return inert(f"{f.file}:{line}:1: {text}")
+    return inert(f"{f.file}:{line}:1: {f.rule} {after_location(f)}{suffix}")
 
 
 def write_concise(view: ReportView, ctx: ReportContext, out: Callable[[str], Any]) -> None:
