@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from invariants.gate.requests import hinted_names
-from invariants.gate.result_cache import revision
+from invariants.gate.result_cache import Digest, revision
 from invariants.read.capture import capture_keys, find_capture, folder_names
 from invariants.read.load import possible_ids
 from invariants.read.source import LOG_SUFFIXES, LogPath, LogSource, captures_present, is_folder_capture
@@ -201,19 +201,32 @@ GroupsOf = Callable[[FolderLogs], "list[Group] | None"]
 
 def cached_groups(cache: ResultCache, logs: FolderLogs) -> list[Group] | None:
     """:func:`route_groups`, answered by ``cache`` while no log or capture of the folder has changed:
-    a run whose units the cache answers reads no log and no capture, not even to plan them."""
+    a run whose units the cache answers reads no log and no capture, not even to plan them.
+
+    The entry's identity and key are digests, made a log at a time: spelled out, they held every
+    log's path and revision at once, and a flat folder of 100,000 sessions peaked at 171 MB (73 MB
+    without the cache)."""
     folder = logs.folder
-    captures = sorted({n for b in logs.beside for n in b})
-    key: list[Any] = [[revision(logs.path(i)) for i in range(len(logs))], [revision(folder / n) for n in captures]]
-    key.append([list(b) for b in logs.beside])
-    if any(r is None for part in key[:2] for r in part):
-        return route_groups(logs)
-    identity = [str(folder), list(logs.names)]
-    hit = cache.get("groups", identity, key)
+    key = Digest()
+    for i in range(len(logs)):
+        r = revision(logs.path(i))
+        if r is None:
+            return route_groups(logs)
+        key.add([r, list(logs.beside[i])])
+    for n in sorted({n for b in logs.beside for n in b}):
+        r = revision(folder / n)
+        if r is None:
+            return route_groups(logs)
+        key.add(r)
+    identity = Digest()
+    for name in logs.names:
+        identity.add(name)
+    hit = cache.get("groups", [str(folder), identity.hexdigest()], key.hexdigest())
     if hit is not None:
         return None if hit["groups"] is None else [Group(m, h) for m, h in hit["groups"]]
     groups = route_groups(logs)
-    cache.put("groups", identity, key, {"groups": None if groups is None else [[g.members, g.hints] for g in groups]})
+    value = {"groups": None if groups is None else [[g.members, g.hints] for g in groups]}
+    cache.put("groups", [str(folder), identity.hexdigest()], key.hexdigest(), value)
     return groups
 
 

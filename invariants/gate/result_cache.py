@@ -67,6 +67,24 @@ def revision(path: str | os.PathLike | UrlPath) -> list | None:
         return None
 
 
+class Digest:
+    """A SHA-256 of a sequence of JSON values, fed one at a time: a key over every log of a large
+    folder without holding them all."""
+
+    def __init__(self) -> None:
+        import hashlib
+
+        self._h = hashlib.sha256()
+
+    def add(self, value: Any) -> None:
+        item = dump_item(value)
+        self._h.update(len(item).to_bytes(8, "little"))  # (so no two sequences feed the same bytes)
+        self._h.update(item)
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
+
+
 _TOOL_KEY: str | None = None
 
 
