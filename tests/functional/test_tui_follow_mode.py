@@ -77,13 +77,20 @@ async def test_the_newest_step_stays_selected_and_in_view(tmp_path, monkeypatch)
     async with app.run_test(size=(100, 16)) as pilot:
         screen = await _following(app, pilot)
         timeline = screen.query_one(Timeline)
-        assert screen.step_index == 29 and in_view(timeline)
+        assert screen.step_index == 29
+        await wait_for(pilot, lambda: in_view(timeline))  # scrolled there once laid out (late on a busy machine)
         for grown in (1, 2):
             g.grow(3)
             await wait_for(pilot, lambda grown=grown: len(screen.state.steps) == 30 + 3 * grown)
-            await pilot.pause(0.1)
-            assert screen.step_index == len(screen.state.steps) - 1 and in_view(timeline)
-            assert timeline.scroll_offset.y == timeline.max_scroll_y  # scrolled to the end
+            newest = len(screen.state.steps) - 1  # selected, in view and scrolled to the end, once laid out
+            await wait_for(
+                pilot,
+                lambda newest=newest: (
+                    screen.step_index == newest
+                    and in_view(timeline)
+                    and timeline.scroll_offset.y == timeline.max_scroll_y
+                ),
+            )
         assert "following: +" in status(app)
 
 
