@@ -357,9 +357,10 @@ def _capture_groups(task: GroupTask) -> list[tuple[list[int], list[int]]]:
         return whole
     place = {ct.path: k for k, ct in enumerate(task.captures)}
     out: list[tuple[list[int], list[int]]] = []
-    for g in groups:
-        found = {find_capture(logs.path(i), logs.beside[i]) for i in g.members if logs.beside[i]}
-        out.append((g.members, sorted(place[str(f)] for f in found if f is not None and str(f) in place)))
+    for first in groups.firsts():
+        members = groups.members(first)
+        found = {find_capture(logs.path(i), logs.beside(i)) for i in members if logs.beside(i)}
+        out.append((members, sorted(place[str(f)] for f in found if f is not None and str(f) in place)))
     if sum(len(caps) for _, caps in out) != len(task.captures):  # a capture no log of a group finds
         return whole
     return out

@@ -17,28 +17,126 @@ folder's only log), a log or capture that cannot be read, a capture line over th
 
 from __future__ import annotations
 
+import sqlite3
+import sys
+import zlib
+from array import array
+from base64 import b64decode, b64encode
+from bisect import bisect_left
 from dataclasses import dataclass, field, replace
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from invariants.gate.requests import hinted_names
 from invariants.gate.result_cache import Digest, revision
+from invariants.model.scratch import key, scratch_db, text
 from invariants.read.capture import capture_keys, find_capture, folder_names
 from invariants.read.load import possible_ids
-from invariants.read.source import LOG_SUFFIXES, LogPath, LogSource, captures_present, is_folder_capture
+from invariants.read.source import LogPath, LogSource, captures_present, is_folder_capture
 
 if TYPE_CHECKING:
     from invariants.gate.result_cache import ResultCache
 
 
-@dataclass(slots=True)
-class Group:
-    """Logs of a folder (their places in it, ascending) that its captures may route between."""
+class Groups:
+    """A folder's logs cut into the groups its captures route between, held as a few numbers a log
+    (a list a group held a flat folder of 100,000 sessions in ~30 MB of Python objects).
 
-    members: list[int]
-    # The file names its captures' lines hint at that are no log of the folder (whether they exist
-    # decides REQ004 against a log this run does not check): part of its cache key.
-    hints: list[str]
+    ``first[i]`` is the first log of log ``i``'s group (-1 when it is in none: a unit alone) and
+    ``after[i]`` the next log of its group (-1 after its last).  A group also has its *hints*: the
+    file names its captures hint at that are no log of the folder (whether they exist decides REQ004
+    against a log this run does not check, so they are part of its cache key), held as one string a
+    group in ``text``, ``/`` between names (a hinted name never holds one), found by its first log.
+    ``hints`` gives them by first log, ascending, each group's sorted."""
+
+    __slots__ = ("first", "after", "_keys", "_ends", "_text")
+
+    def __init__(self, first: array[int], hints: Iterable[tuple[int, list[str]]] = ()) -> None:
+        self.first = first
+        self.after = array("i", [-1]) * len(first)
+        last = array("i", [-1]) * len(first)  # (by group: its last log so far)
+        for i, g in enumerate(first):
+            if g >= 0:
+                if g != i:
+                    self.after[last[g]] = i
+                last[g] = i
+        self._keys = array("i")
+        self._ends = array("i")
+        parts: list[str] = []
+        size = 0
+        for g, names in hints:
+            if names:
+                parts.append("/".join(names))
+                size += len(parts[-1])
+                self._keys.append(g)
+                self._ends.append(size)
+        self._text = "".join(parts)
+
+    def members(self, g: int) -> list[int]:
+        """The logs of the group whose first log is ``g``, ascending."""
+        out = []
+        while g >= 0:
+            out.append(g)
+            g = self.after[g]
+        return out
+
+    def hints(self, g: int) -> list[str]:
+        """The hints of the group whose first log is ``g``, sorted."""
+        k = bisect_left(self._keys, g)
+        if k == len(self._keys) or self._keys[k] != g:
+            return []
+        return self._text[self._ends[k - 1] if k else 0 : self._ends[k]].split("/")
+
+    def firsts(self) -> Iterator[int]:
+        """Each group's first log, ascending."""
+        return (i for i, g in enumerate(self.first) if g == i)
+
+    def to_json(self) -> dict[str, Any]:
+        """For the result cache, compressed: a flat folder of 100,000 sessions has 2-3 MB of hints
+        and places, and writing them whole into the cache's database took 11 MB more at once."""
+        return {
+            "first": _packed(self.first),
+            "keys": _packed(self._keys),
+            "ends": _packed(self._ends),
+            "text": _deflated(self._text.encode("utf-8", "surrogatepass")),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Groups:
+        groups = cls(_unpacked(data["first"]))
+        groups._keys, groups._ends = _unpacked(data["keys"]), _unpacked(data["ends"])
+        groups._text = _inflated(data["text"]).decode("utf-8", "surrogatepass")
+        return groups
+
+
+def _packed(a: array[int]) -> str:
+    """An array of ints as text (little-endian, compressed), for the cache's JSON."""
+    if sys.byteorder == "big":
+        a = array("i", a)
+        a.byteswap()
+    return _deflated(a.tobytes())
+
+
+def _unpacked(packed: str) -> array[int]:
+    a = array("i")
+    a.frombytes(_inflated(packed))
+    if sys.byteorder == "big":
+        a.byteswap()
+    return a
+
+
+def _deflated(data: bytes) -> str:
+    return b64encode(zlib.compress(data, 1)).decode()
+
+
+def _inflated(packed: str) -> bytes:
+    return zlib.decompress(b64decode(packed))
+
+
+SPILL = 10_000
+"""Logs a :class:`FolderLogs` holds in lists; past it, in a private scratch database."""
 
 
 @dataclass(slots=True)
@@ -46,44 +144,101 @@ class FolderLogs:
     """One local folder's logs, held as their names and what the folder's listing holds beside each.
 
     A seed-era project folder holds thousands of logs, all held while it is planned and cut: here a
-    name and a tuple a log, where a :class:`LogSource` and its path object cost about 1 KB.  A source
-    is made again when one is asked for (``logs[i]``).  A log that is more than its name (a session
-    in a database, a URL, one whose folder was not listed, another root) is held as it is, in
-    ``odd``; :func:`listed` turns a folder with one into plain sources first."""
+    name and a tuple a log, where a :class:`LogSource` and its path object cost about 1 KB, and past
+    :data:`SPILL` logs a row of a scratch database (a flat folder of 100,000 sessions held 7 MB of
+    names).  A source is made again when one is asked for (``logs[i]``).  A log that is more than
+    its name (a session in a database, a URL, one whose folder was not listed, another root) is held
+    as it is, in ``odd``; :func:`listed` turns a folder with one into plain sources first."""
 
     folder: LogPath
     root: LogPath
-    names: list[str] = field(default_factory=list)
-    beside: list[tuple[str, ...]] = field(default_factory=list)
     odd: dict[int, LogSource] = field(default_factory=dict)
     first: LogSource | None = None  # the first log as given: a folder of one log makes no source again
+    any_beside: bool = False  # whether any log has a capture name beside it
+    _names: list[str] = field(default_factory=list)
+    _beside: list[tuple[str, ...]] = field(default_factory=list)
+    _db: sqlite3.Connection | None = None  # past SPILL: every log's row, in order
+    _pending: list[tuple[bytes, bytes]] = field(default_factory=list)  # rows not yet written
+    _n: int = 0
 
     def add(self, src: LogSource) -> None:
         """Hold ``src``, a log of this folder."""
         if src.member is None and src.beside is not None and src.root == self.root and isinstance(src.path, Path):
-            if not self.names:
+            if not self._n:
                 self.first = src
-            self.names.append(src.path.name)
-            self.beside.append(src.beside)
+            self._append(src.path.name, src.beside)
+            self.any_beside = self.any_beside or bool(src.beside)
         else:
-            self.odd[len(self.names)] = src
-            self.names.append("")
-            self.beside.append(())
+            self.odd[self._n] = src
+            self._append("", ())
+
+    def _append(self, name: str, beside: tuple[str, ...]) -> None:
+        self._n += 1
+        if self._db is None:
+            self._names.append(name)
+            self._beside.append(beside)
+            if self._n > SPILL:
+                self._db = scratch_db()
+                self._db.execute("CREATE TABLE log (name BLOB, beside BLOB)")  # rowid: place + 1
+                self._pending = [_row(n, b) for n, b in zip(self._names, self._beside)]
+                self._names, self._beside = [], []
+                self._flush()
+        else:
+            self._pending.append(_row(name, beside))
+            if len(self._pending) >= 1000:
+                self._flush()
+
+    def _flush(self) -> sqlite3.Connection:
+        assert self._db is not None
+        if self._pending:
+            self._db.executemany("INSERT INTO log VALUES (?, ?)", self._pending)
+            self._pending = []
+        return self._db
+
+    def entry(self, i: int) -> tuple[str, tuple[str, ...]]:
+        """Log ``i``'s name and the capture names beside it."""
+        if self._db is None:
+            return self._names[i], self._beside[i]
+        row = self._flush().execute("SELECT name, beside FROM log WHERE rowid = ?", (i + 1,)).fetchone()
+        if row is None:
+            raise IndexError(i)
+        return _unrow(row)
+
+    def entries(self) -> Iterator[tuple[str, tuple[str, ...]]]:
+        """Every log's name and the capture names beside it, in order."""
+        if self._db is None:
+            return zip(self._names, self._beside)
+        return map(_unrow, self._flush().execute("SELECT name, beside FROM log ORDER BY rowid"))
+
+    def beside(self, i: int) -> tuple[str, ...]:
+        return self.entry(i)[1]
 
     def path(self, i: int) -> LogPath:
-        return self.folder / self.names[i]
+        return self.folder / self.entry(i)[0]
 
     def __len__(self) -> int:
-        return len(self.names)
+        return self._n
 
     def __getitem__(self, i: int) -> LogSource:
         if i == 0 and self.first is not None:
             return self.first
         odd = self.odd.get(i)
-        return odd if odd is not None else LogSource(self.folder / self.names[i], self.root, beside=self.beside[i])
+        if odd is not None:
+            return odd
+        name, beside = self.entry(i)
+        return LogSource(self.folder / name, self.root, beside=beside)
 
     def __iter__(self) -> Iterator[LogSource]:
-        return (self[i] for i in range(len(self.names)))
+        return (self[i] for i in range(self._n))
+
+
+def _row(name: str, beside: tuple[str, ...]) -> tuple[bytes, bytes]:
+    return key(name), key("\0".join(beside))  # (a file name holds no NUL)
+
+
+def _unrow(row: tuple[bytes, bytes]) -> tuple[str, tuple[str, ...]]:
+    beside = text(row[1])
+    return text(row[0]), tuple(beside.split("\0")) if beside else ()
 
 
 def listed(sources: FolderLogs | list[LogSource]) -> FolderLogs | None:
@@ -106,100 +261,105 @@ def listed(sources: FolderLogs | list[LogSource]) -> FolderLogs | None:
     return None if logs.odd else logs  # (a log under another root)
 
 
-Named = tuple[tuple[str, ...], tuple[str, ...]]
-"""What a capture's lines name: their session ids and their file hints."""
+def route_groups(logs: FolderLogs) -> Groups | None:
+    """The groups of a folder's logs that captures route between (a log in none is a unit alone);
+    None when the folder must stay whole.
 
-
-def route_groups(logs: FolderLogs) -> list[Group] | None:
-    """The groups of a folder's logs that captures route between, in the order of each group's first
-    log; a log in none is a unit alone.  None when the folder must stay whole.
-
-    What captures name is read first, so a log is kept in the plan only for an id or a file name
-    some capture names: the plan holds little more than a number a log however large the folder.
-    What a capture names is held as read (its ids and file hints); the names they hint at are
-    spelled out only while its group is joined and when its group's hints are made, and what only
-    the joining needs is let go before the groups are made.  A flat folder of 100,000 sessions with
-    25,000 captures: its plan's peak went from 73 to 45 MB of Python objects."""
-    if any(is_folder_capture(n) for b in logs.beside for n in b):
+    What captures name, what ids each log may have and what each capture's lines hint at go into a
+    private scratch database and are joined there, so the plan holds a few numbers a log however
+    large the folder: a flat folder of 100,000 sessions with 25,000 captures held ~45 MB of Python
+    objects at its plan's peak when they were dictionaries."""
+    if any(is_folder_capture(n) for _, b in logs.entries() for n in b):
         return None
-    finders: dict[str, list[int]] = {}  # capture name -> the logs whose lookup finds it
-    for i, b in enumerate(logs.beside):
-        found = find_capture(logs.path(i), b) if b else None
-        if found is not None:
-            finders.setdefault(found.name, []).append(i)
-    if not finders:
-        return []
+    db = scratch_db()
+    try:
+        return _route(db, logs)
+    finally:
+        db.close()
+
+
+_TABLES = """
+CREATE TABLE finds (name BLOB, i INTEGER);  -- a capture, and a log whose lookup finds it
+CREATE TABLE capture (c INTEGER PRIMARY KEY, name BLOB, first INTEGER);  -- first: its first finder
+CREATE TABLE named (c INTEGER, sid BLOB);  -- the session ids a capture's lines name
+CREATE TABLE hinted (c INTEGER, name BLOB);  -- the file names its lines hint at (by id, by file hint)
+CREATE TABLE log_id (sid BLOB, i INTEGER);  -- every id a log's replay may give its session
+CREATE TABLE log_name (name BLOB PRIMARY KEY, i INTEGER);
+CREATE TABLE root (i INTEGER PRIMARY KEY, g INTEGER);  -- the first log of each joined log's group
+"""
+
+_MEMBERS = """
+SELECT c.first, f.i FROM finds f JOIN capture c ON c.name = f.name
+UNION ALL SELECT c.first, l.i FROM capture c JOIN named n ON n.c = c.c JOIN log_id l ON l.sid = n.sid
+UNION ALL SELECT c.first, l.i FROM capture c JOIN hinted h ON h.c = c.c JOIN log_name l ON l.name = h.name
+"""
+
+_MISSING = """
+SELECT DISTINCT r.g, h.name FROM capture c JOIN root r ON r.i = c.first JOIN hinted h ON h.c = c.c
+WHERE h.name NOT IN (SELECT name FROM log_name) ORDER BY r.g, h.name
+"""
+
+
+def _route(db: sqlite3.Connection, logs: FolderLogs) -> Groups | None:
+    db.executescript(_TABLES)
+    n = len(logs)
     folder = logs.folder
-    named: dict[str, Named] = {}  # capture name -> what its lines name
-    all_ids: set[str] = set()
-    all_files: set[str] = set()  # the hinted names the file hints spell
-    for name in finders:
-        keys = capture_keys(folder / name)
+    finds = (
+        (key(found.name), i)
+        for i, (name, b) in enumerate(logs.entries())
+        if b and (found := find_capture(folder / name, b))
+    )
+    db.executemany("INSERT INTO finds VALUES (?, ?)", finds)
+    db.execute("INSERT INTO capture (name, first) SELECT name, min(i) FROM finds GROUP BY name ORDER BY min(i)")
+    db.execute("CREATE INDEX capture_name ON capture (name)")
+    for c, name in _rows(db, "SELECT c, name FROM capture"):
+        keys = capture_keys(folder / text(name))
         if keys is None:
             return None
-        named[name] = (tuple(keys.ids), tuple(keys.files))
-        all_ids.update(keys.ids)
-        all_files.update(n for f in keys.files for n in hinted_names(None, f))
-    by_id: dict[str, list[int]] = {}  # only the ids some capture names
-    by_name: dict[str, int] = {}  # only the file names some capture hints at
-    for i, name in enumerate(logs.names):
+        db.executemany("INSERT INTO named VALUES (?, ?)", ((c, key(sid)) for sid in keys.ids))
+        hinted = {h for sid in keys.ids for h in hinted_names(sid, None)}
+        hinted.update(h for f in keys.files for h in hinted_names(None, f))
+        db.executemany("INSERT INTO hinted VALUES (?, ?)", ((c, key(h)) for h in hinted))
+    for i in range(n):
         possible = possible_ids(logs[i])
         if possible is None:
             return None
-        for sid in possible.intersection(all_ids):
-            by_id.setdefault(sid, []).append(i)
-        if name in all_files or _hinted_by_id(name, all_ids):
-            by_name[name] = i
-    joined = _Joined()
-    for name, found_by in finders.items():
-        ids, files = named[name]
-        members = list(found_by)  # every log of the capture's name: where a line naming no session goes
-        for sid in ids:
-            members.extend(by_id.get(sid, []))
-        members.extend(by_name[n] for n in _hinted(ids, files) if n in by_name)
-        joined.join(members)
-    first_of = {found_by[0]: name for name, found_by in finders.items()}  # a capture by its first finder
-    del finders, by_id  # (a large folder's plan holds the groups from here)
-    groups: dict[int, list[int]] = {}  # in the order of each group's first log
-    for i in sorted(joined.parent):  # (a log is in a group only if a capture joined it to a finder)
-        groups.setdefault(joined.find(i), []).append(i)
-    del joined
-    return [Group(members, _missing(members, first_of, named, by_name)) for members in groups.values()]
+        db.executemany("INSERT INTO log_id VALUES (?, ?)", ((key(sid), i) for sid in possible))
+    db.executemany("INSERT INTO log_name VALUES (?, ?)", ((key(name), i) for i, (name, _) in enumerate(logs.entries())))
+    db.execute("CREATE INDEX log_id_sid ON log_id (sid)")
+    parent = array("i", [-1]) * n  # union-find: -1 for a log no capture joined; a group's root is its first log
+    for f, i in _rows(db, _MEMBERS):
+        a, b = _root(parent, f), _root(parent, i)
+        if a > b:
+            a, b = b, a
+        parent[a] = a
+        parent[b] = a
+    for i in range(n):
+        if parent[i] >= 0:
+            parent[i] = _root(parent, i)
+    db.executemany("INSERT INTO root VALUES (?, ?)", ((i, g) for i, g in enumerate(parent) if g >= 0))
+    missing = groupby(_rows(db, _MISSING), key=itemgetter(0))
+    return Groups(parent, ((g, [text(name) for _, name in rows]) for g, rows in missing))
 
 
-def _missing(
-    members: list[int], first_of: dict[int, str], named: dict[str, Named], by_name: dict[str, int]
-) -> list[str]:
-    """What a group's captures hint at that is no log of the folder, sorted."""
-    hinted: set[str] = set()
-    for i in members:
-        name = first_of.get(i)
-        if name is not None:
-            hinted.update(_hinted(*named[name]))
-    return sorted(n for n in hinted if n not in by_name)
+def _rows(db: sqlite3.Connection, sql: str) -> Iterator[tuple]:
+    """A query's rows as they are read (a cursor of its own: inserts between rows do not disturb it)."""
+    return iter(db.execute(sql))
 
 
-def _hinted(ids: tuple[str, ...], files: tuple[str, ...]) -> set[str]:
-    """The file names a capture's lines hint at, by session id and by file hint (:func:`hinted_names`)."""
-    hinted = {n for sid in ids for n in hinted_names(sid, None)}
-    hinted.update(n for f in files for n in hinted_names(None, f))
-    return hinted
+def _root(parent: array[int], i: int) -> int:
+    """The root of ``i``'s set (``i`` itself when no capture joined it), halving the path on the way."""
+    while parent[i] >= 0 and parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = parent[i]
+    return i
 
 
-def _hinted_by_id(name: str, ids: set[str]) -> bool:
-    """Whether ``name`` is one that :func:`hinted_names` spells for one of ``ids`` (an id and a log
-    suffix): asked of the one id the name could be, not spelled out for every id."""
-    return any(
-        name.endswith(s) and name[: -len(s)] in ids and name in hinted_names(name[: -len(s)], None)
-        for s in LOG_SUFFIXES
-    )
-
-
-GroupsOf = Callable[[FolderLogs], "list[Group] | None"]
+GroupsOf = Callable[[FolderLogs], "Groups | None"]
 """What cuts a folder's logs into groups: :func:`route_groups`, or :func:`cached_groups` of a cache."""
 
 
-def cached_groups(cache: ResultCache, logs: FolderLogs) -> list[Group] | None:
+def cached_groups(cache: ResultCache, logs: FolderLogs) -> Groups | None:
     """:func:`route_groups`, answered by ``cache`` while no log or capture of the folder has changed:
     a run whose units the cache answers reads no log and no capture, not even to plan them.
 
@@ -207,45 +367,18 @@ def cached_groups(cache: ResultCache, logs: FolderLogs) -> list[Group] | None:
     log's path and revision at once, and a flat folder of 100,000 sessions peaked at 171 MB (73 MB
     without the cache)."""
     folder = logs.folder
-    key = Digest()
-    for i in range(len(logs)):
-        r = revision(logs.path(i))
-        if r is None:
+    revisions = Digest()
+    names = Digest()
+    for name, beside in logs.entries():
+        these = [revision(folder / n) for n in (name, *beside)]  # the log's and its captures'
+        if None in these:
             return route_groups(logs)
-        key.add([r, list(logs.beside[i])])
-    for n in sorted({n for b in logs.beside for n in b}):
-        r = revision(folder / n)
-        if r is None:
-            return route_groups(logs)
-        key.add(r)
-    identity = Digest()
-    for name in logs.names:
-        identity.add(name)
-    hit = cache.get("groups", [str(folder), identity.hexdigest()], key.hexdigest())
+        revisions.add([these, list(beside)])
+        names.add(name)
+    hit = cache.get("groups", [str(folder), names.hexdigest()], revisions.hexdigest())
     if hit is not None:
-        return None if hit["groups"] is None else [Group(m, h) for m, h in hit["groups"]]
+        return None if hit["groups"] is None else Groups.from_json(hit["groups"])
     groups = route_groups(logs)
-    value = {"groups": None if groups is None else [[g.members, g.hints] for g in groups]}
-    cache.put("groups", [str(folder), identity.hexdigest()], key.hexdigest(), value)
+    value = {"groups": None if groups is None else groups.to_json()}
+    cache.put("groups", [str(folder), names.hexdigest()], revisions.hexdigest(), value)
     return groups
-
-
-class _Joined:
-    """Union-find over the logs of a folder that captures join: a log never joined is its own root."""
-
-    def __init__(self) -> None:
-        self.parent: dict[int, int] = {}
-
-    def find(self, i: int) -> int:
-        parent = self.parent
-        while parent.get(i, i) != i:
-            parent[i] = parent.get(parent[i], parent[i])
-            i = parent[i]
-        return i
-
-    def join(self, members: list[int]) -> None:
-        if not members:
-            return
-        first = min(self.find(i) for i in members)
-        for i in members:
-            self.parent[self.find(i)] = first  # (a log not joined before is its own root: now it is in)

@@ -114,20 +114,22 @@ def _split(
     (nothing to split: its unit looks up its capture when checked)."""
     one = len(sources) == 1
     logs = None if one and sources[0].beside is None else listed(sources)
-    if logs is None or (one and logs.beside[0]):
+    if logs is None or (one and logs.beside(0)):
         yield Unit(list(sources), list(indexes))  # in doubt, or one log (with its capture: nothing to cut or read)
         return
-    groups = groups_of(logs) if any(logs.beside) else []
+    if not logs.any_beside:
+        yield from (Unit([logs[i]], [indexes[i]], alone=True) for i in range(len(logs)))
+        return
+    groups = groups_of(logs)
     if groups is None:
         yield Unit(list(sources), list(indexes))
         return
-    grouped = {i: g for g in groups for i in g.members}
-    for i in range(len(logs)):
-        g = grouped.get(i)
-        if g is None:
+    for i, g in enumerate(groups.first):
+        if g < 0:
             yield Unit([logs[i]], [indexes[i]], alone=True)
-        elif g.members[0] == i:
-            yield Unit([logs[k] for k in g.members], [indexes[k] for k in g.members], hints=g.hints)
+        elif g == i:
+            members = groups.members(i)
+            yield Unit([logs[k] for k in members], [indexes[k] for k in members], hints=groups.hints(i))
 
 
 def replay_source(

@@ -190,3 +190,23 @@ def test_a_folders_plan_is_cached_under_a_key_of_fixed_size(tmp_path: Path) -> N
         check([folder], cache=ResultCache(tmp_path / f"cache{n}"), stats=st)
         assert st.cache_misses == 0  # the plan and every unit served
     assert sizes[0] == sizes[1]
+
+
+def test_a_folder_past_the_spill_is_planned_and_reported_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``SPILL`` logs a folder's plan keeps their names on disk: the units, the report and the
+    cached plan are the same as from the lists a smaller folder is held in."""
+    folder = _project(tmp_path / "cwd-0123456789ab")
+    units = [(u.sources, u.indexes, u.alone, u.hints) for u in iter_units(iter_discover([folder], []))]
+    reference = reports(check([folder]))
+    monkeypatch.setattr("invariants.gate.capture_groups.SPILL", 2)
+    logs = listed(list(iter_discover([folder], [])))
+    assert logs is not None and logs._db is not None  # (spilled)
+    assert [(u.sources, u.indexes, u.alone, u.hints) for u in iter_units(iter_discover([folder], []))] == units
+    assert reports(check([folder])) == reference
+    st = RunStats()
+    assert reports(check([folder], cache=ResultCache(tmp_path / "cache"), stats=st)) == reference
+    again = RunStats()
+    assert reports(check([folder], cache=ResultCache(tmp_path / "cache"), stats=again)) == reference
+    assert again.cache_hits == st.units
