@@ -14,17 +14,20 @@ from __future__ import annotations
 
 import errno
 import os
+import sqlite3
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
+from invariants.model import scratch
 from invariants.read.source import (
     SQLITE_SUFFIXES,
     LogPath,
     LogSource,
     UrlError,
     UrlPath,
+    capture_candidates,
     captures_present,
     is_capture_name,
     is_log_name,
@@ -98,7 +101,7 @@ def iter_discover(
             if is_log_name(name):
                 # links are never followed, so a file's real path is the named folder's plus its place under it
                 key = os.path.join(real + folder[len(top) :], name) if seen is not None else None
-                yield from _new(seen, LogSource(fp, p, beside=captures_present(name, listing)), key)
+                yield from _new(seen, LogSource(fp, p, beside=listing.captures(name)), key)
             elif name.endswith(SQLITE_SUFFIXES):
                 yield from _database(seen, problems, fp, p, explicit=False, notes=notes)
 
@@ -204,7 +207,7 @@ R = TypeVar("R")
 
 
 def _depth_first(
-    top: F, listed: Callable[[F], tuple[Iterator[R], list[str]]], below: Callable[[F, str], F]
+    top: F, listed: Callable[[F], tuple[Iterator[R], Iterable[str]]], below: Callable[[F, str], F]
 ) -> Iterator[R]:
     """What ``listed`` gives for ``top`` and for every folder under it (its items, and its folders'
     names in order), in the order of a recursive walk: a folder's items, then each of its folders
@@ -228,11 +231,12 @@ def _depth_first(
 
 
 REGULAR = "a regular file"
+DIR = "a folder"
 SPECIAL = "not a regular file"  # a FIFO, socket or device: opening it could block or never end
 LINK = "a symbolic link, not followed"
 
 
-def _walk_files(top: str) -> Iterator[tuple[str, str, str, frozenset[str]]]:
+def _walk_files(top: str) -> Iterator[tuple[str, str, str, _Listing]]:
     """(folder, name, kind, listing) of every entry under ``top`` that is not a folder (nor a link to
     one), in the order of ``os.walk`` with sorted names (a folder's files, then its folders depth
     first); ``kind`` is :data:`REGULAR`, :data:`SPECIAL` (never to be opened) or :data:`LINK` (never
@@ -242,36 +246,87 @@ def _walk_files(top: str) -> Iterator[tuple[str, str, str, frozenset[str]]]:
     return _depth_first(top, _listed_folder, os.path.join)
 
 
-def _listed_folder(folder: str) -> tuple[Iterator[tuple[str, str, str, frozenset[str]]], list[str]]:
+SPILL = 10_000
+"""Entries of a folder the walk sorts and looks up in memory; a larger one, in a scratch database."""
+
+
+def _listed_folder(folder: str) -> tuple[Iterator[tuple[str, str, str, _Listing]], Iterable[str]]:
     # Only names are kept, and no entry outlives its turn of the listing: an entry holds its name and
-    # its whole path, so a flat folder of 100,000 sessions listed as entries took 49 MB at once.
-    names: list[str] = []
-    files: list[str] = []
-    odd: dict[str, str] = {}  # the kind of each file that is not a regular one
-    dirs: list[str] = []
+    # its whole path, so a flat folder of 100,000 sessions listed as entries took 49 MB at once, and
+    # as names 13-17 MB: past SPILL entries they are sorted and looked up on disk.
+    listing = _Listing()
     try:
         with os.scandir(folder) as it:
             for e in it:
-                names.append(e.name)
                 try:
                     if e.is_dir():
-                        if not e.is_symlink():
-                            dirs.append(e.name)
+                        kind = "" if e.is_symlink() else DIR
                     else:
-                        files.append(e.name)
-                        if e.is_symlink():
-                            odd[e.name] = LINK
-                        elif not e.is_file(follow_symlinks=False):
-                            odd[e.name] = SPECIAL
+                        kind = LINK if e.is_symlink() else REGULAR if e.is_file(follow_symlinks=False) else SPECIAL
                 except OSError:
-                    continue
+                    kind = ""  # (listed, but neither walked nor read)
+                listing.add(e.name, kind)
     except OSError:
         return iter(()), []
-    listing = frozenset(names) if files else frozenset()
-    del names
-    files.sort()
-    dirs.sort()
-    return ((folder, name, odd.get(name, REGULAR), listing) for name in files), dirs
+    files = listing.files()
+    return ((folder, name, kind, listing) for name, kind in files), listing.dirs()
+
+
+class _Listing:
+    """The names of one folder and what each is: lists and a set up to :data:`SPILL` entries, then a
+    private scratch database (sorted by its index, asked by name)."""
+
+    __slots__ = ("_kinds", "_db", "_pending")
+
+    def __init__(self) -> None:
+        self._kinds: dict[str, str] = {}
+        self._db: sqlite3.Connection | None = None
+        self._pending: list[tuple[bytes, str]] = []
+
+    def add(self, name: str, kind: str) -> None:
+        if self._db is None:
+            self._kinds[name] = kind
+            if len(self._kinds) > SPILL:
+                self._db = scratch.scratch_db()
+                self._db.execute("CREATE TABLE entry (name BLOB PRIMARY KEY, kind TEXT) WITHOUT ROWID")
+                self._pending = [(scratch.key(n), k) for n, k in self._kinds.items()]
+                self._kinds = {}
+                self._flush()
+        else:
+            self._pending.append((scratch.key(name), kind))
+            if len(self._pending) >= 1000:
+                self._flush()
+
+    def _flush(self) -> sqlite3.Connection:
+        assert self._db is not None
+        if self._pending:
+            self._db.executemany("INSERT INTO entry VALUES (?, ?)", self._pending)
+            self._pending = []
+        return self._db
+
+    def captures(self, log_name: str) -> tuple[str, ...]:
+        """:func:`captures_present` for a log of this folder: one query, not one a candidate name."""
+        if self._db is None:
+            return captures_present(log_name, self._kinds)
+        names = capture_candidates(log_name)
+        rows = self._flush().execute(
+            f"SELECT name FROM entry WHERE name IN ({', '.join('?' * len(names))})", [scratch.key(n) for n in names]
+        )
+        return captures_present(log_name, {scratch.text(n) for (n,) in rows})
+
+    def files(self) -> Iterator[tuple[str, str]]:
+        """(name, kind) of each entry that is not a folder, by name."""
+        if self._db is None:
+            return iter(sorted((n, k) for n, k in self._kinds.items() if k and k != DIR))
+        rows = self._flush().execute("SELECT name, kind FROM entry WHERE kind NOT IN ('', ?) ORDER BY name", (DIR,))
+        return ((scratch.text(n), k) for n, k in rows)
+
+    def dirs(self) -> Iterable[str]:
+        """The names of its folders (not links to one), sorted."""
+        if self._db is None:
+            return sorted(n for n, k in self._kinds.items() if k == DIR)
+        rows = self._flush().execute("SELECT name FROM entry WHERE kind = ? ORDER BY name", (DIR,))
+        return (scratch.text(n) for (n,) in rows)
 
 
 def _new(seen: set | None, src: LogSource, real: str | None = None) -> Iterator[LogSource]:

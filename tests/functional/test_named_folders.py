@@ -100,3 +100,35 @@ def test_discovery_keeps_a_set_of_every_log_only_when_paths_overlap(folders, mon
     file = folders / "b" / "clean-multi-turn.jsonl"
     assert discover_mod.disjoint([folders / "a", file]) and not discover_mod.disjoint([folders / "b", file])
     assert not discover_mod.disjoint([file, file]) and not discover_mod.disjoint(["memory://a", "memory://b"])
+
+
+def test_a_folder_past_the_spill_is_walked_the_same(folders: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``SPILL`` entries the walk sorts a folder's names and looks its captures up on disk: the
+    logs found, in their order, with what is beside each, and the notes, are the same."""
+    import os
+
+    from invariants.read import discover as walk
+    from tests.conftest import CORPUS
+
+    odd = folders / "odd"
+    (odd / "deeper" / "deepest").mkdir(parents=True)
+    shutil.copy(SAMPLES / "clean-multi-turn.jsonl", odd / "deeper" / "deepest" / "x.jsonl")
+    shutil.copy(SAMPLES / "clean-multi-turn.jsonl", os.path.join(os.fsencode(odd), b"\xff-undecodable.jsonl"))
+    (odd / "linked.jsonl").symlink_to(odd / "deeper" / "deepest" / "x.jsonl")
+    (odd / "to-folder").symlink_to(odd / "deeper")
+    os.mkfifo(odd / "pipe.requests.jsonl")
+    roots = [folders, SAMPLES] + ([CORPUS] if CORPUS.is_dir() else [])
+
+    def walked() -> list:
+        out = []
+        for root in roots:
+            problems: list[str] = []
+            notes: list[str] = []
+            found = [(s.path, s.root, s.beside, s.member) for s in walk.iter_discover([root], problems, notes)]
+            out.append((found, problems, notes))
+        return out
+
+    reference = walked()
+    assert any(beside for found, _, _ in reference for *_, beside, _ in found)  # captures were seen beside logs
+    monkeypatch.setattr(walk, "SPILL", 1)
+    assert walked() == reference
