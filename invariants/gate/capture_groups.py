@@ -229,7 +229,10 @@ class FolderLogs:
         return LogSource(self.folder / name, self.root, beside=beside)
 
     def __iter__(self) -> Iterator[LogSource]:
-        return (self[i] for i in range(self._n))
+        """Every log's source, in order (read in one pass, not asked for one at a time)."""
+        for i, (name, beside) in enumerate(self.entries()):
+            odd = self.first if i == 0 and self.first is not None else self.odd.get(i)
+            yield odd if odd is not None else LogSource(self.folder / name, self.root, beside=beside)
 
 
 def _row(name: str, beside: tuple[str, ...]) -> tuple[bytes, bytes]:
@@ -320,11 +323,19 @@ def _route(db: sqlite3.Connection, logs: FolderLogs) -> Groups | None:
         hinted = {h for sid in keys.ids for h in hinted_names(sid, None)}
         hinted.update(h for f in keys.files for h in hinted_names(None, f))
         db.executemany("INSERT INTO hinted VALUES (?, ?)", ((c, key(h)) for h in hinted))
-    for i in range(n):
-        possible = possible_ids(logs[i])
-        if possible is None:
-            return None
-        db.executemany("INSERT INTO log_id VALUES (?, ?)", ((key(sid), i) for sid in possible))
+    unreadable: list[int] = []
+
+    def log_ids() -> Iterator[tuple[bytes, int]]:
+        for i, src in enumerate(logs):
+            possible = possible_ids(src)
+            if possible is None:
+                unreadable.append(i)
+                return
+            yield from ((key(sid), i) for sid in possible)
+
+    db.executemany("INSERT INTO log_id VALUES (?, ?)", log_ids())
+    if unreadable:
+        return None
     db.executemany("INSERT INTO log_name VALUES (?, ?)", ((key(name), i) for i, (name, _) in enumerate(logs.entries())))
     db.execute("CREATE INDEX log_id_sid ON log_id (sid)")
     parent = array("i", [-1]) * n  # union-find: -1 for a log no capture joined; a group's root is its first log

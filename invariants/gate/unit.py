@@ -118,18 +118,19 @@ def _split(
         yield Unit(list(sources), list(indexes))  # in doubt, or one log (with its capture: nothing to cut or read)
         return
     if not logs.any_beside:
-        yield from (Unit([logs[i]], [indexes[i]], alone=True) for i in range(len(logs)))
+        yield from (Unit([s], [indexes[i]], alone=True) for i, s in enumerate(logs))
         return
     groups = groups_of(logs)
     if groups is None:
         yield Unit(list(sources), list(indexes))
         return
-    for i, g in enumerate(groups.first):
+    for i, (s, g) in enumerate(zip(logs, groups.first)):
         if g < 0:
-            yield Unit([logs[i]], [indexes[i]], alone=True)
+            yield Unit([s], [indexes[i]], alone=True)
         elif g == i:
             members = groups.members(i)
-            yield Unit([logs[k] for k in members], [indexes[k] for k in members], hints=groups.hints(i))
+            logs_of = [s] + [logs[k] for k in members[1:]]  # (the first is this one)
+            yield Unit(logs_of, [indexes[k] for k in members], hints=groups.hints(i))
 
 
 def replay_source(

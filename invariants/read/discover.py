@@ -16,7 +16,8 @@ import errno
 import os
 import sqlite3
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
@@ -93,7 +94,7 @@ def iter_discover(
             problems.append(f"{p}: not a regular file or directory")
             continue
         top, real = str(p), str(p.resolve())
-        for folder, name, kind, listing in _walk_files(top):
+        for folder, name, kind, beside in _walk_files(top):
             fp = Path(folder, name)
             if kind != REGULAR:
                 _skipped(notes, fp, kind)
@@ -101,7 +102,7 @@ def iter_discover(
             if is_log_name(name):
                 # links are never followed, so a file's real path is the named folder's plus its place under it
                 key = os.path.join(real + folder[len(top) :], name) if seen is not None else None
-                yield from _new(seen, LogSource(fp, p, beside=listing.captures(name)), key)
+                yield from _new(seen, LogSource(fp, p, beside=beside), key)
             elif name.endswith(SQLITE_SUFFIXES):
                 yield from _database(seen, problems, fp, p, explicit=False, notes=notes)
 
@@ -236,12 +237,13 @@ SPECIAL = "not a regular file"  # a FIFO, socket or device: opening it could blo
 LINK = "a symbolic link, not followed"
 
 
-def _walk_files(top: str) -> Iterator[tuple[str, str, str, _Listing]]:
-    """(folder, name, kind, listing) of every entry under ``top`` that is not a folder (nor a link to
+def _walk_files(top: str) -> Iterator[tuple[str, str, str, tuple[str, ...]]]:
+    """(folder, name, kind, beside) of every entry under ``top`` that is not a folder (nor a link to
     one), in the order of ``os.walk`` with sorted names (a folder's files, then its folders depth
     first); ``kind`` is :data:`REGULAR`, :data:`SPECIAL` (never to be opened) or :data:`LINK` (never
-    followed); ``listing`` is every name in the folder, so no one lists it again to look up a log's
-    capture.  An unreadable folder is skipped.  One ``scandir`` per folder and no call per file (the
+    followed); ``beside``, for a log to read, is the capture names its folder holds for it (from the
+    folder's own listing, so no one lists it again to look a capture up), else ().  An unreadable
+    folder is skipped.  One ``scandir`` per folder and no call per file (the
     entry type comes with the listing): discovery is serial work before any worker starts."""
     return _depth_first(top, _listed_folder, os.path.join)
 
@@ -250,7 +252,7 @@ SPILL = 10_000
 """Entries of a folder the walk sorts and looks up in memory; a larger one, in a scratch database."""
 
 
-def _listed_folder(folder: str) -> tuple[Iterator[tuple[str, str, str, _Listing]], Iterable[str]]:
+def _listed_folder(folder: str) -> tuple[Iterator[tuple[str, str, str, tuple[str, ...]]], Iterable[str]]:
     # Only names are kept, and no entry outlives its turn of the listing: an entry holds its name and
     # its whole path, so a flat folder of 100,000 sessions listed as entries took 49 MB at once, and
     # as names 13-17 MB: past SPILL entries they are sorted and looked up on disk.
@@ -268,8 +270,7 @@ def _listed_folder(folder: str) -> tuple[Iterator[tuple[str, str, str, _Listing]
                 listing.add(e.name, kind)
     except OSError:
         return iter(()), []
-    files = listing.files()
-    return ((folder, name, kind, listing) for name, kind in files), listing.dirs()
+    return ((folder, name, kind, beside) for name, kind, beside in listing.files()), listing.dirs()
 
 
 class _Listing:
@@ -304,22 +305,28 @@ class _Listing:
             self._pending = []
         return self._db
 
-    def captures(self, log_name: str) -> tuple[str, ...]:
-        """:func:`captures_present` for a log of this folder: one query, not one a candidate name."""
+    def files(self) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+        """(name, kind, the capture names beside it if it is a log) of each entry not a folder, by name."""
         if self._db is None:
-            return captures_present(log_name, self._kinds)
-        names = capture_candidates(log_name)
-        rows = self._flush().execute(
-            f"SELECT name FROM entry WHERE name IN ({', '.join('?' * len(names))})", [scratch.key(n) for n in names]
-        )
-        return captures_present(log_name, {scratch.text(n) for (n,) in rows})
-
-    def files(self) -> Iterator[tuple[str, str]]:
-        """(name, kind) of each entry that is not a folder, by name."""
-        if self._db is None:
-            return iter(sorted((n, k) for n, k in self._kinds.items() if k and k != DIR))
+            kinds = self._kinds
+            files = sorted((n, k) for n, k in kinds.items() if k and k != DIR)
+            return ((n, k, _beside(n, k, kinds)) for n, k in files)
         rows = self._flush().execute("SELECT name, kind FROM entry WHERE kind NOT IN ('', ?) ORDER BY name", (DIR,))
-        return ((scratch.text(n), k) for n, k in rows)
+        return self._looked_up((scratch.text(n), k) for n, k in rows)
+
+    def _looked_up(self, rows: Iterator[tuple[str, str]]) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+        """Each file with what is beside it, the captures of 128 files asked in one query."""
+        while chunk := list(islice(rows, 128)):
+            wanted = sorted({c for n, k in chunk if _is_log(n, k) for c in capture_candidates(n)})
+            present: set[str] = set()
+            if wanted:  # (at most 768 names: within any SQLite's limit of 999 parameters)
+                marks = ", ".join("?" * len(wanted))
+                found = self._flush().execute(
+                    f"SELECT name FROM entry WHERE name IN ({marks})", [scratch.key(n) for n in wanted]
+                )
+                present = {scratch.text(n) for (n,) in found}
+            for n, k in chunk:
+                yield n, k, _beside(n, k, present)
 
     def dirs(self) -> Iterable[str]:
         """The names of its folders (not links to one), sorted."""
@@ -327,6 +334,15 @@ class _Listing:
             return sorted(n for n, k in self._kinds.items() if k == DIR)
         rows = self._flush().execute("SELECT name FROM entry WHERE kind = ? ORDER BY name", (DIR,))
         return (scratch.text(n) for (n,) in rows)
+
+
+def _is_log(name: str, kind: str) -> bool:
+    return kind == REGULAR and is_log_name(name)
+
+
+def _beside(name: str, kind: str, listing: Container[str]) -> tuple[str, ...]:
+    """The capture names ``listing`` holds beside ``name`` when it is a log to read, else none."""
+    return captures_present(name, listing) if _is_log(name, kind) else ()
 
 
 def _new(seen: set | None, src: LogSource, real: str | None = None) -> Iterator[LogSource]:
