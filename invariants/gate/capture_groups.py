@@ -178,7 +178,7 @@ class FolderLogs:
             self._names.append(name)
             self._beside.append(beside)
             if self._n > SPILL:
-                self._db = scratch_db()
+                self._db = scratch_db(cache_kib=256)  # (written, then read in order)
                 self._db.execute("CREATE TABLE log (name BLOB, beside BLOB)")  # rowid: place + 1
                 self._pending = [_row(n, b) for n, b in zip(self._names, self._beside)]
                 self._names, self._beside = [], []

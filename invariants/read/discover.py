@@ -288,7 +288,7 @@ class _Listing:
         if self._db is None:
             self._kinds[name] = kind
             if len(self._kinds) > SPILL:
-                self._db = scratch.scratch_db()
+                self._db = scratch.scratch_db(cache_kib=256)  # (written, then read in order)
                 self._db.execute("CREATE TABLE entry (name BLOB PRIMARY KEY, kind TEXT) WITHOUT ROWID")
                 self._pending = [(scratch.key(n), k) for n, k in self._kinds.items()]
                 self._kinds = {}
