@@ -48,7 +48,7 @@ class Groups:
     ``after[i]`` the next log of its group (-1 after its last).  A group also has its *hints*: the
     file names its captures hint at that are no log of the folder (whether they exist decides REQ004
     against a log this run does not check, so they are part of its cache key), held as one string a
-    group in ``text``, ``/`` between names (a hinted name never holds one), found by its first log.
+    group (``/`` between names: a hinted name never holds one), found by its first log.
     ``hints`` gives them by first log, ascending, each group's sorted."""
 
     __slots__ = ("first", "after", "_keys", "_ends", "_text")
@@ -314,6 +314,8 @@ def _route(db: sqlite3.Connection, logs: FolderLogs) -> Groups | None:
     )
     db.executemany("INSERT INTO finds VALUES (?, ?)", finds)
     db.execute("INSERT INTO capture (name, first) SELECT name, min(i) FROM finds GROUP BY name ORDER BY min(i)")
+    if db.execute("SELECT 1 FROM capture LIMIT 1").fetchone() is None:  # no lookup finds one: all alone
+        return Groups(array("i", [-1]) * n)
     db.execute("CREATE INDEX capture_name ON capture (name)")
     for c, name in _rows(db, "SELECT c, name FROM capture"):
         keys = capture_keys(folder / text(name))
