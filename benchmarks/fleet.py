@@ -23,7 +23,10 @@ logs instead (:func:`make_corpus_root`: every folder of a corpus such as
 ``../shared/corpus`` that holds one log whose check finds nothing, with
 its capture, renamed per copy; every file written, ~18 KB a session), then, for each mode,
 runs ``inspector check ROOT --format json --no-cache -q`` in a fresh process
-and prints: wall time, the *parse floor* (a fresh process that walks the
+(``--cache``: with the result cache on, as ``inspector check`` runs by default,
+each mode twice, ``MODE/cold`` in a fresh cache folder, then ``MODE/warm``
+from it: the cache is memory of its own, and measuring only ``--no-cache``
+once missed a folder's plan key that grew 4x) and prints: wall time, the *parse floor* (a fresh process that walks the
 root and parses every line of every ``.jsonl`` with orjson), their ratio,
 peak RSS of the client process and summed over the whole process tree
 (client + pool or Dask workers, sampled every 50 ms), and whether the JSON
@@ -370,6 +373,7 @@ def main() -> int:
     ap.add_argument("--faults", type=int, default=0, help="sessions 0..K-1 given a finding each (see above)")
     ap.add_argument("--per-folder", type=int, default=0, help="--layout cwd: sessions a project folder (see above)")
     ap.add_argument("--from-corpus", metavar="DIR", help="copies of real logs (see above) instead of generated ones")
+    ap.add_argument("--cache", action="store_true", help="with the result cache on: each mode cold, then warm")
     args = ap.parse_args()
 
     per_folder = args.per_folder or args.templates or 1000
@@ -404,25 +408,33 @@ def main() -> int:
             inject_faults(root, args.faults, args.layout, per_folder, args.forks, not args.no_captures)
             print(f"generated {args.sessions} sessions in {time.perf_counter() - t:.1f}s under {root}")
         env = child_env(Path(cache.name))
-        base = [sys.executable, "-m", "inspector.cli", "check", "--format", "json", "--no-cache", "-q"]
+        base = [sys.executable, "-m", "inspector.cli", "check", "--format", "json", "-q"]
         modes = args.modes.split(",")
         one = first_log(root)
         assert one is not None
         for name in dict.fromkeys(modes):  # fills the bytecode cache: no timed run compiles
-            run(base + [str(one)] + MODES[name], env)
+            run(base + [str(one), "--no-cache"] + MODES[name], env)
+        runs: list[tuple[str, list[str]]] = []
+        for name in modes:
+            if not args.cache:
+                runs.append((name, MODES[name] + ["--no-cache"]))
+                continue
+            results = Path(cache.name, f"results-{len(runs)}")  # (a fresh folder: the first run is cold)
+            for temperature in ("cold", "warm"):
+                runs.append((f"{name}/{temperature}", MODES[name] + ["--cache-dir", str(results)]))
         ref = None
-        print(f"{'mode':<8} {'wall s':>8} {'floor s':>8} {'ratio':>6} {'client MB':>10} {'tree MB':>9}  report")
+        print(f"{'mode':<11} {'wall s':>8} {'floor s':>8} {'ratio':>6} {'client MB':>10} {'tree MB':>9}  report")
         floor(root, env)  # untimed: the first read of a root (just written, or after another root) ran 10-60 % slow
         before = floor(root, env)
-        for name in modes:
-            wall, client_mb, tree_mb, data, code = run(base + [str(root)] + MODES[name], env)
+        for name, flags in runs:
+            wall, client_mb, tree_mb, data, code = run(base + [str(root)] + flags, env)
             after = floor(root, env)
             fl = (before + after) / 2
             before = after
             digest = hashlib.sha256(data).hexdigest()[:12]
             ref = ref or digest
             same = "identical" if digest == ref else f"DIFFERENT ({digest})"
-            row = f"{name:<8} {wall:8.1f} {fl:8.2f} {wall / fl:6.2f} {client_mb:10.0f} {tree_mb:9.0f}"
+            row = f"{name:<11} {wall:8.1f} {fl:8.2f} {wall / fl:6.2f} {client_mb:10.0f} {tree_mb:9.0f}"
             print(f"{row}  {same} (exit {code})", flush=True)
         if not args.no_overhead and "dask" in args.modes:
             one, many = task_overhead()

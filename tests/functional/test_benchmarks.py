@@ -116,3 +116,17 @@ def test_fleet_benchmark_per_folder_makes_one_flat_folder_of_distinct_sessions(t
     result = check([root])
     assert result.findings == [] and result.problems == []
     assert sum(r.status == "ok" for r in result.requests) == len(result.requests) > 0
+
+
+def test_fleet_benchmark_with_the_cache_runs_each_mode_cold_then_warm(tmp_path: Path) -> None:
+    """``--cache`` measures ``inspector check`` as it runs by default: a mode cold, then warm from the
+    same cache folder, each report identical to the first."""
+    pytest.importorskip("psutil")
+    root = tmp_path / "root"
+    argv = [sys.executable, str(ROOT / "benchmarks" / "fleet.py"), "--sessions", "8", "--keep", str(root)]
+    flags = ["--layout", "cwd", "--per-folder", "8", "--cache", "--modes", "serial,jobs2", "--no-overhead"]
+    done = subprocess.run([*argv, *flags], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith(("serial/", "jobs2/"))]
+    assert [r.split()[0] for r in rows] == ["serial/cold", "serial/warm", "jobs2/cold", "jobs2/warm"]
+    assert all(r.endswith("identical (exit 0)") for r in rows), done.stdout
