@@ -274,7 +274,7 @@ def _listed_folder(folder: str) -> tuple[Iterator[tuple[str, str, str, tuple[str
 
 
 class _Listing:
-    """The names of one folder and what each is: lists and a set up to :data:`SPILL` entries, then a
+    """The names of one folder and what each is: a dictionary up to :data:`SPILL` entries, then a
     private scratch database (sorted by its index, asked by name)."""
 
     __slots__ = ("_kinds", "_db", "_pending")
