@@ -359,7 +359,11 @@ def _capture_groups(task: GroupTask) -> list[tuple[list[int], list[int]]]:
     out: list[tuple[list[int], list[int]]] = []
     for first in groups.firsts():
         members = groups.members(first)
-        found = {find_capture(logs.path(i), logs.beside(i)) for i in members if logs.beside(i)}
+        found = set()
+        for i in members:
+            name, beside = logs.entry(i)  # (one read of a spilled folder's row, not three)
+            if beside:
+                found.add(find_capture(logs.folder / name, beside))
         out.append((members, sorted(place[str(f)] for f in found if f is not None and str(f) in place)))
     if sum(len(caps) for _, caps in out) != len(task.captures):  # a capture no log of a group finds
         return whole

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from invariants.gate.requests import hinted_names
 from invariants.gate.result_cache import Digest, revision
-from invariants.model.scratch import key, scratch_db, text
+from invariants.model.scratch import SpillTable, key, scratch_db, text
 from invariants.read.capture import capture_keys, find_capture, folder_names
 from invariants.read.load import possible_ids
 from invariants.read.source import LogPath, LogSource, captures_present, is_folder_capture
@@ -157,8 +157,7 @@ class FolderLogs:
     any_beside: bool = False  # whether any log has a capture name beside it
     _names: list[str] = field(default_factory=list)
     _beside: list[tuple[str, ...]] = field(default_factory=list)
-    _db: sqlite3.Connection | None = None  # past SPILL: every log's row, in order
-    _pending: list[tuple[bytes, bytes]] = field(default_factory=list)  # rows not yet written
+    _spilled: SpillTable | None = None  # past SPILL: every log's row, in order (rowid: place + 1)
     _n: int = 0
 
     def add(self, src: LogSource) -> None:
@@ -174,47 +173,33 @@ class FolderLogs:
 
     def _append(self, name: str, beside: tuple[str, ...]) -> None:
         self._n += 1
-        if self._db is None:
-            self._names.append(name)
-            self._beside.append(beside)
-            if self._n > SPILL:
-                self._db = scratch_db(cache_kib=256)  # (written, then read in order)
-                self._db.execute("CREATE TABLE log (name BLOB, beside BLOB)")  # rowid: place + 1
-                self._pending = [_row(n, b) for n, b in zip(self._names, self._beside)]
-                self._names, self._beside = [], []
-                self._flush()
-        else:
-            self._pending.append(_row(name, beside))
-            if len(self._pending) >= 1000:
-                self._flush()
-
-    def _flush(self) -> sqlite3.Connection:
-        assert self._db is not None
-        if self._pending:
-            self._db.executemany("INSERT INTO log VALUES (?, ?)", self._pending)
-            self._pending = []
-        return self._db
+        if self._spilled is not None:
+            self._spilled.append(_row(name, beside))
+            return
+        self._names.append(name)
+        self._beside.append(beside)
+        if self._n > SPILL:
+            self._spilled = SpillTable(
+                "CREATE TABLE log (name BLOB, beside BLOB)",
+                "INSERT INTO log VALUES (?, ?)",
+                map(_row, self._names, self._beside),
+            )
+            self._names, self._beside = [], []
 
     def entry(self, i: int) -> tuple[str, tuple[str, ...]]:
         """Log ``i``'s name and the capture names beside it."""
-        if self._db is None:
+        if self._spilled is None:
             return self._names[i], self._beside[i]
-        row = self._flush().execute("SELECT name, beside FROM log WHERE rowid = ?", (i + 1,)).fetchone()
+        row = self._spilled.query("SELECT name, beside FROM log WHERE rowid = ?", (i + 1,)).fetchone()
         if row is None:
             raise IndexError(i)
         return _unrow(row)
 
     def entries(self) -> Iterator[tuple[str, tuple[str, ...]]]:
         """Every log's name and the capture names beside it, in order."""
-        if self._db is None:
+        if self._spilled is None:
             return zip(self._names, self._beside)
-        return map(_unrow, self._flush().execute("SELECT name, beside FROM log ORDER BY rowid"))
-
-    def beside(self, i: int) -> tuple[str, ...]:
-        return self.entry(i)[1]
-
-    def path(self, i: int) -> LogPath:
-        return self.folder / self.entry(i)[0]
+        return map(_unrow, self._spilled.query("SELECT name, beside FROM log ORDER BY rowid"))
 
     def __len__(self) -> int:
         return self._n

@@ -114,7 +114,7 @@ def _split(
     (nothing to split: its unit looks up its capture when checked)."""
     one = len(sources) == 1
     logs = None if one and sources[0].beside is None else listed(sources)
-    if logs is None or (one and logs.beside(0)):
+    if logs is None or (one and logs.entry(0)[1]):
         yield Unit(list(sources), list(indexes))  # in doubt, or one log (with its capture: nothing to cut or read)
         return
     if not logs.any_beside:

@@ -11,6 +11,7 @@ order, as Python sorts strings.
 from __future__ import annotations
 
 import sqlite3
+from typing import Any, Iterable, Sequence
 
 
 def scratch_db(cache_kib: int = 2000) -> sqlite3.Connection:
@@ -30,3 +31,34 @@ def key(text: str) -> bytes:
 def text(stored: bytes) -> str:
     """The string :func:`key` stored."""
     return stored.decode("utf-8", "surrogatepass")
+
+
+class SpillTable:
+    """One table of a private scratch database, appended to in batches of 1,000 rows: where a large
+    folder's listing or its logs go once they outgrow memory.  Written once, then read in order, so
+    its page cache is small."""
+
+    __slots__ = ("_db", "_insert", "_pending")
+
+    def __init__(self, create: str, insert: str, rows: Iterable[tuple] = ()) -> None:
+        """A table made by ``create``, ``rows`` written by ``insert`` (its one statement for a row)."""
+        self._db = scratch_db(cache_kib=256)
+        self._db.execute(create)
+        self._insert = insert
+        self._pending: list[tuple] = []
+        self._db.executemany(insert, rows)
+
+    def append(self, row: tuple) -> None:
+        self._pending.append(row)
+        if len(self._pending) >= 1000:
+            self._flush()
+
+    def query(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """``sql``'s rows, every row appended so far written first."""
+        self._flush()
+        return self._db.execute(sql, args)
+
+    def _flush(self) -> None:
+        if self._pending:
+            self._db.executemany(self._insert, self._pending)
+            self._pending = []

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import os
-import sqlite3
 import stat
 from collections.abc import Container, Iterator, Sequence
 from itertools import islice
@@ -277,51 +276,45 @@ class _Listing:
     """The names of one folder and what each is: a dictionary up to :data:`SPILL` entries, then a
     private scratch database (sorted by its index, asked by name)."""
 
-    __slots__ = ("_kinds", "_db", "_pending")
+    __slots__ = ("_kinds", "_spilled")
 
     def __init__(self) -> None:
         self._kinds: dict[str, str] = {}
-        self._db: sqlite3.Connection | None = None
-        self._pending: list[tuple[bytes, str]] = []
+        self._spilled: scratch.SpillTable | None = None
 
     def add(self, name: str, kind: str) -> None:
-        if self._db is None:
-            self._kinds[name] = kind
-            if len(self._kinds) > SPILL:
-                self._db = scratch.scratch_db(cache_kib=256)  # (written, then read in order)
-                self._db.execute("CREATE TABLE entry (name BLOB PRIMARY KEY, kind TEXT) WITHOUT ROWID")
-                self._pending = [(scratch.key(n), k) for n, k in self._kinds.items()]
-                self._kinds = {}
-                self._flush()
-        else:
-            self._pending.append((scratch.key(name), kind))
-            if len(self._pending) >= 1000:
-                self._flush()
-
-    def _flush(self) -> sqlite3.Connection:
-        assert self._db is not None
-        if self._pending:
-            self._db.executemany("INSERT INTO entry VALUES (?, ?)", self._pending)
-            self._pending = []
-        return self._db
+        if self._spilled is not None:
+            self._spilled.append((scratch.key(name), kind))
+            return
+        self._kinds[name] = kind
+        if len(self._kinds) > SPILL:
+            self._spilled = scratch.SpillTable(
+                "CREATE TABLE entry (name BLOB PRIMARY KEY, kind TEXT) WITHOUT ROWID",
+                "INSERT INTO entry VALUES (?, ?)",
+                ((scratch.key(n), k) for n, k in self._kinds.items()),
+            )
+            self._kinds = {}
 
     def files(self) -> Iterator[tuple[str, str, tuple[str, ...]]]:
         """(name, kind, the capture names beside it if it is a log) of each entry not a folder, by name."""
-        if self._db is None:
+        if self._spilled is None:
             kinds = self._kinds
             files = sorted((n, k) for n, k in kinds.items() if k and k != DIR)
             return ((n, k, _beside(n, k, kinds)) for n, k in files)
-        rows = self._flush().execute("SELECT name, kind FROM entry WHERE kind NOT IN ('', ?) ORDER BY name", (DIR,))
-        return self._looked_up((scratch.text(n), k) for n, k in rows)
+        rows = self._spilled.query("SELECT name, kind FROM entry WHERE kind NOT IN ('', ?) ORDER BY name", (DIR,))
+        return self._looked_up(self._spilled, ((scratch.text(n), k) for n, k in rows))
 
-    def _looked_up(self, rows: Iterator[tuple[str, str]]) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+    @staticmethod
+    def _looked_up(
+        spilled: scratch.SpillTable, rows: Iterator[tuple[str, str]]
+    ) -> Iterator[tuple[str, str, tuple[str, ...]]]:
         """Each file with what is beside it, the captures of 128 files asked in one query."""
         while chunk := list(islice(rows, 128)):
             wanted = sorted({c for n, k in chunk if _is_log(n, k) for c in capture_candidates(n)})
             present: set[str] = set()
             if wanted:  # (at most 768 names: within any SQLite's limit of 999 parameters)
                 marks = ", ".join("?" * len(wanted))
-                found = self._flush().execute(
+                found = spilled.query(
                     f"SELECT name FROM entry WHERE name IN ({marks})", [scratch.key(n) for n in wanted]
                 )
                 present = {scratch.text(n) for (n,) in found}
@@ -330,9 +323,9 @@ class _Listing:
 
     def dirs(self) -> Iterable[str]:
         """The names of its folders (not links to one), sorted."""
-        if self._db is None:
+        if self._spilled is None:
             return sorted(n for n, k in self._kinds.items() if k == DIR)
-        rows = self._flush().execute("SELECT name FROM entry WHERE kind = ? ORDER BY name", (DIR,))
+        rows = self._spilled.query("SELECT name FROM entry WHERE kind = ? ORDER BY name", (DIR,))
         return (scratch.text(n) for (n,) in rows)
 
 

@@ -202,7 +202,7 @@ def test_a_folder_past_the_spill_is_planned_and_reported_the_same(
     reference = reports(check([folder]))
     monkeypatch.setattr("invariants.gate.capture_groups.SPILL", 2)
     logs = listed(list(iter_discover([folder], [])))
-    assert logs is not None and logs._db is not None  # (spilled)
+    assert logs is not None and logs._spilled is not None  # (spilled)
     assert [(u.sources, u.indexes, u.alone, u.hints) for u in iter_units(iter_discover([folder], []))] == units
     assert reports(check([folder])) == reference
     st = RunStats()
