@@ -14,6 +14,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _fleet(root: Path, *flags: str, sessions: int = 8) -> str:
+    """``benchmarks/fleet.py`` on ``sessions`` generated into ``root`` (kept), no Dask overhead
+    measured; its output, once it exited 0."""
+    pytest.importorskip("psutil")
+    argv = [sys.executable, str(ROOT / "benchmarks" / "fleet.py"), "--sessions", str(sessions), "--keep", str(root)]
+    done = subprocess.run([*argv, *flags, "--no-overhead"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 @pytest.mark.parametrize(
     ("flags", "modes", "logs"),
     [
@@ -24,34 +34,25 @@ ROOT = Path(__file__).resolve().parents[2]
     ],
 )
 def test_fleet_benchmark_runs(tmp_path: Path, flags: list[str], modes: str, logs: str) -> None:
-    pytest.importorskip("psutil")
     root = tmp_path / "root"
-    argv = [sys.executable, str(ROOT / "benchmarks" / "fleet.py"), "--sessions", "8", "--keep", str(root)]
-    done = subprocess.run(
-        [*argv, *flags, "--modes", modes, "--no-overhead"], capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr
+    out = _fleet(root, *flags, "--modes", modes)
     assert len(list(root.glob(logs))) == 8
     captures = list(root.rglob("*requests.jsonl"))
     assert len(captures) == (0 if "--no-captures" in flags else 2)
-    rows = [line for line in done.stdout.splitlines() if line.split()[:1] in (["serial"], ["jobs2"])]
+    rows = [line for line in out.splitlines() if line.split()[:1] in (["serial"], ["jobs2"])]
     assert [r.split()[0] for r in rows] == modes.split(",")
-    assert all(r.endswith("identical (exit 0)") for r in rows), done.stdout
+    assert all(r.endswith("identical (exit 0)") for r in rows), out
 
 
 def test_fleet_benchmark_forks_are_children_of_the_session_before(tmp_path: Path) -> None:
     """``--forks``: every second session a fork of the one before it, each with an id of its own (also the
     copies of a template), its seed compared with its parent and found clean."""
-    pytest.importorskip("psutil")
     import orjson
 
     from invariants import check
 
     root = tmp_path / "root"
-    argv = [sys.executable, str(ROOT / "benchmarks" / "fleet.py"), "--sessions", "8", "--keep", str(root)]
-    flags = ["--shape", "small", "--templates", "4", "--forks", "--modes", "serial", "--no-overhead"]
-    done = subprocess.run([*argv, *flags], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    _fleet(root, "--shape", "small", "--templates", "4", "--forks", "--modes", "serial")
     heads = [orjson.loads(p.read_bytes().split(b"\n", 1)[0]) for p in sorted(root.glob("*/fleet-*/session.jsonl"))]
     assert len({h["id"] for h in heads}) == 8
     by_id = {h["id"]: h for h in heads}
@@ -66,20 +67,15 @@ def test_fleet_benchmark_forks_are_children_of_the_session_before(tmp_path: Path
 def test_fleet_benchmark_faults_are_the_same_findings_in_a_root_of_any_size(tmp_path: Path, layout: str) -> None:
     """``--faults K``: sessions 0..K-1 each get one finding's cause, one of each kind, and the copies
     of a faulted template stay clean, so a root of 8 and one of 16 sessions hold the same findings."""
-    pytest.importorskip("psutil")
     from invariants import check
 
     found = []
     for n in (8, 16):
         root = tmp_path / f"root{n}"
-        argv = [sys.executable, str(ROOT / "benchmarks" / "fleet.py"), "--sessions", str(n), "--keep", str(root)]
         flags = ["--shape", "small", "--templates", "4", "--layout", layout, "--faults", "4"]
-        done = subprocess.run(
-            [*argv, *flags, "--modes", "serial,jobs2", "--no-overhead"], capture_output=True, text=True, timeout=300
-        )
-        assert done.returncode == 0, done.stderr
-        rows = [line for line in done.stdout.splitlines() if line.split()[:1] in (["serial"], ["jobs2"])]
-        assert len(rows) == 2 and all(r.endswith("identical (exit 1)") for r in rows), done.stdout
+        out = _fleet(root, *flags, "--modes", "serial,jobs2", sessions=n)
+        rows = [line for line in out.splitlines() if line.split()[:1] in (["serial"], ["jobs2"])]
+        assert len(rows) == 2 and all(r.endswith("identical (exit 1)") for r in rows), out
         result = check([root])
         found.append(sorted((Path(f.file).relative_to(root).as_posix(), f.rule) for f in result.findings))
     assert found[0] == found[1]
@@ -93,7 +89,6 @@ def test_fleet_benchmark_per_folder_makes_one_flat_folder_of_distinct_sessions(t
     """``--layout cwd --per-folder N``: N sessions in one project folder; the copies of a template
     get their own id, and their captures name their own log, so no capture routes to another log
     (each log is a unit alone: a copy's capture naming its template's file grouped them all)."""
-    pytest.importorskip("psutil")
     import orjson
 
     from invariants import check
@@ -101,10 +96,8 @@ def test_fleet_benchmark_per_folder_makes_one_flat_folder_of_distinct_sessions(t
     from invariants.read.discover import iter_discover
 
     root = tmp_path / "root"
-    argv = [sys.executable, str(ROOT / "benchmarks" / "fleet.py"), "--sessions", "16", "--keep", str(root)]
     flags = ["--shape", "small", "--templates", "4", "--layout", "cwd", "--per-folder", "16"]
-    done = subprocess.run([*argv, *flags, "--modes", "serial", "--no-overhead"], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
+    _fleet(root, *flags, "--modes", "serial", sessions=16)
     logs = sorted(root.glob("cwd-*/fleet-*[0-9].jsonl"))
     assert len(logs) == 16 and len({p.parent for p in logs}) == 1
     assert len({orjson.loads(p.read_bytes().split(b"\n", 1)[0])["id"] for p in logs}) == 16
@@ -121,12 +114,7 @@ def test_fleet_benchmark_per_folder_makes_one_flat_folder_of_distinct_sessions(t
 def test_fleet_benchmark_with_the_cache_runs_each_mode_cold_then_warm(tmp_path: Path) -> None:
     """``--cache`` measures ``inspector check`` as it runs by default: a mode cold, then warm from the
     same cache folder, each report identical to the first."""
-    pytest.importorskip("psutil")
-    root = tmp_path / "root"
-    argv = [sys.executable, str(ROOT / "benchmarks" / "fleet.py"), "--sessions", "8", "--keep", str(root)]
-    flags = ["--layout", "cwd", "--per-folder", "8", "--cache", "--modes", "serial,jobs2", "--no-overhead"]
-    done = subprocess.run([*argv, *flags], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    rows = [line for line in done.stdout.splitlines() if line.startswith(("serial/", "jobs2/"))]
+    out = _fleet(tmp_path / "root", "--layout", "cwd", "--per-folder", "8", "--cache", "--modes", "serial,jobs2")
+    rows = [line for line in out.splitlines() if line.startswith(("serial/", "jobs2/"))]
     assert [r.split()[0] for r in rows] == ["serial/cold", "serial/warm", "jobs2/cold", "jobs2/warm"]
-    assert all(r.endswith("identical (exit 0)") for r in rows), done.stdout
+    assert all(r.endswith("identical (exit 0)") for r in rows), out
