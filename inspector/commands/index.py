@@ -64,7 +64,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_config_flags(p)
     p.add_argument("--full", action="store_true", help="re-read every log even when its revision is unchanged")
-    p.add_argument("--rebuild", action="store_true", help="delete the database first and index from scratch")
+    p.add_argument(
+        "--rebuild",
+        action="store_true",
+        help="delete the database (only an index this tool wrote) and the files SQLite keeps beside it, then index"
+        " from scratch",
+    )
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing but problems")
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
 
@@ -76,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from invariants.gate.config import ConfigError
     from invariants.gate.policy import FindingPolicy
     from invariants.model.inert import inert
+    from invariants.read.source import SQLITE_SIDECARS
 
     try:
         config = load_configuration(args)
@@ -90,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
     if args.rebuild and db.exists() and db.stat().st_size and not is_index(db):
         return fail(f"{db}: not an index written by `inspector index`; --rebuild deletes only those")
     if args.rebuild:
-        for suffix in ("", "-wal", "-shm"):
+        # The database first: a journal left without its database is never rolled back into a new one.
+        for suffix in ("", *SQLITE_SIDECARS):
             target = Path(f"{db}{suffix}")
             if target.exists():
                 target.unlink()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import fcntl
 import os
+import shutil
 import sqlite3
+import tempfile
 from pathlib import Path
 
 import sqlite_utils
@@ -20,15 +22,33 @@ class IndexBuildError(RuntimeError):
 
 
 def is_index(db_path: str | os.PathLike) -> bool:
-    """Whether ``db_path`` is an index this tool wrote (so --rebuild may delete it)."""
+    """Whether ``db_path`` is an index this tool wrote (so --rebuild may delete it).
+
+    A write cut off in rollback-journal mode leaves a hot ``-journal`` that a read-only connection
+    cannot roll back, and reading the file without it can see half a transaction; such a database is
+    judged on a private copy that SQLite rolls back, so the file itself is never written.
+    """
+    path = Path(db_path).resolve()
     try:
-        conn = sqlite3.connect(f"file:{Path(db_path).resolve()}?mode=ro", uri=True)
+        return _has_schema_version(f"{path.as_uri()}?mode=ro")
     except sqlite3.Error:
-        return False
+        journal = path.with_name(path.name + "-journal")
+        if not journal.is_file():
+            return False
+    with tempfile.TemporaryDirectory(prefix="inspector-index-") as tmp:
+        copy = Path(tmp) / "index.db"
+        shutil.copyfile(path, copy)
+        shutil.copyfile(journal, copy.with_name("index.db-journal"))
+        try:
+            return _has_schema_version(copy.as_uri())
+        except sqlite3.Error:
+            return False
+
+
+def _has_schema_version(uri: str) -> bool:
+    conn = sqlite3.connect(uri, uri=True)
     try:
         return conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() is not None
-    except sqlite3.Error:
-        return False
     finally:
         conn.close()
 

@@ -85,6 +85,11 @@ def open_readonly(db_path: str | os.PathLike, timeout: float | None = None) -> s
         conn.execute("PRAGMA query_only = ON")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
+        if path.with_name(path.name + "-journal").is_file():
+            raise QueryError(
+                f"{db_path}: a write to it was cut off, and its journal ({path.name}-journal) must be rolled"
+                " back before it can be read; a read-only open cannot, the next `inspector index` run does"
+            ) from None
         raise QueryError(f"{db_path}: cannot open the index read-only ({exc})") from None
     conn.set_authorizer(_authorizer)
     if timeout:
