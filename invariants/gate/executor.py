@@ -21,6 +21,10 @@ R = TypeVar("R")
 
 
 class Executor(Protocol):
+    """What the pipeline maps over.  An executor may also say whether its items run in this process
+    (``here``, true when it does not say): a unit replayed here leaves its models as cyclic garbage that
+    the pipeline frees before the next one, which a client of workers need not pay for."""
+
     jobs: int  # how many items it works on at once
 
     def map(self, fn: Callable[[T], R], items: Sequence[T], costs: Sequence[int] | None = None) -> list[R]: ...
@@ -42,6 +46,7 @@ class SerialExecutor:
     """Every item in this process, one after the other."""
 
     jobs = 1
+    here = True
 
     def close(self) -> None:
         pass
@@ -72,6 +77,11 @@ class ProcessExecutor:
         self.jobs = max(1, jobs)
         self._pool: Any = None  # a concurrent.futures.ProcessPoolExecutor, once one was needed
         self._workers = 0  # its processes
+
+    @property
+    def here(self) -> bool:
+        """Items run in this process (one worker; a run of one item runs here too, with nothing after it)."""
+        return self.jobs == 1
 
     def close(self) -> None:
         """Stop the workers (a task not started is cancelled)."""
@@ -257,6 +267,11 @@ class AutoExecutor:
         self.cost = cost
         self.said: Callable[[str], None] | None = None
         self.chosen: int | None = None
+
+    @property
+    def here(self) -> bool:
+        """Items run in this process: the choice was this process (before the choice, none has run)."""
+        return self.chosen == 1
 
     def map(self, fn: Callable[[T], R], items: Sequence[T], costs: Sequence[int] | None = None) -> list[R]:
         out: list = [None] * len(items)

@@ -73,6 +73,7 @@ class DaskExecutor:
         self.progress = progress
         self.progress_every = progress_every
         self.jobs = max(1, sum(client.nthreads().values()))
+        self.here = False  # items run on the workers
         self.interrupted = False
 
     def map(self, fn: Callable[[T], R], items: Sequence[T], costs: Sequence[int] | None = None) -> list[R]:

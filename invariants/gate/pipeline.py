@@ -396,7 +396,7 @@ def _run_units(
 
     def jobs() -> Iterator[tuple[Unit, CheckOptions]]:
         for k, (n, unit) in enumerate(todo()):
-            if k:
+            if k and getattr(executor, "here", True):
                 collect_young()  # a unit replayed here (serial) left its models as cyclic garbage
             flying[k] = (n, unit)
             yield unit, options

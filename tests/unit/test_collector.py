@@ -122,6 +122,49 @@ def test_a_serial_check_frees_each_units_models_before_the_next_unit(tmp_path, m
     assert alive_at_start == [0, 0, 0, 0]
 
 
+class _MapOnly:
+    """An executor that says nothing of where its items run (as the public API allows): in this process."""
+
+    jobs = 1
+
+    def map(self, fn, items, costs=None):
+        return [fn(x) for x in items]
+
+
+class _Client:
+    def nthreads(self):
+        return {"worker": 1}
+
+
+def test_only_a_run_whose_units_replay_here_collects_between_them(tmp_path, monkeypatch):
+    """The pass before each unit frees models replayed in this process; a client of worker processes or
+    of a cluster replays none, and scanning what it allocated since the last unit would be work for nothing."""
+    import shutil
+    from pathlib import Path
+
+    from invariants.gate import pipeline
+    from invariants.gate.executor import AutoExecutor, ProcessExecutor, SerialExecutor
+    from invariants.gate.executor_dask import DaskExecutor
+
+    sample = Path(__file__).resolve().parents[2] / "sample_logs" / "clean-multi-turn.jsonl"
+    for i in range(4):
+        (tmp_path / f"s{i}").mkdir()
+        shutil.copy(sample, tmp_path / f"s{i}" / "session.jsonl")
+    passes: list[int] = []
+    monkeypatch.setattr(pipeline, "collect_young", lambda: passes.append(1))
+    with ProcessExecutor(2) as workers:
+        for executor, expected in ((SerialExecutor(), 3), (_MapOnly(), 3), (workers, 0)):
+            passes.clear()
+            view = pipeline.check_report([tmp_path], executor=executor)
+            view.close()
+            assert len(passes) == expected, executor
+    assert SerialExecutor().here and ProcessExecutor(1).here and not ProcessExecutor(2).here
+    auto = AutoExecutor(2)
+    assert not auto.here  # nothing has run before it chooses
+    assert list(auto.imap(abs, [-1, -2], [1, 1])) == [(0, 1), (1, 2)] and auto.here  # small: this process
+    assert DaskExecutor(_Client()).here is False
+
+
 def _models_of(tmp_path, monkeypatch) -> list[weakref.ref]:
     """A folder of one log, and weak references to the models its checks replay."""
     import shutil
