@@ -257,8 +257,6 @@ def route_groups(logs: FolderLogs) -> Groups | None:
     private scratch database and are joined there, so the plan holds a few numbers a log however
     large the folder: a flat folder of 100,000 sessions with 25,000 captures held ~45 MB of Python
     objects at its plan's peak when they were dictionaries."""
-    if any(is_folder_capture(n) for _, b in logs.entries() for n in b):
-        return None
     db = scratch_db()
     try:
         return _route(db, logs)
@@ -289,41 +287,58 @@ WHERE h.name NOT IN (SELECT name FROM log_name) ORDER BY r.g, h.name
 
 
 def _route(db: sqlite3.Connection, logs: FolderLogs) -> Groups | None:
+    """The plan, reading a spilled folder's rows twice: for the captures its lookups find (a folder
+    capture keeps it whole), then for each log's ids and name.  Rows go in :data:`_BATCH` at a time."""
     db.executescript(_TABLES)
     n = len(logs)
     folder = logs.folder
-    finds = (
-        (key(found.name), i)
-        for i, (name, b) in enumerate(logs.entries())
-        if b and (found := find_capture(folder / name, b))
-    )
-    db.executemany("INSERT INTO finds VALUES (?, ?)", finds)
+    whole = False
+
+    def finds() -> Iterator[tuple[bytes, int]]:
+        nonlocal whole
+        for i, (name, beside) in enumerate(logs.entries()):
+            if beside:
+                if any(map(is_folder_capture, beside)):
+                    whole = True
+                    return
+                if found := find_capture(folder / name, beside):
+                    yield key(found.name), i
+
+    db.executemany("INSERT INTO finds VALUES (?, ?)", finds())
+    if whole:
+        return None
     db.execute("INSERT INTO capture (name, first) SELECT name, min(i) FROM finds GROUP BY name ORDER BY min(i)")
     if db.execute("SELECT 1 FROM capture LIMIT 1").fetchone() is None:  # no lookup finds one: all alone
         return Groups(array("i", [-1]) * n)
     db.execute("CREATE INDEX capture_name ON capture (name)")
+    named: list[tuple[int, bytes]] = []
+    hinted: list[tuple[int, bytes]] = []
     for c, name in _rows(db, "SELECT c, name FROM capture"):
         keys = capture_keys(folder / text(name))
         if keys is None:
             return None
-        db.executemany("INSERT INTO named VALUES (?, ?)", ((c, key(sid)) for sid in keys.ids))
-        hinted = {h for sid in keys.ids for h in hinted_names(sid, None)}
-        hinted.update(h for f in keys.files for h in hinted_names(None, f))
-        db.executemany("INSERT INTO hinted VALUES (?, ?)", ((c, key(h)) for h in hinted))
-    unreadable: list[int] = []
-
-    def log_ids() -> Iterator[tuple[bytes, int]]:
-        for i, src in enumerate(logs):
-            possible = possible_ids(src)
-            if possible is None:
-                unreadable.append(i)
-                return
-            yield from ((key(sid), i) for sid in possible)
-
-    db.executemany("INSERT INTO log_id VALUES (?, ?)", log_ids())
-    if unreadable:
-        return None
-    db.executemany("INSERT INTO log_name VALUES (?, ?)", ((key(name), i) for i, (name, _) in enumerate(logs.entries())))
+        named.extend((c, key(sid)) for sid in keys.ids)
+        hints = {h for sid in keys.ids for h in hinted_names(sid, None)}
+        hints.update(h for f in keys.files for h in hinted_names(None, f))
+        hinted.extend((c, key(h)) for h in hints)
+        if len(named) + len(hinted) >= _BATCH:
+            _flush(db, "INSERT INTO named VALUES (?, ?)", named)
+            _flush(db, "INSERT INTO hinted VALUES (?, ?)", hinted)
+    _flush(db, "INSERT INTO named VALUES (?, ?)", named)
+    _flush(db, "INSERT INTO hinted VALUES (?, ?)", hinted)
+    ids: list[tuple[bytes, int]] = []
+    names: list[tuple[bytes, int]] = []
+    for i, src in enumerate(logs):
+        possible = possible_ids(src)
+        if possible is None:  # unreadable
+            return None
+        ids.extend((key(sid), i) for sid in possible)
+        names.append((key(src.path.name), i))
+        if len(names) >= _BATCH:
+            _flush(db, "INSERT INTO log_id VALUES (?, ?)", ids)
+            _flush(db, "INSERT INTO log_name VALUES (?, ?)", names)
+    _flush(db, "INSERT INTO log_id VALUES (?, ?)", ids)
+    _flush(db, "INSERT INTO log_name VALUES (?, ?)", names)
     db.execute("CREATE INDEX log_id_sid ON log_id (sid)")
     parent = array("i", [-1]) * n  # union-find: -1 for a log no capture joined; a group's root is its first log
     for f, i in _rows(db, _MEMBERS):
@@ -338,6 +353,15 @@ def _route(db: sqlite3.Connection, logs: FolderLogs) -> Groups | None:
     db.executemany("INSERT INTO root VALUES (?, ?)", ((i, g) for i, g in enumerate(parent) if g >= 0))
     missing = groupby(_rows(db, _MISSING), key=itemgetter(0))
     return Groups(parent, ((g, [text(name) for _, name in rows]) for g, rows in missing))
+
+
+_BATCH = 1_000  # rows a plan holds before writing them to its scratch database
+
+
+def _flush(db: sqlite3.Connection, insert: str, rows: list[tuple]) -> None:
+    """Write ``rows`` with ``insert`` and empty the list."""
+    db.executemany(insert, rows)
+    rows.clear()
 
 
 def _rows(db: sqlite3.Connection, sql: str) -> Iterator[tuple]:
