@@ -5,9 +5,13 @@
 makes none at all (:func:`progress_for`).  On a terminal it is a
 ``rich.progress`` bar (sessions done / total, bytes, rate, time left) that
 disappears when the command ends; elsewhere (a CI log) one plain line every
-:data:`EVERY` seconds.  The total of a check is counted by a second walk of
-the named paths in a background thread (the check itself never lists every
-log), so the bar starts without one and gains it when the walk is done.
+:data:`EVERY` seconds, also while nothing is done (a large folder's plan, a
+fork pass).  The total of a check is counted by a second walk of the named
+paths in a background thread (the check itself never lists every log), so
+the bar starts without one and gains it when the walk is done.  The rate and
+the time left are measured from the first item done, not from the start: a
+folder planned for seconds before its first session made the first estimate
+hundreds of hours.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any, Iterable, TextIO
 from invariants.gate.pipeline import RunObserver
 
 EVERY = 5.0  # seconds between plain progress lines
+SETTLE = 1.0  # seconds of items done before a rate is measured from them
 
 
 def _mb(n: float) -> str:
@@ -49,6 +54,7 @@ class Progress:
         self.detail = ""  # what else to say (reduce: events left)
         self.started = time.monotonic()
         self.last = self.started
+        self.first: tuple[float, int, int] | None = None  # when the first item was done, and the counts then
         self._lock = threading.Lock()
 
     # what the command tells
@@ -61,9 +67,18 @@ class Progress:
         self.done += n
         self.bytes += nbytes
         now = time.monotonic()
+        if self.first is None:
+            self.first = (now, self.done, self.bytes)
         if now - self.last >= self.every:
+            self.due(now)
+
+    def due(self, now: float) -> None:
+        """Show now, unless another thread just did."""
+        with self._lock:
+            if now - self.last < self.every:
+                return
             self.last = now
-            self.show()
+        self.show()
 
     def show(self) -> None:
         pass
@@ -72,16 +87,34 @@ class Progress:
         pass
 
     # what both displays say
+    def _since_first(self) -> tuple[float, int, int] | None:
+        """Seconds since the first item was done and what was done since, once :data:`SETTLE` passed."""
+        if self.first is None:
+            return None
+        t, done, nbytes = self.first
+        elapsed = time.monotonic() - t
+        if elapsed < SETTLE or self.done <= done:
+            return None
+        return elapsed, self.done - done, self.bytes - nbytes
+
     def rate(self) -> float:
-        return self.done / max(time.monotonic() - self.started, 1e-6)
+        """Items a second since the first was done (until then, since the start)."""
+        since = self._since_first()
+        if since is None:
+            return self.done / max(time.monotonic() - self.started, 1e-6)
+        return since[1] / since[0]
 
     def left(self) -> float | None:
-        """Seconds left at the rate so far (by bytes when both totals are known)."""
-        elapsed = time.monotonic() - self.started
-        if self.total_bytes and self.bytes:
-            return elapsed * max(self.total_bytes - self.bytes, 0) / self.bytes
-        if self.total and self.done:
-            return elapsed * max(self.total - self.done, 0) / self.done
+        """Seconds left at the rate since the first item was done (by bytes when both totals are known);
+        None before that rate is known."""
+        since = self._since_first()
+        if since is None:
+            return None
+        elapsed, done, nbytes = since
+        if self.total_bytes and nbytes > 0:
+            return elapsed * max(self.total_bytes - self.bytes, 0) / nbytes
+        if self.total:
+            return elapsed * max(self.total - self.done, 0) / done
         return None
 
     def line(self) -> str:
@@ -95,12 +128,35 @@ class Progress:
 
 
 class PlainProgress(Progress):
-    """One line every few seconds (and none for a command that ends sooner)."""
+    """One line every few seconds (and none for a command that ends sooner), from a thread of its
+    own when nothing is done for that long."""
+
+    def __init__(
+        self, what: str, unit: str = "sessions", stream: TextIO | None = None, every: float | None = None
+    ) -> None:
+        super().__init__(what, unit, stream, every)
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+        if self.every > 0:
+            self._ticker = threading.Thread(target=self._tick, name="inspector-progress", daemon=True)
+            self._ticker.start()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(self.every / 5):
+            now = time.monotonic()
+            if now - self.last >= self.every:
+                self.due(now)
 
     def show(self) -> None:
-        if time.monotonic() - self.started < self.every:
+        if time.monotonic() - self.started < self.every or self._stop.is_set():
             return
         print(self.line(), file=self.stream, flush=True)
+
+    def close(self) -> None:
+        """No line after this one returns."""
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join()
 
 
 class BarProgress(Progress):

@@ -103,15 +103,6 @@ def run(args: argparse.Namespace) -> int:
                 target.unlink()
     from inspector.progress import progress_for
 
-    shown = progress_for("index", args.quiet or args.json, unit="folders")
-
-    def progress(stats) -> None:
-        if shown is None:
-            return
-        if shown.total != stats.groups:
-            shown.total = stats.groups  # the changed folders, known once the plan is made
-        shown.advance(stats.groups_written - shown.done)
-
     with ExitStack() as stack:
         executor = None
         if args.scheduler is not None:
@@ -122,6 +113,17 @@ def run(args: argparse.Namespace) -> int:
                 executor = stack.enter_context(dask_executor(args.scheduler, None, lost=lost_group))
             except SchedulerError as exc:
                 return fail(str(exc))
+        shown = progress_for("index", args.quiet or args.json, unit="folders")
+        if shown is not None:
+            stack.callback(shown.close)  # however the run ends: its lines come from a thread
+
+        def progress(stats) -> None:
+            if shown is None:
+                return
+            if shown.total != stats.groups:
+                shown.total = stats.groups  # the changed folders, known once the plan is made
+            shown.advance(stats.groups_written - shown.done)
+
         try:
             stats = build_index(
                 args.paths,
@@ -135,9 +137,6 @@ def run(args: argparse.Namespace) -> int:
             )
         except IndexBuildError as exc:
             return fail(str(exc))
-        finally:
-            if shown is not None:
-                shown.close()
     for problem in stats.problems:
         fail(problem)
     if not args.quiet and stats.notes:

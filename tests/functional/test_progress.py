@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import os
 import pty
 import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -74,3 +76,35 @@ def test_a_terminal_gets_a_bar_and_stdout_stays_the_report() -> None:
     assert "inspector check" in text and "sessions" in text, text[-2000:]  # the bar was drawn on the terminal
     assert "\x1b[" in text  # as a terminal display (cursor movement), not plain lines
     assert stdout.startswith(b"{") and b"inspector check" not in stdout
+
+
+def test_plain_lines_go_on_while_nothing_is_done_and_stop_when_closed() -> None:
+    """A large folder is planned for seconds before its first session is done: a CI log still gets
+    its line every few seconds, and none once the command closed its progress."""
+    stream = io.StringIO()
+    shown = progress_module.PlainProgress("check", stream=stream, every=0.2)
+    deadline = time.monotonic() + 30
+    while stream.getvalue().count("\n") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    shown.close()
+    said = stream.getvalue()
+    assert said.count("inspector: check 0 sessions") >= 2, said
+    time.sleep(0.5)
+    assert stream.getvalue() == said
+
+
+def test_the_time_left_is_measured_from_the_first_session_done() -> None:
+    """Not from the start: an hour of planning before the first session made its estimate absurd."""
+    shown = progress_module.PlainProgress("check", stream=io.StringIO(), every=3600)
+    shown.started -= 3600
+    shown.set_total(100)
+    shown.advance(1)
+    assert shown.left() is None  # one session says nothing yet of how fast they go
+    assert shown.first is not None
+    shown.first = (shown.first[0] - 2, *shown.first[1:])  # two seconds later...
+    shown.advance(9)  # ...nine more: 4.5 a second, 90 left
+    left = shown.left()
+    assert left is not None and 19 <= left <= 21
+    assert 4 <= shown.rate() <= 5
+    assert "about 20s left" in shown.line() or "about 19s left" in shown.line()
+    shown.close()
