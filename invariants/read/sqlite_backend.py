@@ -26,12 +26,18 @@ with surface columns) becomes a :class:`RowProblem` at its position; the
 loader then applies the harness's committed-prefix rule (``scanRows``): fatal
 before the last ``turn/end``, a torn tail after it.
 
-The database is opened read-only (``mode=ro``); we never write to it.
+The database is opened read-only (``mode=ro``); we never write to it (a
+store with a hot rollback journal is read from a private rolled-back copy:
+:func:`connect`).
 """
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
+import tempfile
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -191,7 +197,13 @@ def connect(path: Path) -> tuple[sqlite3.Connection, bool]:
     ``-wal`` and ``-shm`` files when they are absent (wherever the directory
     lets it), so a database that no writer holds is opened ``immutable=1``;
     one with a writer's files beside it needs ``mode=ro`` to see the WAL.
-    ``immutable=1`` is also the fallback when a plain read-only open fails.
+    The harness may also write in a rollback-journal mode (``journalMode``
+    ``delete``, ``truncate`` or ``persist``): a write cut off there leaves a
+    hot ``-journal`` that a read-only open cannot roll back, and the file read
+    without it holds the uncommitted rows, so such a database is read from a
+    private copy rolled back as the harness's next open would
+    (:func:`_rolled_back`).  ``immutable=1`` is the fallback when a plain
+    read-only open fails otherwise.
     """
     if _quiescent(path):
         try:
@@ -208,12 +220,69 @@ def connect(path: Path) -> tuple[sqlite3.Connection, bool]:
     except _DB_ERRORS as exc:
         if "not a database" in str(exc) or "file is encrypted" in str(exc):
             raise NotASessionDatabase(f"{path}: not a SQLite database") from None
+        journal = path.with_name(path.name + "-journal")
+        try:
+            if journal.is_file() and journal.stat().st_size:
+                copy = _rolled_back(path.resolve(), (_stamp(path), _stamp(journal)))
+                con = sqlite3.connect(_uri(copy, immutable=True), uri=True)
+                con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                return con, True
+        except (*_DB_ERRORS, OSError):
+            pass  # (a journal that went away: its writer finished; read the file as it is)
         try:
             con = sqlite3.connect(_uri(path, immutable=True), uri=True)
             con.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return con, True
         except _DB_ERRORS as exc2:
             raise NotASessionDatabase(f"{path}: cannot open read-only ({exc2})") from None
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    st = path.stat()
+    return st.st_mtime_ns, st.st_size
+
+
+_COPIES: OrderedDict[Path, tuple[tuple, tempfile.TemporaryDirectory]] = OrderedDict()
+"""The rolled-back copies made, by database, the last used last: a few are kept, the rest deleted."""
+KEEP_COPIES = 4
+_COPYING = threading.Lock()  # (the TUI reads from worker threads)
+
+
+def _rolled_back(path: Path, stamps: tuple) -> Path:
+    with _COPYING:
+        return _rolled_back_copy(path, stamps)
+
+
+def _rolled_back_copy(path: Path, stamps: tuple) -> Path:
+    """A private copy of the database at ``path`` and its hot journal, the journal rolled back into it:
+    the committed rows, which the harness reads after a write was cut off.  Made once for each state
+    of the two files (``stamps``).  The database is copied before its journal: a page is journaled
+    before it is overwritten, so the journal copied after it holds the original of every page the
+    database copy may have had overwritten."""
+    held = _COPIES.get(path)
+    if held is not None and held[0] == stamps:
+        _COPIES.move_to_end(path)
+        return Path(held[1].name) / "sessions.sqlite"
+    tmp = tempfile.TemporaryDirectory(prefix="inspector-db-")
+    copy = Path(tmp.name) / "sessions.sqlite"
+    try:
+        shutil.copyfile(path, copy)
+        shutil.copyfile(path.with_name(path.name + "-journal"), copy.with_name(copy.name + "-journal"))
+        con = sqlite3.connect(copy)  # read-write: its first read rolls the journal back, into the copy
+        try:
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            con.close()
+    except BaseException:
+        tmp.cleanup()
+        raise
+    if held is not None:
+        held[1].cleanup()
+    _COPIES[path] = (stamps, tmp)
+    _COPIES.move_to_end(path)
+    while len(_COPIES) > KEEP_COPIES:
+        _COPIES.popitem(last=False)[1][1].cleanup()
+    return copy
 
 
 def _columns(con: sqlite3.Connection, table: str) -> tuple[str, ...]:

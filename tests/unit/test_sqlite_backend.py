@@ -97,6 +97,44 @@ def test_head_schema_reads_like_the_jsonl_log(tmp_path):
     assert sorted(p.name for p in db.parent.iterdir()) == ["requests.jsonl", "sessions.sqlite"]  # no journal, no -wal
 
 
+_CUT_OFF_APPEND = """
+import os, sqlite3, sys
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("PRAGMA journal_mode=DELETE")  # the harness's journalMode 'delete' (also 'truncate', 'persist')
+con.execute("PRAGMA cache_size=1")  # the uncommitted pages reach the file before the end
+con.execute("BEGIN")
+con.execute("UPDATE events SET data = '{\\"turn\\": 99}' WHERE type = 'turn/start'")  # a rewrite, never committed
+sid, last = con.execute("SELECT session_id, max(seq) FROM events").fetchone()
+for k in range(1, 400):
+    row = (sid, last + k, '{"turn": 99}' + " " * 400)
+    con.execute("INSERT INTO events(session_id, seq, type, time, data) VALUES (?, ?, 'turn/start', 1, ?)", row)
+os._exit(0)  # neither committed nor rolled back: the journal is left hot
+"""
+
+
+def test_a_write_cut_off_in_rollback_journal_mode_reads_as_its_committed_rows(tmp_path):
+    """The harness rolls a hot journal back when it next opens the store; a read-only reader cannot, and
+    the file read without its journal holds rows never committed.  They are read from a rolled-back
+    copy; the database and its journal are left as they were."""
+    import subprocess
+    import sys
+
+    log = _late_log()
+    db = tmp_path / "db" / "sessions.sqlite"
+    db.parent.mkdir()
+    write_database(db, [(log.header, log.events)])
+    committed = check([db])
+    subprocess.run([sys.executable, "-c", _CUT_OFF_APPEND, str(db)], check=True)
+    journal = db.with_name("sessions.sqlite-journal")
+    assert journal.stat().st_size > 0
+    held = {p.name: _digest(p) for p in (db, journal)}
+    after = check([db])
+    assert [(s.file, s.events) for s in after.sessions] == [(s.file, s.events) for s in committed.sessions]
+    assert [(f.rule, f.seq) for f in after.findings] == [(f.rule, f.seq) for f in committed.findings] == []
+    assert {p.name: _digest(p) for p in (db, journal)} == held
+    assert sorted(p.name for p in db.parent.iterdir()) == ["sessions.sqlite", "sessions.sqlite-journal"]
+
+
 def test_seed_schema_reads_like_the_jsonl_log(tmp_path):
     log = _seed_log()
     path = log.write(tmp_path / "seed-1.jsonl")
