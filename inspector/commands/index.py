@@ -93,8 +93,11 @@ def run(args: argparse.Namespace) -> int:
         return fail("--jobs must be at least 1")
     if args.export is not None and args.export[0] != "parquet":
         return fail(f"--export {args.export[0]}: the only format is parquet")
-    if args.rebuild and db.exists() and db.stat().st_size and not is_index(db):
-        return fail(f"{db}: not an index written by `inspector index`; --rebuild deletes only those")
+    try:
+        if args.rebuild and db.exists() and db.stat().st_size and not is_index(db):
+            return fail(f"{db}: not an index written by `inspector index`; --rebuild deletes only those")
+    except IndexBuildError as exc:
+        return fail(str(exc))
     if args.rebuild:
         # The database first: a journal left without its database is never rolled back into a new one.
         for suffix in ("", *SQLITE_SIDECARS):

@@ -26,7 +26,8 @@ def is_index(db_path: str | os.PathLike) -> bool:
 
     A write cut off in rollback-journal mode leaves a hot ``-journal`` that a read-only connection
     cannot roll back, and reading the file without it can see half a transaction; such a database is
-    judged on a private copy that SQLite rolls back, so the file itself is never written.
+    judged on a private copy that SQLite rolls back, so the file itself is never written.  A copy
+    that cannot be made (a full disk) is an :class:`IndexBuildError`: whose file it is is not known.
     """
     path = Path(db_path).resolve()
     try:
@@ -35,14 +36,20 @@ def is_index(db_path: str | os.PathLike) -> bool:
         journal = path.with_name(path.name + "-journal")
         if not journal.is_file():
             return False
-    with tempfile.TemporaryDirectory(prefix="inspector-index-") as tmp:
-        copy = Path(tmp) / "index.db"
-        shutil.copyfile(path, copy)
-        shutil.copyfile(journal, copy.with_name("index.db-journal"))
-        try:
-            return _has_schema_version(copy.as_uri())
-        except sqlite3.Error:
-            return False
+    try:
+        with tempfile.TemporaryDirectory(prefix="inspector-index-") as tmp:
+            copy = Path(tmp) / "index.db"
+            shutil.copyfile(path, copy)
+            shutil.copyfile(journal, copy.with_name("index.db-journal"))
+            try:
+                return _has_schema_version(copy.as_uri())
+            except sqlite3.Error:
+                return False
+    except OSError as exc:
+        raise IndexBuildError(
+            f"{db_path}: a write to it was cut off, and a copy to roll its journal back on failed ({exc}); "
+            "`inspector index` without --rebuild rolls it back in place"
+        ) from None
 
 
 def _has_schema_version(uri: str) -> bool:

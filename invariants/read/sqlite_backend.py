@@ -222,13 +222,22 @@ def connect(path: Path) -> tuple[sqlite3.Connection, bool]:
             raise NotASessionDatabase(f"{path}: not a SQLite database") from None
         journal = path.with_name(path.name + "-journal")
         try:
-            if journal.is_file() and journal.stat().st_size:
-                copy = _rolled_back(path.resolve(), (_stamp(path), _stamp(journal)))
+            stamps = (_stamp(path), _stamp(journal)) if journal.is_file() else None
+        except OSError:
+            stamps = None  # (a journal that went away: its writer finished; read the file as it is)
+        if stamps is not None and stamps[1][1]:
+            try:
+                copy = _rolled_back(path.resolve(), stamps)
                 con = sqlite3.connect(_uri(copy, immutable=True), uri=True)
                 con.execute("SELECT count(*) FROM sqlite_master").fetchone()
                 return con, True
-        except (*_DB_ERRORS, OSError):
-            pass  # (a journal that went away: its writer finished; read the file as it is)
+            except FileNotFoundError:
+                pass  # (the journal went away while it was copied: as above)
+            except (*_DB_ERRORS, OSError) as exc2:  # (a full disk): its committed rows cannot be told apart
+                raise NotASessionDatabase(
+                    f"{path}: a write to it was cut off, and its journal could not be rolled back on a private "
+                    f"copy ({exc2})"
+                ) from None
         try:
             con = sqlite3.connect(_uri(path, immutable=True), uri=True)
             con.execute("SELECT count(*) FROM sqlite_master").fetchone()

@@ -624,6 +624,25 @@ def test_a_cut_off_write_is_judged_as_rolled_back_and_never_written(tmp_path, ca
     assert {p.name: p.read_bytes() for p in tmp_path.glob("mine.db*")} == held
 
 
+def test_rebuild_says_so_when_it_cannot_copy_a_cut_off_index_to_judge_it(tmp_path, monkeypatch, capsys):
+    from inspector.cli import main
+    from inspector.index import connection
+
+    make_root(tmp_path / "root", n=1)
+    db = tmp_path / "index.db"
+    build_index([tmp_path / "root"], db)
+    held = _cut_off_write(db, "UPDATE meta SET value = value || 'changed'")
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(connection.shutil, "copyfile", full)
+    assert main(["index", str(tmp_path / "root"), "--db", str(db), "--rebuild"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No space left on device" in err and "without --rebuild" in err
+    assert {p.name: p.read_bytes() for p in tmp_path.glob("index.db*")} == held
+
+
 def test_rebuild_knows_its_index_at_any_path(tmp_path):
     from inspector.cli import main
 

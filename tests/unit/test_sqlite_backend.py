@@ -135,6 +135,29 @@ def test_a_write_cut_off_in_rollback_journal_mode_reads_as_its_committed_rows(tm
     assert sorted(p.name for p in db.parent.iterdir()) == ["sessions.sqlite", "sessions.sqlite-journal"]
 
 
+def test_a_cut_off_write_whose_copy_cannot_be_made_is_a_problem_not_its_uncommitted_rows(tmp_path, monkeypatch, capsys):
+    import subprocess
+    import sys
+
+    from inspector.cli import main
+    from invariants.read import sqlite_backend
+
+    log = _late_log()
+    db = tmp_path / "db" / "sessions.sqlite"
+    db.parent.mkdir()
+    write_database(db, [(log.header, log.events)])
+    subprocess.run([sys.executable, "-c", _CUT_OFF_APPEND, str(db)], check=True)
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sqlite_backend.shutil, "copyfile", full)
+    assert main(["check", str(db.parent), "--no-cache", "--format", "json"]) == 2
+    out, err = capsys.readouterr()
+    assert "could not be rolled back" in err and "No space left on device" in err and "Traceback" not in err
+    assert "EVT006" not in out
+
+
 def test_seed_schema_reads_like_the_jsonl_log(tmp_path):
     log = _seed_log()
     path = log.write(tmp_path / "seed-1.jsonl")
