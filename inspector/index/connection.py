@@ -47,7 +47,7 @@ def is_index(db_path: str | os.PathLike) -> bool:
                 return False
     except OSError as exc:
         raise IndexBuildError(
-            f"{db_path}: a write to it was cut off, and a copy to roll its journal back on failed ({exc}); "
+            f"{db_path}: a write to it was cut off, and copying it to roll its journal back failed ({exc}); "
             "`inspector index` without --rebuild rolls it back in place"
         ) from None
 
