@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import fcntl
 import os
-import shutil
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import sqlite_utils
 
 from invariants.read.source import SQLITE_SIDECARS
+from invariants.read.sqlite_backend import rolled_back_copy
 
 from .schema import SCHEMA_VERSION, create_schema
 
@@ -38,11 +38,8 @@ def is_index(db_path: str | os.PathLike) -> bool:
             return False
     try:
         with tempfile.TemporaryDirectory(prefix="inspector-index-") as tmp:
-            copy = Path(tmp) / "index.db"
-            shutil.copyfile(path, copy)
-            shutil.copyfile(journal, copy.with_name("index.db-journal"))
             try:
-                return _has_schema_version(copy.as_uri())
+                return _has_schema_version(rolled_back_copy(path, Path(tmp)).as_uri())
             except sqlite3.Error:
                 return False
     except OSError as exc:

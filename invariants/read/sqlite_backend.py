@@ -263,25 +263,15 @@ def _rolled_back(path: Path, stamps: tuple) -> Path:
 
 
 def _rolled_back_copy(path: Path, stamps: tuple) -> Path:
-    """A private copy of the database at ``path`` and its hot journal, the journal rolled back into it:
-    the committed rows, which the harness reads after a write was cut off.  Made once for each state
-    of the two files (``stamps``).  The database is copied before its journal: a page is journaled
-    before it is overwritten, so the journal copied after it holds the original of every page the
-    database copy may have had overwritten."""
+    """:func:`rolled_back_copy` of the database at ``path``, made once for each state of it and its
+    journal (``stamps``): the committed rows, which the harness reads after a write was cut off."""
     held = _COPIES.get(path)
     if held is not None and held[0] == stamps:
         _COPIES.move_to_end(path)
-        return Path(held[1].name) / "sessions.sqlite"
+        return Path(held[1].name) / path.name
     tmp = tempfile.TemporaryDirectory(prefix="inspector-db-")
-    copy = Path(tmp.name) / "sessions.sqlite"
     try:
-        shutil.copyfile(path, copy)
-        shutil.copyfile(path.with_name(path.name + "-journal"), copy.with_name(copy.name + "-journal"))
-        con = sqlite3.connect(copy)  # read-write: its first read rolls the journal back, into the copy
-        try:
-            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        finally:
-            con.close()
+        copy = rolled_back_copy(path, Path(tmp.name))
     except BaseException:
         tmp.cleanup()
         raise
@@ -291,6 +281,24 @@ def _rolled_back_copy(path: Path, stamps: tuple) -> Path:
     _COPIES.move_to_end(path)
     while len(_COPIES) > KEEP_COPIES:
         _COPIES.popitem(last=False)[1][1].cleanup()
+    return copy
+
+
+def rolled_back_copy(path: Path, folder: Path) -> Path:
+    """A copy in ``folder`` of the SQLite database at ``path`` with its hot ``-journal`` rolled back
+    into it: the committed state, which a read-only open of ``path`` cannot give (a rollback writes)
+    and a read without the journal gets wrong (half a transaction).  Neither file at ``path`` is
+    written.  The database is copied before its journal: a page is journaled before it is
+    overwritten, so the journal copied after it holds the original of every page the database copy
+    may have had overwritten.  Raises OSError (a full disk, a journal gone) or sqlite3.Error."""
+    copy = folder / path.name
+    shutil.copyfile(path, copy)
+    shutil.copyfile(path.with_name(path.name + "-journal"), copy.with_name(copy.name + "-journal"))
+    con = sqlite3.connect(copy)  # read-write: its first read rolls the journal back, into the copy
+    try:
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    finally:
+        con.close()
     return copy
 
 

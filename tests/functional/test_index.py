@@ -626,7 +626,7 @@ def test_a_cut_off_write_is_judged_as_rolled_back_and_never_written(tmp_path, ca
 
 def test_rebuild_says_so_when_it_cannot_copy_a_cut_off_index_to_judge_it(tmp_path, monkeypatch, capsys):
     from inspector.cli import main
-    from inspector.index import connection
+    from invariants.read import sqlite_backend
 
     make_root(tmp_path / "root", n=1)
     db = tmp_path / "index.db"
@@ -636,7 +636,7 @@ def test_rebuild_says_so_when_it_cannot_copy_a_cut_off_index_to_judge_it(tmp_pat
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(connection.shutil, "copyfile", full)
+    monkeypatch.setattr(sqlite_backend.shutil, "copyfile", full)
     assert main(["index", str(tmp_path / "root"), "--db", str(db), "--rebuild"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "No space left on device" in err and "without --rebuild" in err
