@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from invariants.gate.requests import hinted_names
 from invariants.gate.result_cache import Digest, revision
-from invariants.model.scratch import SpillTable, key, scratch_db, text
+from invariants.model.scratch import BATCH, SpillTable, key, scratch_db, text
 from invariants.read.capture import capture_keys, find_capture, folder_names
 from invariants.read.load import possible_ids
 from invariants.read.source import LogPath, LogSource, captures_present, is_folder_capture
@@ -288,7 +288,8 @@ WHERE h.name NOT IN (SELECT name FROM log_name) ORDER BY r.g, h.name
 
 def _route(db: sqlite3.Connection, logs: FolderLogs) -> Groups | None:
     """The plan, reading a spilled folder's rows twice: for the captures its lookups find (a folder
-    capture keeps it whole), then for each log's ids and name.  Rows go in :data:`_BATCH` at a time."""
+    capture keeps it whole), then for each log's ids and name.  Rows are written a ``BATCH`` at a
+    time (:mod:`~invariants.model.scratch`)."""
     db.executescript(_TABLES)
     n = len(logs)
     folder = logs.folder
@@ -321,7 +322,7 @@ def _route(db: sqlite3.Connection, logs: FolderLogs) -> Groups | None:
         hints = {h for sid in keys.ids for h in hinted_names(sid, None)}
         hints.update(h for f in keys.files for h in hinted_names(None, f))
         hinted.extend((c, key(h)) for h in hints)
-        if len(named) + len(hinted) >= _BATCH:
+        if len(named) + len(hinted) >= BATCH:
             _flush(db, "INSERT INTO named VALUES (?, ?)", named)
             _flush(db, "INSERT INTO hinted VALUES (?, ?)", hinted)
     _flush(db, "INSERT INTO named VALUES (?, ?)", named)
@@ -334,7 +335,7 @@ def _route(db: sqlite3.Connection, logs: FolderLogs) -> Groups | None:
             return None
         ids.extend((key(sid), i) for sid in possible)
         names.append((key(src.path.name), i))
-        if len(names) >= _BATCH:
+        if len(names) >= BATCH:
             _flush(db, "INSERT INTO log_id VALUES (?, ?)", ids)
             _flush(db, "INSERT INTO log_name VALUES (?, ?)", names)
     _flush(db, "INSERT INTO log_id VALUES (?, ?)", ids)
@@ -353,9 +354,6 @@ def _route(db: sqlite3.Connection, logs: FolderLogs) -> Groups | None:
     db.executemany("INSERT INTO root VALUES (?, ?)", ((i, g) for i, g in enumerate(parent) if g >= 0))
     missing = groupby(_rows(db, _MISSING), key=itemgetter(0))
     return Groups(parent, ((g, [text(name) for _, name in rows]) for g, rows in missing))
-
-
-_BATCH = 1_000  # rows a plan holds before writing them to its scratch database
 
 
 def _flush(db: sqlite3.Connection, insert: str, rows: list[tuple]) -> None:

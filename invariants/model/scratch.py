@@ -13,6 +13,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Iterable, Sequence
 
+BATCH = 1_000
+"""Rows held before they are written to a scratch database: one statement a batch, not a row."""
+
 
 def scratch_db(cache_kib: int = 2000) -> sqlite3.Connection:
     """A private temporary database on disk, deleted when closed (SQLite's ``""``), with a page cache
@@ -34,7 +37,7 @@ def text(stored: bytes) -> str:
 
 
 class SpillTable:
-    """One table of a private scratch database, appended to in batches of 1,000 rows: where a large
+    """One table of a private scratch database, appended to in batches of :data:`BATCH` rows: where a large
     folder's listing or its logs go once they outgrow memory.  Written once, then read in order, so
     its page cache is small."""
 
@@ -50,7 +53,7 @@ class SpillTable:
 
     def append(self, row: tuple) -> None:
         self._pending.append(row)
-        if len(self._pending) >= 1000:
+        if len(self._pending) >= BATCH:
             self._flush()
 
     def query(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
