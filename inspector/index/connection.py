@@ -12,7 +12,7 @@ from pathlib import Path
 import sqlite_utils
 
 from invariants.read.source import SQLITE_SIDECARS
-from invariants.read.sqlite_backend import rolled_back_copy
+from invariants.read.sqlite_rollback import rolled_back_copy
 
 from .schema import SCHEMA_VERSION, create_schema
 

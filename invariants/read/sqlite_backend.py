@@ -33,11 +33,7 @@ store with a hot rollback journal is read from a private rolled-back copy:
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
-import tempfile
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -49,6 +45,7 @@ import zstandard
 from invariants.model.jsonvalue import too_deep
 from invariants.read.line_records import DEFAULT_MAX_LINE, RawLine, RowProblem
 from invariants.read.source import SQLITE_SIDECARS, LogSource, local_file
+from invariants.read.sqlite_rollback import rolled_back, stamp
 
 SEED_SCHEMA = 4
 V15_SCHEMA = 15
@@ -202,7 +199,7 @@ def connect(path: Path) -> tuple[sqlite3.Connection, bool]:
     hot ``-journal`` that a read-only open cannot roll back, and the file read
     without it holds the uncommitted rows, so such a database is read from a
     private copy rolled back as the harness's next open would
-    (:func:`_rolled_back`).  ``immutable=1`` is the fallback when a plain
+    (:func:`~invariants.read.sqlite_rollback.rolled_back`).  ``immutable=1`` is the fallback when a plain
     read-only open fails otherwise.
     """
     if _quiescent(path):
@@ -222,12 +219,12 @@ def connect(path: Path) -> tuple[sqlite3.Connection, bool]:
             raise NotASessionDatabase(f"{path}: not a SQLite database") from None
         journal = path.with_name(path.name + "-journal")
         try:
-            stamps = (_stamp(path), _stamp(journal)) if journal.is_file() else None
+            stamps = (stamp(path), stamp(journal)) if journal.is_file() else None
         except OSError:
             stamps = None  # (a journal that went away: its writer finished; read the file as it is)
         if stamps is not None and stamps[1][1]:
             try:
-                copy = _rolled_back(path.resolve(), stamps)
+                copy = rolled_back(path.resolve(), stamps)
                 con = sqlite3.connect(_uri(copy, immutable=True), uri=True)
                 con.execute("SELECT count(*) FROM sqlite_master").fetchone()
                 return con, True
@@ -244,62 +241,6 @@ def connect(path: Path) -> tuple[sqlite3.Connection, bool]:
             return con, True
         except _DB_ERRORS as exc2:
             raise NotASessionDatabase(f"{path}: cannot open read-only ({exc2})") from None
-
-
-def _stamp(path: Path) -> tuple[int, int]:
-    st = path.stat()
-    return st.st_mtime_ns, st.st_size
-
-
-_COPIES: OrderedDict[Path, tuple[tuple, tempfile.TemporaryDirectory]] = OrderedDict()
-"""The rolled-back copies made, by database, the last used last: a few are kept, the rest deleted."""
-KEEP_COPIES = 4
-_COPYING = threading.Lock()  # (the TUI reads from worker threads)
-
-
-def _rolled_back(path: Path, stamps: tuple) -> Path:
-    with _COPYING:
-        return _rolled_back_copy(path, stamps)
-
-
-def _rolled_back_copy(path: Path, stamps: tuple) -> Path:
-    """:func:`rolled_back_copy` of the database at ``path``, made once for each state of it and its
-    journal (``stamps``): the committed rows, which the harness reads after a write was cut off."""
-    held = _COPIES.get(path)
-    if held is not None and held[0] == stamps:
-        _COPIES.move_to_end(path)
-        return Path(held[1].name) / path.name
-    tmp = tempfile.TemporaryDirectory(prefix="inspector-db-")
-    try:
-        copy = rolled_back_copy(path, Path(tmp.name))
-    except BaseException:
-        tmp.cleanup()
-        raise
-    if held is not None:
-        held[1].cleanup()
-    _COPIES[path] = (stamps, tmp)
-    _COPIES.move_to_end(path)
-    while len(_COPIES) > KEEP_COPIES:
-        _COPIES.popitem(last=False)[1][1].cleanup()
-    return copy
-
-
-def rolled_back_copy(path: Path, folder: Path) -> Path:
-    """A copy in ``folder`` of the SQLite database at ``path`` with its hot ``-journal`` rolled back
-    into it: the committed state, which a read-only open of ``path`` cannot give (a rollback writes)
-    and a read without the journal gets wrong (half a transaction).  Neither file at ``path`` is
-    written.  The database is copied before its journal: a page is journaled before it is
-    overwritten, so the journal copied after it holds the original of every page the database copy
-    may have had overwritten.  Raises OSError (a full disk, a journal gone) or sqlite3.Error."""
-    copy = folder / path.name
-    shutil.copyfile(path, copy)
-    shutil.copyfile(path.with_name(path.name + "-journal"), copy.with_name(copy.name + "-journal"))
-    con = sqlite3.connect(copy)  # read-write: its first read rolls the journal back, into the copy
-    try:
-        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    finally:
-        con.close()
-    return copy
 
 
 def _columns(con: sqlite3.Connection, table: str) -> tuple[str, ...]:

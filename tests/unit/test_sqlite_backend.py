@@ -140,7 +140,7 @@ def test_a_cut_off_write_whose_copy_cannot_be_made_is_a_problem_not_its_uncommit
     import sys
 
     from inspector.cli import main
-    from invariants.read import sqlite_backend
+    from invariants.read import sqlite_rollback
 
     log = _late_log()
     db = tmp_path / "db" / "sessions.sqlite"
@@ -151,7 +151,7 @@ def test_a_cut_off_write_whose_copy_cannot_be_made_is_a_problem_not_its_uncommit
     def full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(sqlite_backend.shutil, "copyfile", full)
+    monkeypatch.setattr(sqlite_rollback.shutil, "copyfile", full)
     assert main(["check", str(db.parent), "--no-cache", "--format", "json"]) == 2
     out, err = capsys.readouterr()
     assert "could not be rolled back" in err and "No space left on device" in err and "Traceback" not in err
