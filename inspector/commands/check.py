@@ -18,6 +18,8 @@ from contextlib import ExitStack, closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
+from invariants.model.inert import inert
+
 from .common import add_config_flags, add_input_flags, fail, missing_captures, split_codes
 
 if TYPE_CHECKING:
@@ -284,7 +286,7 @@ def run(args: argparse.Namespace) -> int:
             # The default cache beside the working directory is a convenience: a read-only
             # checkout still gets its verdict, only slower.  Say so once.
             if not args.quiet:
-                print(f"inspector: {unwritable}; checking without it", file=sys.stderr)
+                print(inert(f"inspector: {unwritable}; checking without it"), file=sys.stderr)
             cache = None
     stats = RunStats()
     with ExitStack() as stack:
@@ -301,7 +303,7 @@ def run(args: argparse.Namespace) -> int:
 
             executor = stack.enter_context(closing(AutoExecutor()))
             if args.verbose:
-                executor.said = lambda m: print(f"inspector: {m}", file=sys.stderr)
+                executor.said = lambda m: print(inert(f"inspector: {m}"), file=sys.stderr)
         from inspector.progress import CheckObserver, count_in_background, progress_for
 
         progress = progress_for("check", args.quiet)
@@ -329,8 +331,6 @@ def run(args: argparse.Namespace) -> int:
     for problem in result.problems:
         fail(problem)
     if not args.quiet:
-        from invariants.model.inert import inert
-
         for note in result.notes:
             print(f"inspector: note: {inert(note)}", file=sys.stderr)
 
@@ -344,7 +344,7 @@ def run(args: argparse.Namespace) -> int:
 
             return fail(write_error(args.write_baseline, "baseline", exc))
         if not args.quiet:
-            print(f"inspector: wrote {n} finding(s) to baseline {args.write_baseline}", file=sys.stderr)
+            print(inert(f"inspector: wrote {n} finding(s) to baseline {args.write_baseline}"), file=sys.stderr)
         return 2 if result.problems else 0
 
     ctx = ReportContext(

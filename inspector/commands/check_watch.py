@@ -18,6 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Iterable, Iterator, TextIO
 
+from invariants.model.inert import inert
+
 from .common import fail
 
 # a finding per line (or a few): they can be printed as they come
@@ -92,7 +94,7 @@ def watch(
 
     def note(text: str) -> None:
         if not args.quiet:
-            print(f"inspector: {text}", file=err, flush=True)
+            print(inert(f"inspector: {text}"), file=err, flush=True)
 
     problems: set[str] = set()
 

@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import IO
 
+from invariants.model.inert import inert
+
 from .common import (
     add_config_flags,
     add_input_flags,
@@ -134,5 +136,8 @@ def run(args: argparse.Namespace) -> int:
         if sender is not None:
             sender.close()
     if sender is not None:
-        print(f"inspector: sent {len(result.models)} session(s), {sender.spans} spans to {sender.url}", file=sys.stderr)
+        print(
+            inert(f"inspector: sent {len(result.models)} session(s), {sender.spans} spans to {sender.url}"),
+            file=sys.stderr,
+        )
     return 0

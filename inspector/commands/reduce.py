@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     import os
     import sys
 
+    from invariants.model.inert import inert
     from invariants.reduce import FindingNotFound, ReduceInputError, reduce_log, write_repro
 
     from .common import fail
@@ -81,9 +82,9 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         return fail(f"{exc.filename or log}: cannot read ({exc.strerror or exc})")
     except FindingNotFound as e:
-        print(f"inspector reduce: {e}", file=sys.stderr)
+        print(f"inspector reduce: {inert(str(e))}", file=sys.stderr)  # (it names the log, whatever its name holds)
         for f in e.findings:
-            print(f"  {f.rule} seq {f.seq} turn {f.turn} step {f.step}", file=sys.stderr)
+            print(inert(f"  {f.rule} seq {f.seq} turn {f.turn} step {f.step}"), file=sys.stderr)
         if not e.findings:
             print("  (the log has no findings)", file=sys.stderr)
         return 1
@@ -96,9 +97,11 @@ def run(args: argparse.Namespace) -> int:
     m = reduction.manifest
     note = " (time limit reached: best so far)" if m["timed_out"] else ""
     print(
-        f"{m['rule']} reproduced{note}: {m['events']['before']} -> {m['events']['after']} events, "
-        f"{m['captures']['before']} -> {m['captures']['after']} capture lines, {m['candidates']} candidates, "
-        f"{m['seconds']} s{', redacted' if m['redacted'] else ''}; written to {os.path.realpath(out)}"
+        inert(
+            f"{m['rule']} reproduced{note}: {m['events']['before']} -> {m['events']['after']} events, "
+            f"{m['captures']['before']} -> {m['captures']['after']} capture lines, {m['candidates']} candidates, "
+            f"{m['seconds']} s{', redacted' if m['redacted'] else ''}; written to {os.path.realpath(out)}"
+        )
     )
     if args.redact and not m["redacted"]:
         print("inspector reduce: redaction lost the finding; the repro is NOT redacted", file=sys.stderr)

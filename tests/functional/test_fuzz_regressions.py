@@ -737,3 +737,17 @@ def test_reduce_takes_an_event_whose_type_is_not_a_string(tmp_path, capsys):
     path.write_text("\n".join(src) + "\n")
     assert main(["reduce", str(path), "--rule", "PFX001", "--output", str(tmp_path / "r")]) in (0, 1, 2)
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_reduce_names_a_log_inertly_whatever_its_name_holds(tmp_path, capsys):
+    """Found by the fuzz run: a log named with an OSC 52 sequence (a terminal's clipboard write) and no
+    finding to reduce was named raw in reduce's message: the terminal would have run it."""
+    from inspector.cli import main
+
+    log = Log()
+    log.clean_turn(1, header_reason="initial")
+    path = log.write(tmp_path / "\x1b]52;c;ZXZpbA==\x07.jsonl")
+    assert main(["reduce", str(path), "--rule", "LOG001", "--output", str(tmp_path / "r"), "-q"]) == 1
+    err = capsys.readouterr().err
+    assert "no LOG001 finding" in err and "ZXZpbA==" in err
+    assert "\x1b" not in err and "\x07" not in err
