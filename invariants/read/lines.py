@@ -15,6 +15,7 @@ from invariants.read.line_records import CHUNK_PREFIX, CHUNK_START, DEFAULT_MAX_
 from invariants.read.source import LogPath, LogSource
 
 _BLOCK = 1 << 20
+_FRAMES = 1 << 16  # decompressed bytes of consecutive zstd frames split into lines at once
 
 
 def open_readonly(path: LogPath, buffering: int = 0) -> BinaryIO:
@@ -28,12 +29,22 @@ def _chunks(path: LogPath) -> Iterator[bytes | FrameProblem]:
             from invariants.read.zstdio import FrameError, iter_frames
 
             skipped: list[tuple[int, int]] = []
+            held: list[bytes] = []  # frames joined into blocks of about _FRAMES: one append batch is a few lines
+            size = 0
             try:
-                for block in iter_frames(fh, skipped):
-                    yield block
+                for frame in iter_frames(fh, skipped):
+                    held.append(frame)
+                    size += len(frame)
+                    if size >= _FRAMES:
+                        yield _joined(held)
+                        size = 0
             except FrameError as exc:
+                if held:
+                    yield _joined(held)
                 yield FrameProblem(exc.kind, str(exc), exc.frame_index, exc.offset)
                 return
+            if held:
+                yield _joined(held)
             if skipped:  # read past, as the reference zstd does; said once, after every line
                 yield FrameProblem(
                     "skippable",
@@ -48,6 +59,13 @@ def _chunks(path: LogPath) -> Iterator[bytes | FrameProblem]:
                 if not block:
                     break
                 yield block
+
+
+def _joined(frames: list[bytes]) -> bytes:
+    """The frames as one block, the list emptied first (it is not held while the block is read)."""
+    block = b"".join(frames)
+    frames.clear()
+    return block
 
 
 def iter_source_lines(

@@ -98,6 +98,18 @@ class _Source:
         self._fill(1)
         return self._at >= len(self._buf)
 
+    def take_frame(self) -> tuple[bytes, int] | None:
+        """The next frame and the most it can regenerate, when the buffer holds all of it and it is a
+        well-formed zstd frame; else None, with nothing taken (:func:`_read_frame` reads it then)."""
+        found = _frame_in(self._buf, self._at)
+        if found is None:
+            return None
+        end, bound = found
+        frame = self._buf[self._at : end]
+        self.offset += end - self._at
+        self._at = end
+        return frame, bound
+
 
 class _Torn(Exception):
     pass
@@ -116,6 +128,39 @@ def _skip_frame(src: _Source, parts: list[bytes], need: Callable[[int], bytes]) 
             raise _Torn
         size -= got
     parts.clear()
+
+
+def _frame_in(buf: bytes, at: int) -> tuple[int, int] | None:
+    """(end, the most its blocks regenerate) of the zstd frame at ``buf[at:]``, read from its frame
+    and block headers as :func:`_read_frame` reads them, or None when the buffer ends first or
+    anything is not a plain well-formed frame (a skippable one, a bad magic or reserved bit): then
+    :func:`_read_frame` reads it and says what it is.  One pass over the buffer, no copies: a
+    harness log is many small frames (an append batch each, written every 200 ms)."""
+    end = len(buf)
+    if at + 5 > end or buf[at : at + 4] != _MAGIC:
+        return None
+    descriptor = buf[at + 4]
+    if descriptor & 0x18:
+        return None
+    size_flag, single_segment = descriptor >> 6, descriptor & 0x20
+    size_bytes = (1 if single_segment else 0) if size_flag == 0 else 1 << size_flag
+    p = at + 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[descriptor & 0x03] + size_bytes
+    bound = 0
+    while True:
+        if p + 3 > end:
+            return None
+        header = buf[p] | buf[p + 1] << 8 | buf[p + 2] << 16
+        block_type = (header >> 1) & 0x03
+        if block_type == 3:
+            return None
+        size = header >> 3
+        bound += _BLOCK_MAX if block_type == 2 else size
+        p += 3 + (1 if block_type == 1 else size)
+        if header & 1:
+            break
+    if descriptor & 0x04:
+        p += 4
+    return (p, bound) if p <= end else None
 
 
 def _read_frame(src: _Source, parts: list[bytes], bound: list[int] | None = None) -> None:
@@ -170,7 +215,11 @@ def iter_frames(fh: BinaryIO, skipped: list[tuple[int, int]] | None = None) -> I
         parts: list[bytes] = []
         bound = [0]
         try:
-            _read_frame(src, parts, bound)
+            if (whole := src.take_frame()) is not None:
+                parts.append(whole[0])
+                bound[0] = whole[1]
+            else:
+                _read_frame(src, parts, bound)
         except _Skippable:  # as the reference zstd does: skipped, neither a frame of the log nor an error
             if skipped is not None:
                 skipped.append((start, src.offset - start))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from unittest.mock import patch
 
 import orjson
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from invariants import check
+from invariants.read import lines as lines_module
 from invariants.read.discover import discover
 from invariants.read.line_records import LineRun, RawLine
 from invariants.read.lines import iter_lines
@@ -181,3 +183,28 @@ def test_grouped_zstd_lines_equal_line_by_line(tmp_path_factory, lines, cuts, ma
     if tear:
         path.write_bytes(path.read_bytes()[:-tear])
     assert _flat(iter_lines(path, max_line, runs=True)) == _flat(iter_lines(path, max_line))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.sampled_from([_CHUNK, b'{"type":"turn/end"}', b"x" * 90, b""]), min_size=1, max_size=40),
+    st.lists(st.integers(min_value=1, max_value=120), max_size=12),
+    st.sampled_from([40, 60, 1000]),
+    st.sampled_from([1, 50, 1 << 16]),
+)
+def test_frames_joined_into_blocks_read_as_the_plain_file(tmp_path_factory, lines, cuts, max_line, joined):
+    """Consecutive frames (append batches of a few lines) are split into lines as blocks of about
+    ``_FRAMES`` bytes: wherever a block ends, the lines, their numbers and offsets are the plain file's."""
+    text = b'{"type":"session"}\n' + b"\n".join(lines) + b"\n"
+    frames, pos = [], 0
+    for c in cuts:  # frames split anywhere, even mid-line
+        if pos + c < len(text):
+            frames.append(text[pos : pos + c])
+            pos += c
+    frames.append(text[pos:])
+    folder = tmp_path_factory.mktemp("z")
+    write_frames(folder / "x.jsonl.zstd", frames)
+    (folder / "x.jsonl").write_bytes(text)
+    with patch.object(lines_module, "_FRAMES", joined):
+        zstd = _flat(iter_lines(folder / "x.jsonl.zstd", max_line, runs=True))
+    assert zstd == _flat(iter_lines(folder / "x.jsonl", max_line, runs=True))

@@ -278,6 +278,33 @@ def test_hostile_input_raises_only_frame_error(case):
         assert out == []
 
 
+def _outcome(src):
+    """Everything iter_frames says of a file: its frames, then the error's kind, frame, offset and words."""
+    out = []
+    try:
+        out.extend(iter_frames(src))
+    except FrameError as exc:
+        return out, (exc.kind, exc.frame_index, exc.offset, str(exc))
+    return out, None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.binary(max_size=300), min_size=1, max_size=12),
+    st.tuples(st.integers(0, 10_000), st.integers(0, 255), st.integers(0, 40)),
+    st.sampled_from([b"", b"\x50\x2a\x4d\x18\x03\x00\x00\x00abc", b"\x28\xb5"]),
+)
+def test_frames_read_whole_from_the_buffer_as_header_by_header(batches, damage, extra):
+    """A frame the read buffer holds whole is walked in one pass over it; one that crosses the buffer's
+    end is read header by header.  Both say the same of any file: here one read of it all, against
+    reads of a byte (every frame header by header)."""
+    flip_at, mask, cut = damage
+    data = bytearray(encode([HEADER, *batches]) + extra)
+    data[flip_at % len(data)] ^= mask
+    data = bytes(data[: len(data) - cut])
+    assert _outcome(io.BytesIO(data)) == _outcome(Trickle(data, 1))
+
+
 def _one_big_frame(size: int, seed: int = 3) -> tuple[bytes, bytes]:
     """A log compressed whole, as the ``zstd`` tool does it: the header and ``size`` bytes of compressible
     lines in one checksummed frame."""
