@@ -21,13 +21,15 @@ root of any size, so two sizes compare at a constant number of findings, as
 issue 30's memory target reads); ``--from-corpus DIR``: copies of real
 logs instead (:func:`make_corpus_root`: every folder of a corpus such as
 ``../shared/corpus`` that holds one log whose check finds nothing, with
-its capture, renamed per copy; every file written, ~18 KB a session), then, for each mode,
+its capture, renamed per copy; every file written, ~18 KB a session); ``--zstd LINES``: every
+generated log rewritten as the late harness stores it (:func:`late_storage`: ``session.jsonl.zstd``,
+packed chunk rows, a zstd frame per LINES lines, as its 200 ms append batches), then, for each mode,
 runs ``inspector check ROOT --format json --no-cache -q`` in a fresh process
 (``--cache``: with the result cache on, as ``inspector check`` runs by default,
 each mode twice, ``MODE/cold`` in a fresh cache folder, then ``MODE/warm``
 from it: the cache is memory of its own, and measuring only ``--no-cache``
 once missed a folder's plan key that grew 4x) and prints: wall time, the *parse floor* (a fresh process that walks the
-root and parses every line of every ``.jsonl`` with orjson), their ratio,
+root and parses every line of every ``.jsonl``, and of every ``.jsonl.zstd`` decompressed, with orjson), their ratio,
 peak RSS of the client process and summed over the whole process tree
 (client + pool or Dask workers, sampled every 50 ms), and whether the JSON
 report is byte-identical to the serial one.  The floor and the checks take
@@ -52,6 +54,7 @@ to import from source against 0.22 s from its cache).
     python benchmarks/fleet.py --sessions 100000 --shape small --templates 1000 --forks --keep /tmp/k100k
     python benchmarks/fleet.py --sessions 100000 --shape small --templates 1000 --faults 40 --keep /tmp/e100k
     python benchmarks/fleet.py --sessions 10000 --from-corpus ../shared/corpus --keep /tmp/r10k
+    python benchmarks/fleet.py --sessions 10000 --shape steps --templates 1000 --faults 40 --zstd 4 --keep /tmp/z10k
 """
 
 from __future__ import annotations
@@ -76,6 +79,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.check_speed import child_env  # noqa: E402
+from invariants.read.zstdio import write_frames  # noqa: E402
+from invariants.simulate.convert import batches, storage_lines  # noqa: E402
 from invariants.simulate.large import generate_large  # noqa: E402
 
 
@@ -262,7 +267,32 @@ def paths(root: Path, i: int, layout: str, per_folder: int, forks: bool = False)
 
 def first_log(root: Path) -> Path | None:
     """A log under ``root`` (a root already generated), or None."""
-    return next((p for p in root.rglob("*.jsonl") if not p.name.endswith("requests.jsonl")), None)
+    logs = (p for p in root.rglob("*.jsonl*") if p.name.endswith((".jsonl", ".jsonl.zstd")))
+    return next((p for p in logs if not p.name.endswith("requests.jsonl")), None)
+
+
+def late_storage(root: Path, batch: int) -> None:
+    """Rewrite every log under ``root`` as the late harness stores one: ``.jsonl.zstd`` with packed chunk
+    rows (:mod:`invariants.simulate.convert`), one zstd frame per ``batch`` stored lines and after each
+    ``turn/end`` (the harness writes an append batch every 200 ms of streaming), and the header's
+    ``delegationDepth`` the late reader requires.  A log linked to a template is converted once and
+    linked again."""
+    done: dict[tuple[int, int], Path] = {}
+    for folder, _, names in os.walk(root):
+        for name in sorted(names):
+            if not name.endswith(".jsonl") or name.endswith("requests.jsonl"):
+                continue
+            log = Path(folder, name)
+            zstd, st = log.with_name(name + ".zstd"), log.stat()
+            if (st.st_dev, st.st_ino) in done:
+                os.link(done[st.st_dev, st.st_ino], zstd)
+            else:
+                header, stored = storage_lines(log.read_bytes().split(b"\n")[:-1] or [b""], True, log)
+                fields = json.loads(header)
+                fields.setdefault("delegationDepth", 0)
+                write_frames(zstd, batches(json.dumps(fields, separators=(",", ":")).encode(), stored, batch))
+                done[st.st_dev, st.st_ino] = zstd
+            log.unlink()
 
 
 SHAPES = {  # generate_large's least events and steps, and whether replies are short (short_replies)
@@ -312,13 +342,16 @@ def run(argv: list[str], env: dict[str, str]) -> tuple[float, float, float, byte
 
 
 FLOOR = """
-import os, sys, orjson
+import io, os, sys, orjson, zstandard
 loads = orjson.loads
+unzstd = zstandard.ZstdDecompressor()
 n = 0
 for folder, _, names in os.walk(sys.argv[1]):
     for name in names:
-        if name.endswith(".jsonl"):
+        if name.endswith((".jsonl", ".jsonl.zstd")):
             with open(os.path.join(folder, name), "rb") as fh:
+                if name.endswith(".zstd"):
+                    fh = io.BytesIO(unzstd.stream_reader(fh, read_across_frames=True).read())
                 for line in fh:
                     if line.strip():
                         try:  # a damaged line (--faults) is parsed as far as it goes, as a check does
@@ -374,6 +407,7 @@ def main() -> int:
     ap.add_argument("--per-folder", type=int, default=0, help="--layout cwd: sessions a project folder (see above)")
     ap.add_argument("--from-corpus", metavar="DIR", help="copies of real logs (see above) instead of generated ones")
     ap.add_argument("--cache", action="store_true", help="with the result cache on: each mode cold, then warm")
+    ap.add_argument("--zstd", type=int, metavar="LINES", help="late storage: zstd frames of LINES lines (see above)")
     args = ap.parse_args()
 
     per_folder = args.per_folder or args.templates or 1000
@@ -406,6 +440,8 @@ def main() -> int:
                 per_folder=per_folder,
             )
             inject_faults(root, args.faults, args.layout, per_folder, args.forks, not args.no_captures)
+            if args.zstd:
+                late_storage(root, args.zstd)
             print(f"generated {args.sessions} sessions in {time.perf_counter() - t:.1f}s under {root}")
         env = child_env(Path(cache.name))
         base = [sys.executable, "-m", "inspector.cli", "check", "--format", "json", "-q"]

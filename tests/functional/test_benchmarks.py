@@ -63,6 +63,27 @@ def test_fleet_benchmark_forks_are_children_of_the_session_before(tmp_path: Path
     assert sum(r.status == "ok" for r in result.requests) == len(result.requests) > 0
 
 
+def test_fleet_benchmark_zstd_writes_late_logs_of_many_frames_that_check_clean(tmp_path: Path) -> None:
+    """``--zstd LINES``: every log as the late harness stores it, a zstd frame per few lines (its append
+    batches), linked copies linked again; checked clean, so the root's cost is the storage's, and its
+    floor decompresses what it parses."""
+    from invariants import check
+    from invariants.read.zstdio import iter_frames
+
+    root = tmp_path / "root"
+    out = _fleet(root, "--shape", "small", "--templates", "4", "--zstd", "4", "--modes", "serial")
+    logs = sorted(root.glob("*/fleet-*/session.jsonl*"))
+    assert len(logs) == 8 and all(p.name == "session.jsonl.zstd" for p in logs)
+    assert len({p.stat().st_ino for p in logs}) == 4
+    with logs[0].open("rb") as fh:
+        frames = list(iter_frames(fh))
+    assert len(frames) > 4 and all(f.count(b"\n") <= 4 for f in frames[1:])
+    result = check([root])
+    assert result.findings == [] and result.problems == [] and len(result.sessions) == 8
+    (row,) = [line for line in out.splitlines() if line.startswith("serial")]
+    assert row.endswith("identical (exit 0)") and float(row.split()[2]) > 0
+
+
 @pytest.mark.parametrize("layout", ["project", "cwd"])
 def test_fleet_benchmark_faults_are_the_same_findings_in_a_root_of_any_size(tmp_path: Path, layout: str) -> None:
     """``--faults K``: sessions 0..K-1 each get one finding's cause, one of each kind, and the copies
