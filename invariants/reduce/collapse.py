@@ -18,7 +18,7 @@ def _block(ev: dict) -> tuple | None:
     if ev.get("type") != "assistant/chunk" or not isinstance(data, dict):
         return None
     chunk = data.get("chunk")
-    if not isinstance(chunk, dict) or chunk.get("type") not in _TEXT:
+    if not isinstance(chunk, dict) or type(chunk.get("type")) is not str or chunk["type"] not in _TEXT:
         return None
     if not isinstance(chunk.get(_TEXT[chunk["type"]]), str):
         return None

@@ -482,9 +482,8 @@ class ContractTracer:
     def _closes_failed_step(self, ev: Event) -> bool:
         """A late-era turn that ends in error or aborted after its step/end append failed (agent.ts)."""
         reason = ev.data.get("reason")
-        return (
-            self.profile.era == "late" and isinstance(reason, dict) and reason.get("kind") in TURN_END_AFTER_FAILED_STEP
-        )
+        kind = reason.get("kind") if isinstance(reason, dict) else None
+        return self.profile.era == "late" and type(kind) is str and kind in TURN_END_AFTER_FAILED_STEP
 
     def _step_start(self, ev: Event) -> None:
         if not self._need_turn_step(ev):

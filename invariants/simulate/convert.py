@@ -101,7 +101,7 @@ def storage_lines(
     original: dict[int, bytes] = {}
     for number, raw in enumerate(rest, 2):
         obj = _parse(raw, src, number)
-        if isinstance(obj, dict) and obj.get("type") in CHUNK_ROW_TYPES and "seq0" in obj:
+        if isinstance(obj, dict) and type(obj.get("type")) is str and obj["type"] in CHUNK_ROW_TYPES and "seq0" in obj:
             try:
                 parsed.extend(expand_row(obj))
                 continue

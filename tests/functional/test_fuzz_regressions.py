@@ -751,3 +751,34 @@ def test_reduce_names_a_log_inertly_whatever_its_name_holds(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no LOG001 finding" in err and "ZXZpbA==" in err
     assert "\x1b" not in err and "\x07" not in err
+
+
+@pytest.mark.parametrize("kind", [["error"], {"kind": "error"}])
+def test_a_turn_end_reason_kind_of_any_json_type_is_checked_not_a_crash(tmp_path, kind):
+    """Found by the fuzz run (seed 53, case 725): a late turn that ends with its step still open asks
+    whether the turn ended in error after a failed step/end; a ``reason.kind`` that is a list or an
+    object was looked up in a set of strings, and the check died with a TypeError."""
+    from invariants import check
+
+    log = Log(era="late")
+    log.turn_start(1)
+    log.step_start(1, 1)
+    log.snapshot()
+    log.add("turn/end", {"turn": 1, "reason": {"kind": kind}})
+    result = check([log.write(tmp_path / "s.jsonl")])
+    assert result.problems == []
+    assert any(f.rule.startswith("EVT") for f in result.findings), [f.rule for f in result.findings]
+
+
+def test_reduce_reads_a_chunk_whose_type_is_not_a_string(tmp_path, capsys):
+    """Found by the fuzz run (seed 53, case 246): reduce's collapse of text deltas looked a chunk's
+    ``type`` up in a dictionary; a list there ended reduce with a TypeError."""
+    from inspector.cli import main
+
+    log = Log()
+    log.clean_turn(1, header_reason="initial")
+    log.chunk(1, 1, chunk={"type": ["text-delta"], "text": "x"})
+    path = log.write(tmp_path / "s.jsonl")
+    code = main(["reduce", str(path), "--rule", "EVT011", "--output", str(tmp_path / "r"), "-q"])
+    assert code == 0, capsys.readouterr().err
+    assert (tmp_path / "r").is_dir()
