@@ -8,11 +8,14 @@ in the youngest generation (a third of a large check, and another pass at
 interpreter exit).  So the run's objects are frozen (``gc.freeze``) instead:
 no collection ever scans them, and reference counting still frees them.
 
-A replayed session is itself cyclic (its model, steps, reader and tracer
-refer to each other), so a run of many small units would keep every unit's
-model until the end: :func:`collect_young` after each unit frees them,
-scanning only what was allocated since the last unit (the young
-generation), never what the run keeps.
+A replayed session holds no reference cycle (the fold's parts report to a
+findings sink, not back to the replay, and their handler tables are plain
+functions), so reference counting frees a unit's objects as soon as its
+result is taken.  What a unit leaves cyclic all the same (an exception kept
+with its traceback, a library's own cycles) would stay until the end:
+:func:`collect_young` after each unit frees it, scanning only what was
+allocated since the last unit and is still alive (the young generation),
+never what the run keeps.
 
 Cyclic garbage among frozen objects is only freed by a full collection.  A
 long-lived process (the TUI, an index build) runs many checks, so a run
@@ -20,11 +23,11 @@ starts with one whenever the frozen heap has doubled since the last: the
 collector's work stays proportional to what is allocated, and memory within
 about twice what is live.
 
-Each unit's garbage is collected when the next unit starts, and the last
-unit's when the run ends, unless the process ends with the run
+Each unit's cyclic garbage is collected when the next unit starts, and the
+last unit's when the run ends, unless the process ends with the run
 (``collect_last=False``: the ``inspector check`` command): that collection
-visits everything the last unit allocated (0.2 s for a large log whose
-recorded requests were parsed) to free memory no one would use.
+would visit what the run allocated since the last unit to free memory no
+one would use.
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ R = TypeVar("R")
 
 class Executor(Protocol):
     """What the pipeline maps over.  An executor may also say whether its items run in this process
-    (``here``, true when it does not say): a unit replayed here leaves its models as cyclic garbage that
-    the pipeline frees before the next one, which a client of workers need not pay for."""
+    (``here``, true when it does not say): what a unit replayed here leaves cyclic the pipeline frees
+    before the next one, a young-generation pass a client of workers need not pay for."""
 
     jobs: int  # how many items it works on at once
 
@@ -232,8 +232,8 @@ def batches_by_cost(costs: list[int], workers: int, per_worker: int = 4) -> list
 
 def run_batch(fn: Callable[[T], R], items: list[T]) -> list[R]:
     """A worker's task (a pool process or a Dask worker): ``fn`` over a few items with the cyclic
-    collector paused as in a serial run, and each item's cyclic garbage (a replayed model refers to
-    itself) freed after it, scanning only what the item allocated, so a worker's memory does not grow
+    collector paused as in a serial run, and what each item leaves cyclic freed after it, scanning
+    only what the item allocated and still holds, so a worker's memory does not grow
     with the items it has done.  Nothing is frozen: a worker's own heap (Dask's) is never rescanned."""
     from invariants.gate.collector import collect_young
 

@@ -380,7 +380,7 @@ def _run_units(
     if here:
         for k, (n, unit) in enumerate(todo()):
             if k:
-                collect_young()  # the previous unit's models, cyclic garbage (the last unit's: when the run ends)
+                collect_young()  # what the previous unit left cyclic (the last unit's: when the run ends)
             given = [models[i] for i in unit.indexes] if models is not None else None
             deliver(n, unit, stored(n, check_unit(unit, options, given, progress)))
         return
@@ -397,7 +397,7 @@ def _run_units(
     def jobs() -> Iterator[tuple[Unit, CheckOptions]]:
         for k, (n, unit) in enumerate(todo()):
             if k and getattr(executor, "here", True):
-                collect_young()  # a unit replayed here (serial) left its models as cyclic garbage
+                collect_young()  # what a unit replayed here (serial) left cyclic
             flying[k] = (n, unit)
             yield unit, options
 

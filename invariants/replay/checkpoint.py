@@ -6,13 +6,12 @@ from typing import Any
 
 from invariants.read.era import profile_for
 from invariants.read.source import LogSource
-from invariants.replay.fold import CHECKPOINT_FORMAT, _Replay
+from invariants.replay.fold import CHECKPOINT_FORMAT, _Replay, _Sink
 from invariants.replay.model import SessionModel
-from invariants.rules.values import ValueChecker
 
 # What a checkpoint may name.  A checkpoint comes back from an index file, which
 # may not be ours: pickle calls whatever a stream names, so only the fold's own
-# classes are allowed, and ``getattr`` only fetches the tracer's and value checker's handlers.
+# classes are allowed, and ``getattr`` only fetches the findings sink's two emitters.
 _CHECKPOINT_MODULES = (
     "invariants.replay.fold",
     "invariants.replay.model",
@@ -31,13 +30,8 @@ _CHECKPOINT_MODULES = (
 
 
 def _handler(obj: Any, name: str) -> Any:
-    """The only bound methods a fold holds: the tracer's and value checker's handlers, and the emitters."""
-    from invariants.rules.contract import ContractTracer
-
-    if not name.startswith("__") and (
-        (type(obj) in (ContractTracer, ValueChecker) and callable(getattr(type(obj), name, None)))
-        or (type(obj) is _Replay and name in ("_emit", "_fold_emit"))
-    ):
+    """The only bound methods a fold holds: its findings sink's emitters."""
+    if type(obj) is _Sink and name in ("emit", "fold_emit"):
         return getattr(obj, name)
     raise ValueError(f"a checkpoint may not fetch {name!r}")
 

@@ -43,7 +43,7 @@ Progress = Callable[[list[Finding], int], None]
 
 # Bumped when the pickled fold state changes shape (2: HeaderVersion.set_by); an older checkpoint is
 # not resumed but replayed from scratch.
-CHECKPOINT_FORMAT = 4  # 4: steps, causes and the reader's records pickle by their fields (3: the fold's)
+CHECKPOINT_FORMAT = 5  # 5: the findings' _Sink; 4: steps, causes and the reader's records by their fields
 
 
 # A typed run's chunk types are known types or None (the decoder's Literal), all hashable.
@@ -58,6 +58,33 @@ def _all_deltas(kinds: list) -> bool:
         return False
 
 
+class _Sink:
+    """Where the fold's findings go.  The tracer, the value checker and the header fold are given this,
+    not the replay's own methods: those made every replay a reference cycle, so nothing a unit folded
+    was freed until the garbage collector walked it all."""
+
+    __slots__ = ("reader", "findings", "header_loss")
+
+    def __init__(self, reader: LogReader, findings: list[Finding]) -> None:
+        self.reader = reader
+        self.findings = findings
+        self.header_loss: Cause | None = None  # events lost since the last anchor snapshot: one may be a header
+
+    def emit(self, code: str, message: str, **where: Any) -> Finding:
+        hdr = self.reader.header
+        finding = make_finding(code, message, file=self.reader.file, session=hdr.id if hdr else None, **where)
+        self.findings.append(finding)
+        return finding
+
+    def fold_emit(self, code: str, message: str, **where: Any) -> Finding | None:
+        """Emit, unless events lost since the last anchor snapshot explain it (they may hold the header)."""
+        cause = self.header_loss if code in HEADER_LOSS_RULES else None
+        if cause is not None:
+            cause.touch(where.get("seq") or 0)
+            return None
+        return self.emit(code, message, **where)
+
+
 class _Replay:
     """One pass over a log.  Without a profile it also gathers the era evidence of every event
     (``sniffing``): the profile is taken provisionally from the first lines (see
@@ -68,12 +95,12 @@ class _Replay:
     def __init__(self, reader: LogReader, profile: Profile | None, evidence: list[str]) -> None:
         self.reader = reader
         self.findings: list[Finding] = []
+        self.sink = _Sink(reader, self.findings)
         self.evidence = list(evidence)
         self.profile: Profile  # set by _judge_by: given, or provisional from the first lines
         self.judged = False
         self.sniffing = profile is None
         self.seen: dict[str, str] = {}  # era evidence: marker -> era
-        self.header_loss: Cause | None = None  # events lost since the last anchor snapshot: one may be a header
         self.unplaced: dict[int, Cause] = {}  # replaces that could not apply because a node they name was lost
         self.surface = Surface()
         self.steps: list[StepState] = []
@@ -94,9 +121,9 @@ class _Replay:
     def _judge_by(self, profile: Profile) -> None:
         self.profile = profile
         self.judged = True
-        self.tracer = ContractTracer(profile, self._emit)
-        self.values = ValueChecker(profile, self._emit)
-        self.fold = HeaderFold(profile, self._fold_emit)
+        self.tracer = ContractTracer(profile, self.sink.emit)
+        self.values = ValueChecker(profile, self.sink.emit)
+        self.fold = HeaderFold(profile, self.sink.fold_emit)
         self.model = SessionModel(
             self.reader.source, None, profile, self.evidence, self.steps, self.fold, self.surface, self.findings
         )
@@ -153,18 +180,7 @@ class _Replay:
         return state
 
     def _emit(self, code: str, message: str, **where: Any) -> Finding:
-        hdr = self.reader.header
-        finding = make_finding(code, message, file=self.reader.file, session=hdr.id if hdr else None, **where)
-        self.findings.append(finding)
-        return finding
-
-    def _fold_emit(self, code: str, message: str, **where: Any) -> Finding | None:
-        """Emit, unless events lost since the last anchor snapshot explain it (they may hold the header)."""
-        cause = self.header_loss if code in HEADER_LOSS_RULES else None
-        if cause is not None:
-            cause.touch(where.get("seq") or 0)
-            return None
-        return self._emit(code, message, **where)
+        return self.sink.emit(code, message, **where)
 
     def _never_placed(self, seq: int) -> Cause | None:
         """The loss that kept ``seq`` off the surface (it was lost, or a replace that named a lost node)."""
@@ -177,7 +193,7 @@ class _Replay:
 
     def _lost(self, first_seq: int, count: int) -> None:
         self.tracer.lost(first_seq, count)
-        self.header_loss = self.tracer.unsure
+        self.sink.header_loss = self.tracer.unsure
 
     def _where(self) -> dict:
         t = self.tracer
@@ -454,7 +470,7 @@ class _Replay:
         anchors = len(self.fold.instances)
         self.fold.observe(ev, where)
         if len(self.fold.instances) > anchors:
-            self.header_loss = None
+            self.sink.header_loss = None
         if cur is not None and len(self.fold.versions) > before:
             cur.header_event = len(self.fold.versions) - 1
             inst = self.fold.instances
@@ -472,7 +488,7 @@ class _Replay:
             cur.first_chunk_seq = ev.seq
             self._settle_header(cur)
             if cur.header_version is None:
-                self._fold_emit(
+                self.sink.fold_emit(
                     "REQ001",
                     "this step streamed a response but no request header was in force: the log cannot explain its "
                     "request",

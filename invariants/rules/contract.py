@@ -226,18 +226,6 @@ class ContractTracer:
         self.losses: list[Cause] = []
         self.pending: dict[Any, int | None] = {}
         self.head = profile.head_contract
-        self.handlers: dict[str, Callable[[Event], None]] = {
-            "turn/start": self._turn_start,
-            "turn/end": self._turn_end,
-            "step/start": self._step_start,
-            "step/end": self._step_end,
-            "assistant/chunk": self._step_scoped,
-            "assistant/message": self._step_scoped,
-            "tool/call": self._tool_call,
-            "tool/result": self._tool_result,
-        }
-        if self.head:
-            self.handlers["tool/result"] = self._head_tool_result
 
     # -- helpers -------------------------------------------------------------
     def _err(self, code: str, ev: Event, message: str) -> Any:
@@ -351,9 +339,9 @@ class ContractTracer:
         if self.known_types_only and not self._known(ev):
             return
         self._metadata(ev, surface_type)
-        handler = self.handlers.get(ev.type)
+        handler = (_HEAD_HANDLERS if self.head else _HANDLERS).get(ev.type)
         if handler is not None:
-            handler(ev)
+            handler(self, ev)
         else:
             self._other(ev)
 
@@ -578,3 +566,18 @@ class ContractTracer:
             )
         elif ev.type in HEAD_TURN_ENCLOSED:
             self._violation("EVT010", ev, f"{ev.type} appended outside any open turn")
+
+
+# Each event type's check, a plain function of the tracer and the event: a table of the tracer's bound
+# methods made every tracer a reference cycle, freed only by the garbage collector.
+_HANDLERS: dict[str, Callable[[ContractTracer, Event], None]] = {
+    "turn/start": ContractTracer._turn_start,
+    "turn/end": ContractTracer._turn_end,
+    "step/start": ContractTracer._step_start,
+    "step/end": ContractTracer._step_end,
+    "assistant/chunk": ContractTracer._step_scoped,
+    "assistant/message": ContractTracer._step_scoped,
+    "tool/call": ContractTracer._tool_call,
+    "tool/result": ContractTracer._tool_result,
+}
+_HEAD_HANDLERS = {**_HANDLERS, "tool/result": ContractTracer._head_tool_result}

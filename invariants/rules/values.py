@@ -87,23 +87,12 @@ class ValueChecker:
         self.emit = emit
         self.turn_end_kinds, self.block_types, self.source_kinds = _vocabulary(profile)
         self.numbers: tuple[Any, Any] | None = None  # (turn, step) of the chunk run being checked
-        self.handlers: dict[str, Callable[[Event], None]] = {
-            "turn/start": self._turn_start,
-            "turn/end": self._turn_end,
-            "assistant/chunk": self._chunk_event,
-            "assistant/message": self._assistant,
-            "tool/call": self._tool_call,
-            "tool/result": self._tool_result,
-            "todo/write": self._todos,
-            "agent/inbox/spliced": self._inbox,
-            **{t: self._message for t in MESSAGE_EVENTS},
-        }
 
     def observe(self, ev: Event) -> None:
         """Check one event (its data is an object)."""
-        handler = self.handlers.get(ev.type)
+        handler = _HANDLERS.get(ev.type)
         if handler is not None:
-            handler(ev)
+            handler(self, ev)
 
     def run_chunk(self, at: Event, chunk: Any, turn: Any, step: Any) -> None:
         """:meth:`chunk` for a member of a chunk run folded at once, located in the open step."""
@@ -286,6 +275,21 @@ class ValueChecker:
         self._enum(at, "target", at.data.get("target"), INBOX_TARGETS)
         if "outcome" in at.data:
             self._enum(at, "outcome", at.data["outcome"], INBOX_OUTCOMES)
+
+
+# Each event type's check, a plain function of the checker and the event (a table of bound methods made
+# every checker a reference cycle).
+_HANDLERS: dict[str, Callable[[ValueChecker, Event], None]] = {
+    "turn/start": ValueChecker._turn_start,
+    "turn/end": ValueChecker._turn_end,
+    "assistant/chunk": ValueChecker._chunk_event,
+    "assistant/message": ValueChecker._assistant,
+    "tool/call": ValueChecker._tool_call,
+    "tool/result": ValueChecker._tool_result,
+    "todo/write": ValueChecker._todos,
+    "agent/inbox/spliced": ValueChecker._inbox,
+    **{t: ValueChecker._message for t in MESSAGE_EVENTS},
+}
 
 
 def _num(v: Any) -> int | None:
