@@ -162,6 +162,16 @@ def _flat(items):
     return out
 
 
+def _cut(text: bytes, cuts: list[int]) -> list[bytes]:
+    """``text`` as frames of the ``cuts``' sizes, then the rest: split anywhere, even mid-line."""
+    frames, pos = [], 0
+    for c in cuts:
+        if pos + c < len(text):
+            frames.append(text[pos : pos + c])
+            pos += c
+    return [*frames, text[pos:]]
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     st.lists(st.sampled_from([_CHUNK, b'{"type":"turn/end"}', b"x" * 90, b""]), min_size=1, max_size=25),
@@ -172,12 +182,7 @@ def _flat(items):
 )
 def test_grouped_zstd_lines_equal_line_by_line(tmp_path_factory, lines, cuts, max_line, tear, trailing):
     text = b"\n".join(lines) + (b"\n" if trailing else b"")
-    frames, pos = [], 0
-    for c in cuts:  # frames split anywhere, even mid-line
-        if pos + c < len(text):
-            frames.append(text[pos : pos + c])
-            pos += c
-    frames.append(text[pos:])
+    frames = _cut(text, cuts)
     path = tmp_path_factory.mktemp("z") / "x.jsonl.zstd"
     write_frames(path, [b'{"type":"session"}\n'] + [f for f in frames if f])
     if tear:
@@ -196,12 +201,7 @@ def test_frames_joined_into_blocks_read_as_the_plain_file(tmp_path_factory, line
     """Consecutive frames (append batches of a few lines) are split into lines as blocks of about
     ``_FRAMES`` bytes: wherever a block ends, the lines, their numbers and offsets are the plain file's."""
     text = b'{"type":"session"}\n' + b"\n".join(lines) + b"\n"
-    frames, pos = [], 0
-    for c in cuts:  # frames split anywhere, even mid-line
-        if pos + c < len(text):
-            frames.append(text[pos : pos + c])
-            pos += c
-    frames.append(text[pos:])
+    frames = _cut(text, cuts)
     folder = tmp_path_factory.mktemp("z")
     write_frames(folder / "x.jsonl.zstd", frames)
     (folder / "x.jsonl").write_bytes(text)
