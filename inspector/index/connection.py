@@ -11,7 +11,7 @@ from pathlib import Path
 
 import sqlite_utils
 
-from invariants.read.source import SQLITE_SIDECARS
+from invariants.read.source import SQLITE_SIDECARS, journal_of
 from invariants.read.sqlite_rollback import rolled_back_copy
 
 from .schema import SCHEMA_VERSION, create_schema
@@ -33,7 +33,7 @@ def is_index(db_path: str | os.PathLike) -> bool:
     try:
         return _has_schema_version(f"{path.as_uri()}?mode=ro")
     except sqlite3.Error:
-        journal = path.with_name(path.name + "-journal")
+        journal = journal_of(path)
         if not journal.is_file():
             return False
     try:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 from urllib.parse import quote
 
-from invariants.read.source import UrlPath, absolute_name, log_path
+from invariants.read.source import UrlPath, absolute_name, journal_of, log_path
 
 from .schema import SCHEMA_VERSION
 
@@ -85,7 +85,7 @@ def open_readonly(db_path: str | os.PathLike, timeout: float | None = None) -> s
         conn.execute("PRAGMA query_only = ON")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as exc:
-        if path.with_name(path.name + "-journal").is_file():
+        if journal_of(path).is_file():
             raise QueryError(
                 f"{db_path}: a write to it was cut off, and its journal ({path.name}-journal) must be rolled"
                 " back before it can be read; a read-only open cannot, the next `inspector index` run does"

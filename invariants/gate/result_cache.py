@@ -31,7 +31,7 @@ from typing import Any
 
 from invariants.gate.spool import dump_item, load_item
 from invariants.model.atomic import write_atomic
-from invariants.read.source import UrlPath, is_url
+from invariants.read.source import UrlPath, is_url, journal_of
 
 DEFAULT_CACHE_DIR = ".inspector_cache"
 _FORMAT = 2  # 2: SQLite packs
@@ -115,7 +115,7 @@ def _open_pack(path: Path) -> sqlite3.Connection | None:
     A link at ``path`` or at its journal's is never written through: it is removed and the pack made
     anew (the cache's folder is the tool's own).  A pack SQLite cannot read is made anew as well.  The
     connection may be used from another thread than this one (a TUI's worker), one at a time."""
-    journal = path.with_name(path.name + "-journal")
+    journal = journal_of(path)
     for attempt in range(2):
         try:
             if journal.is_symlink():

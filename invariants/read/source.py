@@ -24,6 +24,11 @@ SQLITE_SIDECARS = ("-wal", "-shm", "-journal")
 """The files SQLite writes beside a database while it writes it."""
 
 
+def journal_of(db: Path) -> Path:
+    """The rollback journal beside the SQLite database ``db``: hot when a write to it was cut off."""
+    return db.with_name(db.name + "-journal")
+
+
 def is_capture_name(name: str) -> bool:
     base = strip_log_suffix(name)
     return base == "requests" or base.endswith(".requests") or base.startswith("requests-")

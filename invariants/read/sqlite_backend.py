@@ -44,7 +44,7 @@ import zstandard
 
 from invariants.model.jsonvalue import too_deep
 from invariants.read.line_records import DEFAULT_MAX_LINE, RawLine, RowProblem
-from invariants.read.source import SQLITE_SIDECARS, LogSource, local_file
+from invariants.read.source import SQLITE_SIDECARS, LogSource, journal_of, local_file
 from invariants.read.sqlite_rollback import rolled_back, stamp
 
 SEED_SCHEMA = 4
@@ -217,7 +217,7 @@ def connect(path: Path) -> tuple[sqlite3.Connection, bool]:
     except _DB_ERRORS as exc:
         if "not a database" in str(exc) or "file is encrypted" in str(exc):
             raise NotASessionDatabase(f"{path}: not a SQLite database") from None
-        journal = path.with_name(path.name + "-journal")
+        journal = journal_of(path)
         try:
             stamps = (stamp(path), stamp(journal)) if journal.is_file() else None
         except OSError:

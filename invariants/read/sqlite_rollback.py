@@ -16,6 +16,8 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
+from invariants.read.source import journal_of
+
 
 def stamp(path: Path) -> tuple[int, int]:
     """A file's modification time and size: what says a copy of it is still its copy."""
@@ -65,7 +67,7 @@ def rolled_back_copy(path: Path, folder: Path) -> Path:
     may have had overwritten.  Raises OSError (a full disk, a journal gone) or sqlite3.Error."""
     copy = folder / path.name
     shutil.copyfile(path, copy)
-    shutil.copyfile(path.with_name(path.name + "-journal"), copy.with_name(copy.name + "-journal"))
+    shutil.copyfile(journal_of(path), journal_of(copy))
     con = sqlite3.connect(copy)  # read-write: its first read rolls the journal back, into the copy
     try:
         con.execute("SELECT count(*) FROM sqlite_master").fetchone()
