@@ -38,23 +38,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support.fuzz_strategies import (  # noqa: E402
-    SCALE_FAMILIES,
+from tests.support.fuzz_cases import (  # noqa: E402
     Case,
     argv_for,
     check_flags,
-    corpus_seeds,
     random_case,
     run_case,
-    sample_seeds,
-    scale_family,
-    structured_case,
     sweep_case_at,
     sweep_points,
     sweep_size,
     time_budget,
     write_case,
 )
+from tests.support.fuzz_inputs import corpus_seeds, sample_seeds  # noqa: E402
+from tests.support.fuzz_scale import SCALE_FAMILIES, scale_family  # noqa: E402
+from tests.support.fuzz_structured import structured_case  # noqa: E402
 
 _POINTS: list | None = None
 

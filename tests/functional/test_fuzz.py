@@ -2,7 +2,7 @@
 
 Every case must end with exit 0, 1 or 2 and findings (or one clear error
 naming the input), never a traceback, never a hang, within a time budget
-proportional to its size (see ``tests/fuzz_strategies.py`` for the verdict and
+proportional to its size (see ``tests/support/fuzz_cases.py`` for the verdict and
 SECURITY.md for the promises).  ``benchmarks/fuzz_long.py`` runs the same
 cases for as long as you like; this slice is bounded and derandomized so CI
 is stable and stays well under a minute.
@@ -20,25 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.fuzz_strategies import (
-    MUTATORS,
-    ROOT,
-    STACKABLE,
-    Case,
-    capture_mutate,
-    check_flags,
-    corpus_seeds,
-    deep_json,
-    mutate,
-    random_case,
-    run_case,
-    sample_seeds,
-    structured_case,
-    sweep_case_at,
-    sweep_points,
-    sweep_size,
-    to_zstd,
-)
+from tests.support.fuzz_cases import Case, check_flags, random_case, run_case, sweep_case_at, sweep_points, sweep_size
+from tests.support.fuzz_inputs import ROOT, corpus_seeds, deep_json, sample_seeds, to_zstd
+from tests.support.fuzz_mutators import MUTATORS, STACKABLE, capture_mutate, mutate
+from tests.support.fuzz_structured import structured_case
 
 SEEDS = sample_seeds()
 SMALL = sorted(SEEDS, key=lambda s: len(s.log))[:8]
@@ -139,7 +124,7 @@ def test_structured_hostile_logs(rng_seed):
 def test_the_verdict_catches_what_it_must(monkeypatch):
     """The harness is not vacuous: an exception, a raw escape and a bad exit code are failures."""
     import inspector.commands.check as check_cmd
-    from tests.support.fuzz_strategies import Outcome, verdict
+    from tests.support.fuzz_cases import Outcome, verdict
 
     seed = SMALL[0]
     monkeypatch.setattr(check_cmd, "run", lambda args: (_ for _ in ()).throw(KeyError("boom")))

@@ -16,8 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.functional.test_fuzz import SEEDS, fuzz
+from tests.support.fuzz_cases import random_case, write_case
 from tests.support.fuzz_faults import FAULTS, fault_case, run_fault_case, run_reduce, run_tui
-from tests.support.fuzz_strategies import random_case, structured_case, write_case
+from tests.support.fuzz_structured import structured_case
 
 
 def _judge(outcome, bad) -> None:

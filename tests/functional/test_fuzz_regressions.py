@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.support.fuzz_strategies import ROOT, deep_json
+from tests.support.fuzz_inputs import ROOT, deep_json
 from tests.support.logs import Log
 
 
@@ -332,7 +332,7 @@ def test_a_zstd_bomb_is_refused_before_it_is_decompressed(tmp_path, capsys):
 
 def test_highly_compressible_logs_under_the_floor_still_read(tmp_path):
     from invariants import check
-    from tests.support.fuzz_strategies import to_zstd
+    from tests.support.fuzz_inputs import to_zstd
 
     log = Log()
     log.clean_turn(1, text="z" * (20 << 20), header_reason="initial")  # 20 MB that compress to almost nothing

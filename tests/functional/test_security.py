@@ -32,7 +32,8 @@ import pytest
 
 from inspector.cli import main
 from tests.conftest import ROOT, SAMPLES
-from tests.support.fuzz_strategies import hang_guard, to_zstd
+from tests.support.fuzz_cases import hang_guard
+from tests.support.fuzz_inputs import to_zstd
 from tests.support.logs import Log
 
 

@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from tests.support.fuzz_strategies import random_case, sample_seeds, structured_case, write_case
+from tests.support.fuzz_cases import random_case, write_case
+from tests.support.fuzz_inputs import sample_seeds
+from tests.support.fuzz_structured import structured_case
 from tests.support.logs import SEED_HEADER, Log
 from tests.support.tui_helpers import create_app, settle
 

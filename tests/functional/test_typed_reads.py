@@ -21,7 +21,9 @@ from invariants import check
 from invariants.gate.report import report_json
 from invariants.read import capture, load
 from invariants.read.capture_splice import split_capture
-from tests.support.fuzz_strategies import capture_mutate, random_case, sample_seeds, write_case
+from tests.support.fuzz_cases import random_case, write_case
+from tests.support.fuzz_inputs import sample_seeds
+from tests.support.fuzz_mutators import capture_mutate
 
 ROOT = Path(__file__).resolve().parents[2]
 

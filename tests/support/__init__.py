@@ -1,1 +1,1 @@
-"""Helpers shared by the tests: log builders, TUI helpers, fuzz strategies."""
+"""Helpers shared by the tests: log builders, TUI helpers, fuzz inputs, mutators, cases."""

@@ -3,7 +3,7 @@ checker reads, and the faults of the hostile audit around an input (a FIFO or a 
 a symlink loop, an --output hard-linked to the log, a full disk, a kill -9 mid-write).
 
 Each runner writes its case under a folder and returns ``(Outcome, failure or None)`` like
-:func:`tests.support.fuzz_strategies.run_case`, judged by the same :func:`verdict` plus what the fault
+:func:`tests.support.fuzz_cases.run_case`, judged by the same :func:`verdict` plus what the fault
 promises (the input unchanged, an output complete or absent, the old output kept)."""
 
 from __future__ import annotations
@@ -20,17 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from tests.support.fuzz_strategies import (
-    Case,
-    Outcome,
-    Seed,
-    check_flags,
-    random_case,
-    run_cli,
-    time_budget,
-    verdict,
-    write_case,
-)
+from tests.support.fuzz_cases import Case, Outcome, check_flags, random_case, run_cli, time_budget, verdict, write_case
+from tests.support.fuzz_inputs import Seed
 
 ROOT = Path(__file__).resolve().parents[2]
 FAULTS = ("fifo", "device", "symlink-loop", "hardlink-output", "full-disk", "kill")
@@ -95,7 +86,7 @@ def run_tui(target: Path, budget: float) -> tuple[Outcome, str | None]:
         exc, tb = e, traceback.format_exc()
     outcome = Outcome(0, "", "", time.perf_counter() - t0, exc, tb)
     if exc is not None:
-        from tests.support.fuzz_strategies import failure_mode
+        from tests.support.fuzz_cases import failure_mode
 
         return outcome, f"tui: {failure_mode(exc)}"
     return outcome, None
