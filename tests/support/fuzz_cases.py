@@ -1,6 +1,6 @@
 """Hostile-input fuzzing: the case runner, its verdict, and random, sweep and SQLite cases.
 
-Shared by the CI slice (``tests/test_fuzz*.py``) and the long run
+Shared by the CI slice (``tests/functional/test_fuzz*.py``) and the long run
 (``benchmarks/fuzz_long.py``).  A *case* is a small folder of files (a log,
 maybe a capture beside it) plus the command line that checks it.  The runner
 drives the real CLI in-process (``inspector.cli.main``), with a hang guard,
@@ -32,20 +32,18 @@ import orjson
 from tests.support.fuzz_inputs import SEQ_VALUES, WRONG_VALUES, Seed, to_zstd, zstd_bomb
 from tests.support.fuzz_mutators import (
     STACKABLE,
-    _dump,
-    _get,
-    _join,
-    _json_paths,
-    _lines,
-    _set_path,
     capture_mutate,
+    dump_json,
+    get_path,
+    join_lines,
+    json_paths,
     m_bitflip,
     m_nul,
     m_truncate,
     mutate,
+    set_path,
+    split_lines,
 )
-
-# -- running a case ---------------------------------------------------------------
 
 
 class Hang(BaseException):
@@ -274,13 +272,13 @@ def sweep_points(seeds: list[Seed]) -> list[tuple[int, int, tuple]]:
     seen: set[tuple] = set()
     out: list[tuple[int, int, tuple]] = []
     for si, seed in enumerate(seeds):
-        lines, _ = _lines(seed.log)
+        lines, _ = split_lines(seed.log)
         for li, line in enumerate(lines):
             try:
                 obj = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue
-            for path in _json_paths(obj):
+            for path in json_paths(obj):
                 key = _shape(obj, path)
                 if key not in seen:
                     seen.add(key)
@@ -295,18 +293,18 @@ def sweep_case(seeds: list[Seed], point: tuple[int, int, tuple], value_index: in
     """The seed log with one field replaced by ``SWEEP_VALUES[value_index]`` (or the key removed, at len)."""
     si, li, path = point
     seed = seeds[si]
-    lines, ends = _lines(seed.log)
+    lines, ends = split_lines(seed.log)
     obj = orjson.loads(lines[li])
     if value_index == len(SWEEP_VALUES):
         if not path:
             return Case({seed.log_name: seed.log}, seed.log_name), ["sweep"]
-        parent = _get(obj, path[:-1])
+        parent = get_path(obj, path[:-1])
         del parent[path[-1]]
     else:
-        obj = _set_path(obj, path, SWEEP_VALUES[value_index])
-    lines[li] = _dump(obj)
+        obj = set_path(obj, path, SWEEP_VALUES[value_index])
+    lines[li] = dump_json(obj)
     files = dict(seed.others)
-    files[seed.log_name] = _join(lines, ends)
+    files[seed.log_name] = join_lines(lines, ends)
     if seed.capture is not None:
         files[seed.log_name.split(".jsonl")[0] + ".requests.jsonl"] = seed.capture
     fmt = FORMATS[(li + value_index) % len(FORMATS)]

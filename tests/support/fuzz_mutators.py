@@ -10,12 +10,11 @@ import orjson
 
 from tests.support.fuzz_inputs import HOSTILE_TEXTS, SEQ_VALUES, WRONG_VALUES, deep_json
 
-# -- mutators -----------------------------------------------------------------------
 # Each takes (rng, data) and returns new bytes.  They work on the log's bytes
 # or on its lines; the JSON-level ones parse one line and damage one field.
 
 
-def _lines(data: bytes) -> tuple[list[bytes], bool]:
+def split_lines(data: bytes) -> tuple[list[bytes], bool]:
     ends = data.endswith(b"\n")
     lines = data.split(b"\n")
     if ends:
@@ -23,7 +22,7 @@ def _lines(data: bytes) -> tuple[list[bytes], bool]:
     return lines, ends
 
 
-def _join(lines: list[bytes], ends: bool = True) -> bytes:
+def join_lines(lines: list[bytes], ends: bool = True) -> bytes:
     return b"\n".join(lines) + (b"\n" if ends and lines else b"")
 
 
@@ -55,40 +54,40 @@ def m_nul(rng: random.Random, data: bytes) -> bytes:
 
 
 def m_blank_lines(rng: random.Random, data: bytes) -> bytes:
-    lines, ends = _lines(data)
+    lines, ends = split_lines(data)
     i = rng.randrange(len(lines) + 1)
     lines[i:i] = [rng.choice((b"", b" ", b"\r", b"\t \t"))] * rng.choice((1, 2))
-    return _join(lines, ends)
+    return join_lines(lines, ends)
 
 
 def m_dup_line(rng: random.Random, data: bytes) -> bytes:
-    lines, ends = _lines(data)
+    lines, ends = split_lines(data)
     if not lines:
         return data
     i = rng.randrange(len(lines))
     lines.insert(i, lines[i])
-    return _join(lines, ends)
+    return join_lines(lines, ends)
 
 
 def m_delete_line(rng: random.Random, data: bytes) -> bytes:
-    lines, ends = _lines(data)
+    lines, ends = split_lines(data)
     if not lines:
         return data
     del lines[rng.randrange(len(lines))]
-    return _join(lines, ends)
+    return join_lines(lines, ends)
 
 
 def m_swap_lines(rng: random.Random, data: bytes) -> bytes:
-    lines, ends = _lines(data)
+    lines, ends = split_lines(data)
     if len(lines) < 2:
         return data
     i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
     lines[i], lines[j] = lines[j], lines[i]
-    return _join(lines, ends)
+    return join_lines(lines, ends)
 
 
 def m_shuffle_block(rng: random.Random, data: bytes) -> bytes:
-    lines, ends = _lines(data)
+    lines, ends = split_lines(data)
     if len(lines) < 3:
         return data
     i = rng.randrange(len(lines) - 1)
@@ -96,28 +95,28 @@ def m_shuffle_block(rng: random.Random, data: bytes) -> bytes:
     block = lines[i:j]
     rng.shuffle(block)
     lines[i:j] = block
-    return _join(lines, ends)
+    return join_lines(lines, ends)
 
 
 def m_crlf(rng: random.Random, data: bytes) -> bytes:
     return data.replace(b"\n", b"\r\n")
 
 
-def _json_paths(value: Any, prefix: tuple = (), depth: int = 0, out: list | None = None) -> list[tuple]:
+def json_paths(value: Any, prefix: tuple = (), depth: int = 0, out: list | None = None) -> list[tuple]:
     out = [] if out is None else out
     out.append(prefix)
     if depth > 8:
         return out
     if isinstance(value, dict):
         for k, v in value.items():
-            _json_paths(v, prefix + (k,), depth + 1, out)
+            json_paths(v, prefix + (k,), depth + 1, out)
     elif isinstance(value, list):
         for i, v in enumerate(value[:6]):
-            _json_paths(v, prefix + (i,), depth + 1, out)
+            json_paths(v, prefix + (i,), depth + 1, out)
     return out
 
 
-def _set_path(value: Any, path: tuple, new: Any) -> Any:
+def set_path(value: Any, path: tuple, new: Any) -> Any:
     if not path:
         return new
     parent = value
@@ -127,7 +126,7 @@ def _set_path(value: Any, path: tuple, new: Any) -> Any:
     return value
 
 
-def _dump(value: Any) -> bytes:
+def dump_json(value: Any) -> bytes:
     """JSON bytes for any value we build, including >64-bit ints and lone surrogates."""
     try:
         return orjson.dumps(value)
@@ -136,7 +135,7 @@ def _dump(value: Any) -> bytes:
 
 
 def _pick_json_line(rng: random.Random, data: bytes) -> tuple[list[bytes], bool, int, Any] | None:
-    lines, ends = _lines(data)
+    lines, ends = split_lines(data)
     order = list(range(len(lines)))
     rng.shuffle(order)
     for i in order[:20]:
@@ -153,10 +152,10 @@ def m_wrong_type(rng: random.Random, data: bytes) -> bytes:
     if picked is None:
         return data
     lines, ends, i, obj = picked
-    path = rng.choice(_json_paths(obj))
+    path = rng.choice(json_paths(obj))
     value = rng.choice(WRONG_VALUES + [rng.choice(HOSTILE_TEXTS)])
-    lines[i] = _dump(_set_path(obj, path, value))
-    return _join(lines, ends)
+    lines[i] = dump_json(set_path(obj, path, value))
+    return join_lines(lines, ends)
 
 
 def m_drop_key(rng: random.Random, data: bytes) -> bytes:
@@ -164,7 +163,7 @@ def m_drop_key(rng: random.Random, data: bytes) -> bytes:
     if picked is None:
         return data
     lines, ends, i, obj = picked
-    paths = [p for p in _json_paths(obj) if p]
+    paths = [p for p in json_paths(obj) if p]
     if not paths:
         return data
     path = rng.choice(paths)
@@ -172,8 +171,8 @@ def m_drop_key(rng: random.Random, data: bytes) -> bytes:
     for k in path[:-1]:
         parent = parent[k]
     del parent[path[-1]]
-    lines[i] = _dump(obj)
-    return _join(lines, ends)
+    lines[i] = dump_json(obj)
+    return join_lines(lines, ends)
 
 
 def m_numbers(rng: random.Random, data: bytes) -> bytes:
@@ -197,16 +196,16 @@ def m_numbers(rng: random.Random, data: bytes) -> bytes:
         "start",
         "end",
     )
-    paths = [p for p in _json_paths(obj) if p and p[-1] in keys]
+    paths = [p for p in json_paths(obj) if p and p[-1] in keys]
     if not paths:
         return data
-    lines[i] = _dump(_set_path(obj, rng.choice(paths), rng.choice(SEQ_VALUES)))
-    return _join(lines, ends)
+    lines[i] = dump_json(set_path(obj, rng.choice(paths), rng.choice(SEQ_VALUES)))
+    return join_lines(lines, ends)
 
 
 def m_surface_replace(rng: random.Random, data: bytes) -> bytes:
     """Turn one surface event into a replace whose range points nowhere (or backwards)."""
-    lines, ends = _lines(data)
+    lines, ends = split_lines(data)
     cands = [i for i, x in enumerate(lines) if b'"surfaceOp"' in x]
     if not cands:
         return data
@@ -232,13 +231,13 @@ def m_surface_replace(rng: random.Random, data: bytes) -> bytes:
         obj["sourceEventSeqs"] = rng.choice(
             [[start, end], [], "x", [None], list(range(start, start + 3)) if isinstance(start, int) else []]
         )
-    lines[i] = _dump(obj)
-    return _join(lines, ends)
+    lines[i] = dump_json(obj)
+    return join_lines(lines, ends)
 
 
 def m_delta_arms(rng: random.Random, data: bytes) -> bytes:
     """Give a request/header-delta (or snapshot) arms of the wrong shape."""
-    lines, ends = _lines(data)
+    lines, ends = split_lines(data)
     cands = [i for i, x in enumerate(lines) if b'"request/header' in x]
     if not cands:
         # make one: insert a delta after a step/start
@@ -247,7 +246,7 @@ def m_delta_arms(rng: random.Random, data: bytes) -> bytes:
             return data
         i = rng.choice(starts)
         seq = _seq_of(lines[i])
-        lines.insert(i + 1, _dump({"type": "request/header-delta", "seq": seq + 1, "time": 0, "data": {}}))
+        lines.insert(i + 1, dump_json({"type": "request/header-delta", "seq": seq + 1, "time": 0, "data": {}}))
         cands = [i + 1]
     i = rng.choice(cands)
     try:
@@ -284,8 +283,8 @@ def m_delta_arms(rng: random.Random, data: bytes) -> bytes:
     target = d.get("header") if isinstance(d.get("header"), dict) and rng.random() < 0.5 else d
     for _ in range(rng.randrange(1, 4)):
         target[rng.choice(arm_keys)] = rng.choice(arm_values)
-    lines[i] = _dump(obj)
-    return _join(lines, ends)
+    lines[i] = dump_json(obj)
+    return join_lines(lines, ends)
 
 
 def _seq_of(line: bytes) -> int:
@@ -298,7 +297,7 @@ def _seq_of(line: bytes) -> int:
 
 def m_deep_nesting(rng: random.Random, data: bytes) -> bytes:
     """A line (or a field) nested far beyond any parser's recursion limit, or just under it."""
-    lines, ends = _lines(data)
+    lines, ends = split_lines(data)
     depth = rng.choice((100_000, 1_100, 1_023, 900, 300, 254, 256))
     kind = rng.choice(("array", "object"))
     i = rng.randrange(1, len(lines) + 1) if lines else 0
@@ -309,12 +308,12 @@ def m_deep_nesting(rng: random.Random, data: bytes) -> bytes:
         if picked is None:
             return data
         lines, ends, j, obj = picked
-        paths = _json_paths(obj)
+        paths = json_paths(obj)
         path = rng.choice(paths)
         marker = "__DEEP__"
-        raw = _dump(_set_path(obj, path, marker))
+        raw = dump_json(set_path(obj, path, marker))
         lines[j] = raw.replace(b'"__DEEP__"', deep_json(depth, kind), 1)
-    return _join(lines, ends)
+    return join_lines(lines, ends)
 
 
 def m_hostile_text(rng: random.Random, data: bytes) -> bytes:
@@ -323,15 +322,15 @@ def m_hostile_text(rng: random.Random, data: bytes) -> bytes:
     if picked is None:
         return data
     lines, ends, i, obj = picked
-    strings = [p for p in _json_paths(obj) if p and _get(obj, p).__class__ is str]
+    strings = [p for p in json_paths(obj) if p and get_path(obj, p).__class__ is str]
     if not strings:
         return data
     p = rng.choice(strings)
-    lines[i] = _dump(_set_path(obj, p, _get(obj, p) + rng.choice(HOSTILE_TEXTS)))
-    return _join(lines, ends)
+    lines[i] = dump_json(set_path(obj, p, get_path(obj, p) + rng.choice(HOSTILE_TEXTS)))
+    return join_lines(lines, ends)
 
 
-def _get(value: Any, path: tuple) -> Any:
+def get_path(value: Any, path: tuple) -> Any:
     for k in path:
         value = value[k]
     return value
@@ -339,7 +338,7 @@ def _get(value: Any, path: tuple) -> Any:
 
 def m_foreign_line(rng: random.Random, data: bytes) -> bytes:
     """Insert a line that is valid JSON but not an object, or an object of a strange kind."""
-    lines, ends = _lines(data)
+    lines, ends = split_lines(data)
     junk = rng.choice(
         [
             b"null",
@@ -362,14 +361,14 @@ def m_foreign_line(rng: random.Random, data: bytes) -> bytes:
         ]
     )
     lines.insert(rng.randrange(len(lines) + 1), junk)
-    return _join(lines, ends)
+    return join_lines(lines, ends)
 
 
 def m_splice_seeds(rng: random.Random, data: bytes) -> bytes:
     """Concatenate the log with a copy of itself (duplicated header, seqs restart)."""
-    lines, ends = _lines(data)
+    lines, ends = split_lines(data)
     cut = rng.randrange(len(lines) + 1)
-    return _join(lines + lines[:cut], ends)
+    return join_lines(lines + lines[:cut], ends)
 
 
 MUTATORS: dict[str, Callable[[random.Random, bytes], bytes]] = {
@@ -405,7 +404,7 @@ def mutate(rng: random.Random, data: bytes, names: list[str]) -> bytes:
 
 def capture_mutate(rng: random.Random, data: bytes) -> bytes:
     """Damage a capture: lines that are not objects, wrong types, bad logLength/sessionId/sessionFile."""
-    lines, ends = _lines(data)
+    lines, ends = split_lines(data)
     choice = rng.randrange(6)
     if choice == 0:
         lines.insert(rng.randrange(len(lines) + 1), rng.choice([b"[]", b"1", b"null", b'"request"', b"[{}]", b"true"]))
@@ -422,7 +421,7 @@ def capture_mutate(rng: random.Random, data: bytes) -> bytes:
             obj[key] = rng.choice(
                 WRONG_VALUES + SEQ_VALUES + ["../" * 8 + "etc/passwd", "/etc/passwd", "..", "sub/../x.jsonl"]
             )
-            lines[i] = _dump(obj)
+            lines[i] = dump_json(obj)
     elif choice == 2:
         return m_wrong_type(rng, data)
     elif choice == 3:
@@ -431,4 +430,4 @@ def capture_mutate(rng: random.Random, data: bytes) -> bytes:
         return m_deep_nesting(rng, data)
     else:
         return m_bitflip(rng, data)
-    return _join(lines, ends)
+    return join_lines(lines, ends)

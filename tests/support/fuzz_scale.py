@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from tests.support.fuzz_inputs import deep_json, to_zstd
-from tests.support.fuzz_mutators import _dump
+from tests.support.fuzz_mutators import dump_json
 
-# -- scale families: inputs that grow in one dimension ------------------------------------
 # Each builds (files, target) for a size n.  The long run's --scale mode checks that
 # time and memory grow no faster than the input (a quadratic path shows at 4x).
 
@@ -13,7 +12,7 @@ from tests.support.fuzz_mutators import _dump
 def _log_files(log, capture: list | None = None, name: str = "s1.jsonl") -> dict[str, bytes]:
     files = {name: b"\n".join(log.lines()) + b"\n"}
     if capture is not None:
-        files["requests.jsonl"] = b"".join(_dump(c) + b"\n" for c in capture)
+        files["requests.jsonl"] = b"".join(dump_json(c) + b"\n" for c in capture)
     return files
 
 

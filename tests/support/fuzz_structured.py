@@ -7,9 +7,8 @@ from typing import Any
 
 from tests.support.fuzz_cases import FORMATS, Case
 from tests.support.fuzz_inputs import HOSTILE_TEXTS
-from tests.support.fuzz_mutators import _dump
+from tests.support.fuzz_mutators import dump_json
 
-# -- structured hostile logs ----------------------------------------------------------
 # Mutating real logs mostly breaks them early; these logs follow the event
 # vocabulary closely enough to reach the deep code (header fold and delta
 # apply, surface replaces, projections, request rebuild and comparison, fork
@@ -291,7 +290,7 @@ def structured_case(rng: random.Random) -> tuple[Case, list[str]]:
     if rng.random() < 0.2:  # a fork: the child copies a prefix of the parent
         cut = rng.randrange(len(events) + 1)
         parent = dict(header, id=_maybe(rng, "p1", 0.2))
-        files["p1.jsonl"] = b"\n".join([_dump(parent)] + [_dump(e) for e in events]) + b"\n"
+        files["p1.jsonl"] = b"\n".join([dump_json(parent)] + [dump_json(e) for e in events]) + b"\n"
         header.update(
             parentSession=_maybe(rng, rng.choice(["p1", "../p1", "/etc/passwd", "..", "p1/../../x"])),
             seedLength=_maybe(rng, cut),
@@ -308,11 +307,11 @@ def structured_case(rng: random.Random) -> tuple[Case, list[str]]:
                 for k in rng.sample(["cwd", "createdAt", "version", "id", "delegationDepth", "origin"], 2)
             }
         )
-    body = [_dump(header)] + [_dump(e) for e in events]
+    body = [dump_json(header)] + [dump_json(e) for e in events]
     if rng.random() < 0.3:
         from invariants.read.chunk_rows import pack_events
 
-        body = [body[0]] + [_dump(e) for e in pack_events(events)]
+        body = [body[0]] + [dump_json(e) for e in pack_events(events)]
         names.append("packed")
     files["s1.jsonl"] = b"\n".join(body) + b"\n"
     reqs = []
@@ -329,7 +328,7 @@ def structured_case(rng: random.Random) -> tuple[Case, list[str]]:
         }
         if rng.random() < 0.1:
             line["sessionFile"] = rng.choice(["../s1.jsonl", "/etc/passwd", "s1.jsonl", "..", "sub/s1.jsonl"])
-        reqs.append(_dump(line))
+        reqs.append(dump_json(line))
     if reqs:
         files["requests.jsonl"] = b"\n".join(reqs) + b"\n"
         names.append("capture")
