@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
-
 from inspector.cli import main
 from inspector.index import build_index, list_sessions
 from tests.conftest import corpus_dir
-from tests.functional.test_index import assert_same
+from tests.support.index_db import assert_same, q
 from tests.support.logs import Log
-
-
-def q(db: Path, sql: str, *params):
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
 
 
 def _turns(log: Log, first: int, last: int) -> None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from inspector.index import build_index
-from tests.functional.test_index import q
+from tests.support.index_db import q
 from tests.support.logs import make_root
 
 _CUT_OFF = """
