@@ -81,6 +81,9 @@ DEEP_WINDOW = 16  # messages from the first difference on that deepdiff looks at
 DEEP_MAX_DIFFS = 200  # ...and the differences after which it stops
 
 
+SUMMARIES_KEPT = 64  # deep_summary's results remembered, by the JSON of what was compared
+
+
 def deep_summary(expected: Any, recorded: Any, limit: int = 8, start: int = 0) -> dict:
     """A compact deepdiff report: counts per change kind and the first few paths.
 
@@ -89,14 +92,38 @@ def deep_summary(expected: Any, recorded: Any, limit: int = 8, start: int = 0) -
     after ``DEEP_MAX_DIFFS`` differences (``truncated_after`` then says so; its
     own warning about it is kept off stderr).  (Unbounded, a capture of 2,000
     one-line requests against a 2,000-message history took 133 s and 12 GB.)
-    """
-    from deepdiff import DeepDiff  # deferred: only paid for when a difference exists
 
+    The requests after a divergence usually diverge the same way (the same
+    windows of messages), and deepdiff costs about a millisecond a call: the last
+    :data:`SUMMARIES_KEPT` results are remembered by the JSON bytes of the two
+    sides, so a capture of thousands of such lines pays it once.
+    """
     window = None
     if isinstance(expected, list) and isinstance(recorded, list) and max(len(expected), len(recorded)) > DEEP_WINDOW:
         start = max(0, min(start, len(expected), len(recorded)))
         window = [start, start + DEEP_WINDOW]
         expected, recorded = expected[start : start + DEEP_WINDOW], recorded[start : start + DEEP_WINDOW]
+    try:  # equal JSON bytes are equal values, types and key order included
+        key: tuple | None = (orjson.dumps(expected), orjson.dumps(recorded), limit, window and window[0])
+    except (TypeError, orjson.JSONEncodeError):  # not JSON orjson encodes (MISSING, a lone surrogate)
+        key = None
+    kept_summary = _SUMMARIES.get(key) if key is not None else None
+    if kept_summary is not None:
+        return orjson.loads(kept_summary)  # a copy: a finding's detail is its own
+    out = _deep_summary(expected, recorded, limit, window)
+    if key is not None:
+        if len(_SUMMARIES) >= SUMMARIES_KEPT:
+            _SUMMARIES.clear()
+        _SUMMARIES[key] = orjson.dumps(out)
+    return out
+
+
+_SUMMARIES: dict[tuple, bytes] = {}
+
+
+def _deep_summary(expected: Any, recorded: Any, limit: int, window: list[int] | None) -> dict:
+    from deepdiff import DeepDiff  # deferred: only paid for when a difference exists
+
     _quiet_deepdiff()
     try:
         diff = DeepDiff(
@@ -298,6 +325,8 @@ def request_bytes_at(request: dict, text: bytes, start: int, end: int) -> bool:
     for name, value in request.items():
         key = _KEYS.get(name) or _KEYS.setdefault(name, orjson.dumps(name) + b":")
         if name == "messages":
+            if 2 * len(value) > end - start:
+                return False  # each message takes a byte and a comma at least: not without a look at each
             reused = _reused(_last_bytes, value, _kept_bytes)
             if reused is None:
                 return False

@@ -83,3 +83,107 @@ def test_an_untruncated_deepdiff_has_no_truncation_mark(tmp_path):
     log.write_requests(tmp_path / "requests.jsonl", [line])
     (div,) = [f for f in check([path]).findings if f.rule == "DIV001"]
     assert "truncated_after" not in div.detail["deepdiff"] and div.detail["deepdiff"]["values_changed"]["count"] == 1
+
+
+# --------------------------------------------------------------------------- deepdiff's results, remembered
+
+
+def _counting_deepdiff(monkeypatch) -> list:
+    import deepdiff
+
+    calls: list = []
+    real = deepdiff.DeepDiff
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(deepdiff, "DeepDiff", counted)
+    monkeypatch.setattr("invariants.replay.compare._SUMMARIES", {})
+    return calls
+
+
+def test_the_same_windows_are_diffed_once_and_each_summary_is_its_own(monkeypatch):
+    from invariants.replay.compare import deep_summary
+
+    calls = _counting_deepdiff(monkeypatch)
+    history = [{"role": "user", "content": f"m{i}"} for i in range(40)]
+    first = deep_summary(history, [], start=0)
+    again = deep_summary(list(history), [], start=0)
+    assert len(calls) == 1 and first == again and first is not again
+    assert first["iterable_item_removed"]["count"] == 16 and first["window"] == [0, 16]
+    again["iterable_item_removed"]["paths"].clear()  # a finding's detail is its own
+    assert deep_summary(history, [], start=0)["iterable_item_removed"]["paths"][0] == "[0]"
+    # Another place, another key order or another type is another diff.
+    assert deep_summary(history, history[:3], start=3)["window"] == [3, 19]
+    reordered = [{"content": "m0", "role": "user"}] + history[1:]
+    deep_summary(reordered, [], start=0)
+    deep_summary([dict(m, content=1) for m in history], [], start=0)
+    assert len(calls) == 4
+    # The same windows at another place: the paths name that place.
+    a, b = [{"content": "a"}] * 50, [{"content": "b"}] * 50
+    assert deep_summary(a, b, start=0)["values_changed"]["paths"][0] == "[0]['content']"
+    assert deep_summary(a, b, start=10)["values_changed"]["paths"][0] == "[10]['content']"
+
+
+@pytest.mark.parametrize("odd", ["\ud800", 2**70])
+def test_values_orjson_cannot_encode_are_diffed_every_time(monkeypatch, odd):
+    from invariants.replay.compare import deep_summary
+
+    calls = _counting_deepdiff(monkeypatch)
+    expected, recorded = [{"content": odd}], [{"content": "x"}]
+    assert deep_summary(expected, recorded) == deep_summary(expected, recorded)
+    kinds = deep_summary(expected, recorded)
+    assert sum(v["count"] for v in kinds.values()) == 1 and len(calls) == 3
+
+
+def test_the_remembered_results_are_bounded(monkeypatch):
+    from invariants.replay import compare
+
+    _counting_deepdiff(monkeypatch)
+    for i in range(3 * compare.SUMMARIES_KEPT):
+        compare.deep_summary([i], [])
+        assert 1 <= len(compare._SUMMARIES) <= compare.SUMMARIES_KEPT
+
+
+def test_a_thousand_identical_diverging_lines_are_diffed_once(tmp_path, monkeypatch):
+    """A capture whose lines all diverge the same way (a retried request, a hostile file): deepdiff
+    runs once, and every line still has its finding with the same detail."""
+    from invariants import check
+
+    calls = _counting_deepdiff(monkeypatch)
+    log = Log()
+    log.clean_turn(1, "hi", header_reason="initial")
+    path = log.write(tmp_path / "s1.jsonl")
+    model = replay(LogSource(path, path.parent))
+    request = json.loads(json.dumps(model.rebuild_request(model.steps[0]).request))
+    request["messages"][0]["content"][0]["text"] = "edited"
+    line = {"sessionId": "s1", "logLength": model.steps[0].first_chunk_seq, "turn": 1, "step": 1, "request": request}
+    log.write_requests(tmp_path / "requests.jsonl", [line] * 1000)
+    divs = [f for f in check([path]).findings if f.rule == "DIV001"]
+    assert len(divs) == 1000 and len(calls) == 1
+    assert all(d.detail["deepdiff"] == divs[0].detail["deepdiff"] for d in divs)
+    assert len({d.line for d in divs}) == 1 and len({d.detail["capture"] for d in divs}) == 1000
+
+
+# --------------------------------------------------------------------------- a request's bytes, proved
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 300])
+def test_the_fewest_bytes_n_messages_take_still_prove_them(n):
+    """Proof is refused without a look at the messages only when they cannot fit: the shortest
+    encoding of n messages (one byte each) is still proved, and a byte less is not."""
+    import orjson
+
+    from invariants.replay.compare import request_bytes_at
+
+    request = {"messages": [0] * n}
+    body = orjson.dumps(request)
+    line = b'{"request":' + body + b"}"
+    start = len(b'{"request":')
+    assert request_bytes_at(request, line, start, start + len(body))
+    short = {"messages": [0] * (n - 1)}
+    short_body = orjson.dumps(short)
+    short_line = b'{"request":' + short_body + b"}"
+    assert not request_bytes_at(request, short_line, start, start + len(short_body))
+    assert request_bytes_at(short, short_line, start, start + len(short_body))
