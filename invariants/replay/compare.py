@@ -10,6 +10,7 @@ deepdiff is asked for the full picture only once a difference exists.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from hashlib import blake2b
 from itertools import compress, count, islice
 from operator import is_not
 from typing import TYPE_CHECKING, Any, Callable
@@ -95,16 +96,20 @@ def deep_summary(expected: Any, recorded: Any, limit: int = 8, start: int = 0) -
 
     The requests after a divergence usually diverge the same way (the same
     windows of messages), and deepdiff costs about a millisecond a call: the last
-    :data:`SUMMARIES_KEPT` results are remembered by the JSON bytes of the two
-    sides, so a capture of thousands of such lines pays it once.
+    :data:`SUMMARIES_KEPT` results are remembered by a digest of the JSON bytes
+    of the two sides (never the sides: a window of long messages is megabytes),
+    so a capture of thousands of such lines pays it once.
     """
     window = None
     if isinstance(expected, list) and isinstance(recorded, list) and max(len(expected), len(recorded)) > DEEP_WINDOW:
         start = max(0, min(start, len(expected), len(recorded)))
         window = [start, start + DEEP_WINDOW]
         expected, recorded = expected[start : start + DEEP_WINDOW], recorded[start : start + DEEP_WINDOW]
-    try:  # equal JSON bytes are equal values, types and key order included
-        key: tuple | None = (orjson.dumps(expected), orjson.dumps(recorded), limit, window and window[0])
+    try:  # equal JSON bytes are equal values, types and key order included; kept as a digest
+        left = orjson.dumps(expected)
+        sides = blake2b(left, digest_size=16)
+        sides.update(orjson.dumps(recorded))
+        key: tuple | None = (sides.digest(), len(left), limit, window and window[0])  # 1|23 is not 12|3
     except (TypeError, orjson.JSONEncodeError):  # not JSON orjson encodes (MISSING, a lone surrogate)
         key = None
     kept_summary = _SUMMARIES.get(key) if key is not None else None

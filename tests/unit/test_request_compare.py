@@ -187,3 +187,13 @@ def test_the_fewest_bytes_n_messages_take_still_prove_them(n):
     short_line = b'{"request":' + short_body + b"}"
     assert not request_bytes_at(request, short_line, start, start + len(short_body))
     assert request_bytes_at(short, short_line, start, start + len(short_body))
+
+
+def test_where_one_side_ends_is_part_of_what_is_remembered(monkeypatch):
+    """Two sides whose JSON runs together alike (1 and 23, 12 and 3) are two diffs."""
+    from invariants.replay.compare import deep_summary
+
+    calls = _counting_deepdiff(monkeypatch)
+    deep_summary(1, 23)
+    deep_summary(12, 3)
+    assert len(calls) == 2
