@@ -10,7 +10,6 @@ deepdiff is asked for the full picture only once a difference exists.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from hashlib import blake2b
 from itertools import compress, count, islice
 from operator import is_not
 from typing import TYPE_CHECKING, Any, Callable
@@ -105,6 +104,8 @@ def deep_summary(expected: Any, recorded: Any, limit: int = 8, start: int = 0) -
         start = max(0, min(start, len(expected), len(recorded)))
         window = [start, start + DEEP_WINDOW]
         expected, recorded = expected[start : start + DEEP_WINDOW], recorded[start : start + DEEP_WINDOW]
+    from hashlib import blake2b  # deferred: hashlib loads OpenSSL (~4 MB), and a clean run diffs nothing
+
     try:  # equal JSON bytes are equal values, types and key order included; kept as a digest
         left = orjson.dumps(expected)
         sides = blake2b(left, digest_size=16)
