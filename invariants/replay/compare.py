@@ -9,6 +9,7 @@ deepdiff is asked for the full picture only once a difference exists.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass, field
 from itertools import compress, count, islice
 from operator import is_not
@@ -81,7 +82,7 @@ DEEP_WINDOW = 16  # messages from the first difference on that deepdiff looks at
 DEEP_MAX_DIFFS = 200  # ...and the differences after which it stops
 
 
-SUMMARIES_KEPT = 64  # deep_summary's results remembered, by the JSON of what was compared
+SUMMARIES_KEPT = 64  # deep_summary's results remembered, by a digest of what was compared
 
 
 def deep_summary(expected: Any, recorded: Any, limit: int = 8, start: int = 0) -> dict:
@@ -120,7 +121,8 @@ def deep_summary(expected: Any, recorded: Any, limit: int = 8, start: int = 0) -
     if key is not None:
         if len(_SUMMARIES) >= SUMMARIES_KEPT:
             _SUMMARIES.clear()
-        _SUMMARIES[key] = orjson.dumps(out)
+        with suppress(TypeError):  # (a summary is strings and counts: always encoded, but never a traceback)
+            _SUMMARIES[key] = orjson.dumps(out)
     return out
 
 
