@@ -48,20 +48,33 @@ def test_spread_config_fields_are_not_compared_but_unknown_fields_are(tmp_path, 
 # --------------------------------------------------------------------------- deepdiff's limit
 
 
+def _one_step_with_capture(tmp_path, edit, copies: int = 1):
+    """A one-step log and a capture of ``copies`` lines of its request as ``edit`` changed it; the log's path."""
+    log = Log()
+    log.clean_turn(1, "hi", header_reason="initial")
+    path = log.write(tmp_path / "s1.jsonl")
+    model = replay(LogSource(path, path.parent))
+    request = json.loads(json.dumps(model.rebuild_request(model.steps[0]).request))
+    edit(request["messages"][0])
+    line = {"sessionId": "s1", "logLength": model.steps[0].first_chunk_seq, "turn": 1, "step": 1, "request": request}
+    log.write_requests(tmp_path / "requests.jsonl", [line] * copies)
+    return path
+
+
+def _edited(message: dict) -> None:
+    message["content"][0]["text"] = "edited"
+
+
 def test_a_truncated_deepdiff_says_so_in_the_detail_not_on_stderr(tmp_path, capfd):
     """A recorded message with 400 extra content parts: deepdiff stops at its limit, silently, and the
     finding's detail says where."""
     from invariants import check
     from invariants.replay.compare import DEEP_MAX_DIFFS
 
-    log = Log()
-    log.clean_turn(1, "hi", header_reason="initial")
-    path = log.write(tmp_path / "s1.jsonl")
-    model = replay(LogSource(path, path.parent))
-    request = json.loads(json.dumps(model.rebuild_request(model.steps[0]).request))
-    request["messages"][0]["content"] = [{"type": "text", "text": f"part {i}"} for i in range(400)]
-    line = {"sessionId": "s1", "logLength": model.steps[0].first_chunk_seq, "turn": 1, "step": 1, "request": request}
-    log.write_requests(tmp_path / "requests.jsonl", [line])
+    def parts(message: dict) -> None:
+        message["content"] = [{"type": "text", "text": f"part {i}"} for i in range(400)]
+
+    path = _one_step_with_capture(tmp_path, parts)
     capfd.readouterr()
     (div,) = [f for f in check([path]).findings if f.rule == "DIV001"]
     out, err = capfd.readouterr()
@@ -73,14 +86,7 @@ def test_a_truncated_deepdiff_says_so_in_the_detail_not_on_stderr(tmp_path, capf
 def test_an_untruncated_deepdiff_has_no_truncation_mark(tmp_path):
     from invariants import check
 
-    log = Log()
-    log.clean_turn(1, "hi", header_reason="initial")
-    path = log.write(tmp_path / "s1.jsonl")
-    model = replay(LogSource(path, path.parent))
-    request = json.loads(json.dumps(model.rebuild_request(model.steps[0]).request))
-    request["messages"][0]["content"][0]["text"] = "edited"
-    line = {"sessionId": "s1", "logLength": model.steps[0].first_chunk_seq, "turn": 1, "step": 1, "request": request}
-    log.write_requests(tmp_path / "requests.jsonl", [line])
+    path = _one_step_with_capture(tmp_path, _edited)
     (div,) = [f for f in check([path]).findings if f.rule == "DIV001"]
     assert "truncated_after" not in div.detail["deepdiff"] and div.detail["deepdiff"]["values_changed"]["count"] == 1
 
@@ -152,14 +158,7 @@ def test_a_thousand_identical_diverging_lines_are_diffed_once(tmp_path, monkeypa
     from invariants import check
 
     calls = _counting_deepdiff(monkeypatch)
-    log = Log()
-    log.clean_turn(1, "hi", header_reason="initial")
-    path = log.write(tmp_path / "s1.jsonl")
-    model = replay(LogSource(path, path.parent))
-    request = json.loads(json.dumps(model.rebuild_request(model.steps[0]).request))
-    request["messages"][0]["content"][0]["text"] = "edited"
-    line = {"sessionId": "s1", "logLength": model.steps[0].first_chunk_seq, "turn": 1, "step": 1, "request": request}
-    log.write_requests(tmp_path / "requests.jsonl", [line] * 1000)
+    path = _one_step_with_capture(tmp_path, _edited, copies=1000)
     divs = [f for f in check([path]).findings if f.rule == "DIV001"]
     assert len(divs) == 1000 and len(calls) == 1
     assert all(d.detail["deepdiff"] == divs[0].detail["deepdiff"] for d in divs)
