@@ -179,9 +179,6 @@ class _Replay:
         state["last_event"] = None
         return state
 
-    def _emit(self, code: str, message: str, **where: Any) -> Finding:
-        return self.sink.emit(code, message, **where)
-
     def _never_placed(self, seq: int) -> Cause | None:
         """The loss that kept ``seq`` off the surface (it was lost, or a replace that named a lost node)."""
         if seq in self.unplaced:
@@ -385,7 +382,7 @@ class _Replay:
 
     def _event(self, ev: Event) -> None:  # one dispatch point by design
         if not isinstance(ev.data, dict):
-            self._emit("EVT011", f"{ev.type} data is not an object", seq=ev.seq, line=ev.line, **self._where())
+            self.sink.emit("EVT011", f"{ev.type} data is not an object", seq=ev.seq, line=ev.line, **self._where())
             return
         surface_type = ev.type in self.profile.surface_types
         self.tracer.observe(ev, surface_type)
@@ -404,7 +401,7 @@ class _Replay:
         elif t == "turn/end":
             reason = ev.data.get("reason")
             if isinstance(reason, dict) and reason.get("kind") == "interrupted":
-                self._emit(
+                self.sink.emit(
                     "LOG014",
                     f"turn {ev.data.get('turn')} was closed by crash repair (reason interrupted)",
                     seq=ev.seq,
@@ -451,7 +448,7 @@ class _Replay:
             unsure.touch(ev.seq)  # its step/start may be among the events lost just before
         elif cur is None:
             if not self.profile.head_contract:  # HEAD only asks for an open turn (the tracer's rule)
-                self._emit(
+                self.sink.emit(
                     "HDR010",
                     f"{ev.type} outside any step: it cannot govern a request",
                     seq=ev.seq,
@@ -459,7 +456,7 @@ class _Replay:
                     **where,
                 )
         elif self.chunks_since_attempt:
-            self._emit(
+            self.sink.emit(
                 "HDR010",
                 f"{ev.type} after the step's first assistant/chunk: the request was already dispatched",
                 seq=ev.seq,
@@ -534,7 +531,7 @@ class _Replay:
                 cause.touch(ev.seq)
                 self.unplaced[ev.seq] = cause
                 return
-            self._emit("EVT004", f"surface replace: {outcome.problem}", seq=ev.seq, line=ev.line, **where)
+            self.sink.emit("EVT004", f"surface replace: {outcome.problem}", seq=ev.seq, line=ev.line, **where)
             return
         recorded = (
             set(ev.source_seqs)
@@ -543,7 +540,7 @@ class _Replay:
         )
         missing = [s for s in outcome.shadowed if s not in recorded]
         if missing:
-            self._emit(
+            self.sink.emit(
                 "EVT005",
                 "surface replace: sourceEventSeqs must include every shadowed surface node; missing "
                 f"{', '.join(map(str, missing[:10]))}",
@@ -564,7 +561,7 @@ class _Replay:
             self._settle_header(self.current)
         if self.tracer.open_turn is not None and self.tracer.turn_started and self.last_event is not None:
             m.open_turn_at_end = True
-            self._emit(
+            self.sink.emit(
                 "LOG006",
                 f"log ends inside turn {self.tracer.open_turn}"
                 + (f", step {self.tracer.open_step}" if self.tracer.open_step is not None else "")
