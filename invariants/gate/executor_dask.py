@@ -97,8 +97,8 @@ class DaskExecutor:
         from invariants.gate.executor import _head
 
         # A short run is known whole before its first task; a long one starts as soon as its first
-        # short tasks are walked (512 units; reading 2,048 units of 16 units' cost first kept the
-        # workers idle for a quarter second).
+        # short tasks are walked (512 units, ~25 ms; waiting for a whole first round of full tasks
+        # kept the workers idle for a quarter second).
         head, rest = _head(items, self.jobs * AHEAD * (BATCH // 16))
         if not head:
             return

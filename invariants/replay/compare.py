@@ -111,7 +111,7 @@ def deep_summary(expected: Any, recorded: Any, limit: int = 8, start: int = 0) -
         left = orjson.dumps(expected)
         sides = blake2b(left, digest_size=16)
         sides.update(orjson.dumps(recorded))
-        key: tuple | None = (sides.digest(), len(left), limit, window and window[0])  # 1|23 is not 12|3
+        key: tuple | None = (sides.digest(), len(left), limit, window[0] if window else None)  # 1|23 is not 12|3
     except (TypeError, orjson.JSONEncodeError):  # not JSON orjson encodes (MISSING, a lone surrogate)
         key = None
     kept_summary = _SUMMARIES.get(key) if key is not None else None
