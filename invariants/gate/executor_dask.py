@@ -28,7 +28,6 @@ given: ``import invariants`` never loads it.
 from __future__ import annotations
 
 import logging
-import multiprocessing
 import pickle
 import signal
 import sys
@@ -37,10 +36,10 @@ import time
 from collections import deque
 from contextlib import contextmanager
 from itertools import chain, islice
-from multiprocessing import forkserver
 from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO, TypeVar
 
 from invariants.gate.executor import run_batch
+from invariants.gate.process_pool import FORK_SERVER, start_fork_server
 from invariants.gate.unit import lost_result
 
 T = TypeVar("T")
@@ -211,7 +210,6 @@ def parse_scheduler(value: str) -> tuple[str, int | None]:
     return value, None
 
 
-FORK_SERVER = "forkserver"
 WORKER_MODULES = ["distributed", "invariants.gate.executor_dask", "invariants.gate.unit"]
 """What a fork server imports once for every local worker: Dask and the checker."""
 
@@ -222,7 +220,7 @@ def _local_config(fork_server: bool) -> dict[str, Any]:
     A worker's event loop otherwise wakes ~150 times a second (the 20 ms tick monitor, the 10 ms
     statistical profiler, the 100 ms memory monitor) and takes the GIL from the task thread each
     time; a check needs none of it.  Workers start from the fork server when one runs
-    (``fork_server``: :func:`_start_fork_server` started it).  The nanny would set
+    (``fork_server``: :func:`~invariants.gate.process_pool.start_fork_server` started it).  The nanny would set
     ``MALLOC_TRIM_THRESHOLD_=65536`` in this process for its workers, which makes glibc give freed
     memory back at once: workers started with it took 10 % longer on the same tasks.  The scheduler
     runs in this process and keeps its last 1,000 transitions and 10,000 log records by default,
@@ -258,30 +256,6 @@ def _not_cancelled(record: logging.LogRecord) -> bool:
     return "ended with CancelledError" not in record.getMessage()
 
 
-def _start_fork_server() -> bool:
-    """Start the process local workers are forked from, before this one imports Dask, so the two
-    imports run side by side; False where there is no fork server.
-
-    A worker forked from this process would inherit every lock another of its threads held at that
-    moment (the event loop writing a log line, a progress bar drawing) and wait forever on the first
-    it needs: a test run hung so, its worker stuck in its first log line.  The fork server is a
-    fresh process with one thread that has imported Dask and the checker; a worker forked from it
-    starts as fast and holds nothing.  Without one (Windows) workers are spawned: Dask's default."""
-    if FORK_SERVER not in multiprocessing.get_all_start_methods():
-        return False
-    multiprocessing.get_context(FORK_SERVER).set_forkserver_preload(WORKER_MODULES)
-    # Started with Ctrl-C ignored, which it keeps and gives its workers: it imports Dask first, and a
-    # Ctrl-C then (the run's first second) printed its traceback; Ctrl-C is the client's to handle.
-    main = threading.current_thread() is threading.main_thread()
-    before = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
-    try:
-        forkserver.ensure_running()  # a no-op when this process already has one
-    finally:
-        if main:
-            signal.signal(signal.SIGINT, before)
-    return True
-
-
 @contextmanager
 def dask_executor(
     scheduler: str,
@@ -294,7 +268,8 @@ def dask_executor(
     Ctrl-C stops the block with ``KeyboardInterrupt`` (:class:`_Interrupts`)."""
     address, n = parse_scheduler(scheduler)
     with _Interrupts.caught() as interrupts:
-        fork_server = address == LOCAL and _start_fork_server()
+        # started before this process imports Dask, so the two imports run side by side
+        fork_server = address == LOCAL and start_fork_server(WORKER_MODULES)
         try:
             from distributed import Client, LocalCluster
         except ImportError as exc:
