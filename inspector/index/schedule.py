@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from contextlib import ExitStack
 from dataclasses import dataclass
 from itertools import islice
@@ -15,10 +15,14 @@ import sqlite_utils
 
 from invariants.gate.executor import Executor
 from invariants.gate.policy import FindingPolicy
+from invariants.gate.process_pool import process_pool
 
 from . import spill
 from .plan import _attach_state
 from .work import GroupResult, GroupTask, process_group, use_policy
+
+WORKER_MODULES = ["inspector.index.work"]
+"""What the fork server imports once for every index worker, when an index starts it."""
 
 
 def _run_tasks(
@@ -55,14 +59,10 @@ def _run_local(
         for task in tasks:
             yield process_group(ready(task), policy)
         return
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("fork")
     window = jobs * 4  # results are written in order; a deeper queue keeps workers busy past a slow folder
-    lock_fd = getattr(db, "_index_lock_fd", None)
-    with ProcessPoolExecutor(
-        max_workers=jobs, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(), lock_fd, policy)
-    ) as pool:
+    # Workers come from the fork server, so they hold neither the index's lock nor its database,
+    # and exit when this process does, however it ends (:func:`~invariants.gate.process_pool.worker_start`).
+    with process_pool(jobs, use_policy, (policy,), WORKER_MODULES) as pool:
         pending: deque[Future] = deque()
         it = iter(tasks)
         for task in it:
@@ -110,26 +110,6 @@ def lost_group(fn: Callable[[Any], Any], job: tuple[GroupTask, FindingPolicy], r
     """What a folder gives when its task could not finish anywhere (the executor's ``lost`` hook)."""
     task, _ = job
     return LostGroup([f"{lt.path}: not indexed ({reason})" for lt in task.logs])
-
-
-def _worker_init(parent: int, lock_fd: int | None, policy: FindingPolicy) -> None:
-    """A worker never outlives a killed indexer, and never holds its lock or its database."""
-    use_policy(policy)
-    if lock_fd is not None:
-        try:
-            os.close(lock_fd)  # our copy only: the parent's lock stays
-        except OSError:
-            pass
-    try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the parent (Linux)
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
 
 
 def default_jobs() -> int:

@@ -118,12 +118,14 @@ class ProcessExecutor:
             for i, x in enumerate(chain(head, rest or ())):
                 yield i, fn(x)
             return
-        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait  # not on a serial run's path
+        from concurrent.futures import FIRST_COMPLETED, wait  # not on a serial run's path
         from concurrent.futures.process import BrokenProcessPool
+
+        from invariants.gate.process_pool import process_pool
 
         if self._pool is None:  # (a later map uses these workers, however many it would have started)
             self._workers = self.jobs if rest is not None else min(self.jobs, len(head))
-            self._pool = ProcessPoolExecutor(max_workers=self._workers)
+            self._pool = process_pool(self._workers)
         pool, workers = self._pool, self._workers
         batches = _batches(head, rest, costs, workers)
         ahead = workers * AHEAD

@@ -27,6 +27,7 @@ from tests.support.logs import (
     story_log,
     write_lines,
 )
+from tests.support.processes import children, descendants, gone_within
 
 
 @pytest.fixture(scope="module")
@@ -299,30 +300,6 @@ def test_parallel_workers_build_the_same_index(root, indexed, tmp_path):
 # -- kill safety -----------------------------------------------------------------------------
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                out.append(int(entry.name))
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_after_folder_runs_inside_each_folders_own_transaction(root, tmp_path):
     """The hook is called once per folder, inside that folder's transaction: what it sees of
     another connection is the folders before it; a run stopped there keeps exactly those."""
@@ -360,24 +337,20 @@ def test_killed_indexer_leaves_a_usable_database(root, indexed, tmp_path, jobs):
         stdout=subprocess.DEVNULL,
         text=True,
     )
-    workers: list[int] = []
+    tree: list[int] = []
     try:
         line = proc.stderr.readline()
         assert "paused" in line, line
-        workers = _children(proc.pid)
+        tree = descendants(proc.pid)  # with workers: the fork server, its workers, a resource tracker
+        workers = [w for c in children(proc.pid) for w in children(c)]
         assert len(workers) == (jobs if jobs > 1 else 0)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
-        deadline = time.monotonic() + 10
-        while any(_alive(w) for w in workers) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not any(_alive(w) for w in workers), "worker processes outlived the killed indexer"
+        assert gone_within(tree, 10) == [], "worker processes outlived the killed indexer"
     finally:
         if proc.poll() is None:
             proc.kill()
-        for w in workers:
-            if _alive(w):
-                os.kill(w, signal.SIGKILL)
+        gone_within(tree, 0)
     assert q(db, "PRAGMA integrity_check") == [("ok",)]
     assert q(db, "SELECT count(*) FROM sessions")[0][0] == 2  # folders 1 and 2 committed, 3 rolled back
     assert q(db, "SELECT status, groups_done FROM runs") == [("running", 2)]

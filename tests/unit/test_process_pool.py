@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from invariants.gate.executor import ProcessExecutor
 from invariants.gate.pipeline import check_report
+from tests.conftest import ROOT
 from tests.support.logs import Log
+from tests.support.processes import children, descendants, gone_within
 
 
 def _pid(_: int) -> int:
@@ -58,10 +66,88 @@ def _die(i: int) -> int:
 def test_a_pool_a_worker_died_in_is_not_used_again() -> None:
     from concurrent.futures.process import BrokenProcessPool
 
-    import pytest
-
     with ProcessExecutor(2) as pool:
         with pytest.raises(BrokenProcessPool):
             list(pool.imap(_die, iter(range(200))))
         assert sorted(i for _, i in pool.imap(abs, iter(range(200)))) == list(range(200))
     assert not multiprocessing.active_children()
+
+
+_HELD = threading.Lock()
+
+
+def _lock_free(_: int) -> bool:
+    if _HELD.acquire(timeout=1):
+        _HELD.release()
+        return True
+    return False
+
+
+def test_a_worker_holds_no_lock_another_thread_of_the_client_held() -> None:
+    """Workers start from the fork server, not from this process: a lock one of its threads holds
+    (a progress line being written, a count inside SQLite) is not held in the worker."""
+    release = threading.Event()
+
+    def hold() -> None:
+        with _HELD:
+            release.wait()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        with ProcessExecutor(2) as pool:
+            assert [free for _, free in pool.imap(_lock_free, iter(range(4)))] == [True] * 4
+    finally:
+        release.set()
+        holder.join()
+
+
+_KILLED_CLIENT = """
+import sys, time
+from invariants.gate.executor import ProcessExecutor
+from tests.unit.test_process_pool import _pid
+pool = ProcessExecutor(2)
+results = pool.imap(_pid, iter(range(100_000)))
+next(results)
+print("running", flush=True)
+time.sleep(60)
+"""
+
+
+def test_workers_end_with_a_client_killed_mid_run() -> None:
+    """A worker waits for its next task on a queue it holds both ends of: a client killed (kill -9,
+    the OOM killer) left its workers, and the fork server they came from, running for ever."""
+    client = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_CLIENT],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    tree: list[int] = []
+    try:
+        assert client.stdout is not None and client.stdout.readline() == "running\n"
+        tree = descendants(client.pid)
+        assert len([w for c in children(client.pid) for w in children(c)]) == 2  # the fork server's workers
+        client.kill()
+        client.wait(timeout=10)
+        assert gone_within(tree, 10) == []
+    finally:
+        if client.poll() is None:
+            client.kill()
+        gone_within(tree, 0)
+
+
+def test_ctrl_c_while_a_submit_starts_a_worker_is_raised_after_it() -> None:
+    """Cut between the fork server's request and the queues it sends, a worker read queues its
+    client had already removed, and printed a traceback after the run ended."""
+    from invariants.gate.process_pool import _interrupt_after
+
+    reached = False
+    with pytest.raises(KeyboardInterrupt):
+        with _interrupt_after():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the handler runs here, between two instructions
+            reached = True
+    assert reached
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
