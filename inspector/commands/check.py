@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
 import time
 from contextlib import ExitStack, closing
@@ -166,9 +167,12 @@ def _written_input(args: argparse.Namespace) -> str | None:
 
     A target that does not exist yet is no input, so a run writing new files walks nothing here.
     An existing one is matched by identity (device, inode), which a symlink or a hard link to it
-    shares, so each input costs one ``stat``; a log's capture is looked up as the check does (in
-    the walk's own listing, or one listing of the folder of logs named one by one); the inputs are
-    streamed, never listed."""
+    shares, so each input costs one ``stat``.  The files named on the command line are compared
+    first; the named folders are walked only for a target the walk could find: one named like a
+    log, a capture, a SQLite database or its journal, or one that is a link (an existing report
+    of its own rerun is neither, and a root of a million logs, or a bucket, is not listed for it).
+    A log's capture is looked up as the check does (in the walk's own listing, or one listing of
+    the folder of logs named one by one); the inputs are streamed, never listed."""
     targets = [
         (flag, getattr(args, attr))
         for flag, attr in (("--output", "output"), ("--write-baseline", "write_baseline"), ("--ledger", "ledger"))
@@ -181,20 +185,51 @@ def _written_input(args: argparse.Namespace) -> str | None:
 
     from invariants.read.capture import capture_of, folder_names
     from invariants.read.discover import iter_discover
+    from invariants.read.source import SQLITE_SIDECARS, is_url
 
     names = lru_cache(maxsize=1)(folder_names)  # logs named one by one (a shell glob) come a folder at a time
+    local = [p for p in args.paths if not is_url(p)]  # a URL never names a file this run writes
 
     def inputs() -> Iterator:
         yield from args.captures or []
-        for s in iter_discover(args.paths, []):
+        yield from local
+        if not any(_findable(Path(t)) for _, t in existing.values()):
+            return
+        databases: set = set()
+        for s in iter_discover(local, []):
             yield s.path
-            if s.member is None and (c := capture_of(s, names)) is not None:
-                yield c
+            if s.member is None:
+                if (c := capture_of(s, names)) is not None:
+                    yield c
+            elif s.path not in databases:  # what SQLite reads with a store: writing over it loses sessions
+                databases.add(s.path)
+                yield from (Path(f"{s.path}{sidecar}") for sidecar in SQLITE_SIDECARS)
 
     for p in inputs():
         if (ino := _inode(p)) is not None and (hit := existing.get(ino)) is not None:
             return f"{hit[0]} {hit[1]}: that is one of the inputs; logs and captures are never written"
     return None
+
+
+def _findable(target: Path) -> bool:
+    """Whether a walk of the inputs could find ``target`` (an existing file): named like a log, a
+    capture, a SQLite database or one of its journals, or reached by another name (a link)."""
+    from invariants.read.source import SQLITE_SIDECARS, SQLITE_SUFFIXES, is_capture_name, is_log_name
+
+    try:
+        st = os.lstat(target)
+    except OSError:
+        return True
+    name = target.name
+    for sidecar in SQLITE_SIDECARS:
+        name = name.removesuffix(sidecar)
+    return (
+        not stat.S_ISREG(st.st_mode)
+        or st.st_nlink > 1
+        or is_log_name(name)
+        or is_capture_name(name)
+        or name.endswith(SQLITE_SUFFIXES)
+    )
 
 
 def _inode(path) -> tuple[int, int] | None:

@@ -481,3 +481,70 @@ def test_a_lone_chunk_whose_type_is_not_a_string_is_a_finding(tmp_path, capsys, 
     assert rc == 1
     seq = json.loads(lines[at])["seq"]
     assert [(f["rule"], f["seq"]) for f in report["findings"]] == [("EVT011", seq)]
+
+
+def test_the_journal_of_a_store_read_is_refused_as_a_report_file(tmp_path, capsys):
+    """SQLite reads a store with its write-ahead log: a report renamed over it loses sessions."""
+    import sqlite3
+
+    from invariants.read.sqlite_backend import write_database
+
+    log = Log("in-db")
+    log.clean_turn(1, header_reason="initial")
+    db = tmp_path / "store" / "sessions.sqlite"
+    db.parent.mkdir()
+    write_database(db, [(log.header, log.events)], schema="seed")
+    writer = sqlite3.connect(db)  # held open: its -wal and -shm stay beside the store
+    try:
+        writer.execute("PRAGMA journal_mode=WAL")
+        writer.execute("CREATE TABLE IF NOT EXISTS kept (x)")
+        writer.commit()
+        wal = tmp_path / "store" / "sessions.sqlite-wal"
+        assert wal.exists()
+        before = wal.read_bytes()
+        code = main(["check", str(tmp_path), "--no-cache", "--output", str(wal)])
+        assert code == 2 and "one of the inputs" in capsys.readouterr().err
+        assert wal.read_bytes() == before
+    finally:
+        writer.close()
+
+
+def test_a_rerun_over_its_own_report_lists_no_input_for_it(tmp_path, monkeypatch):
+    """A report named like no log, capture or database, and with one name, cannot be an input: the
+    folders named are not walked to find out (a rerun of a check of a large root, or of a bucket,
+    listed it all once more before starting).  A target the walk could find still is looked for."""
+    import argparse
+
+    from inspector.commands import check as check_command
+    from invariants.read import discover
+
+    walked: list = []
+    real = discover.iter_discover
+
+    def recording(paths, problems, *rest, **kw):
+        walked.append(list(paths))
+        return real(paths, problems, *rest, **kw)
+
+    monkeypatch.setattr(discover, "iter_discover", recording)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(SAMPLES / "clean-multi-turn.jsonl", logs / "s.jsonl")
+    report = tmp_path / "report.json"
+    report.write_text("{}")
+
+    def args(target: Path, *paths: str) -> argparse.Namespace:
+        return argparse.Namespace(
+            paths=list(paths), captures=None, output=str(target), write_baseline=None, ledger=None
+        )
+
+    assert check_command._written_input(args(report, str(logs), "memory://bucket/sessions")) is None
+    assert walked == []
+    os.link(report, tmp_path / "other-name.json")  # a second name: it could be an input under it
+    assert check_command._written_input(args(report, str(logs), "memory://bucket/sessions")) is None
+    assert walked == [[str(logs)]]  # walked, and the URL left out: a bucket never holds this file
+    named_like_a_log = tmp_path / "old.jsonl"
+    named_like_a_log.write_text("{}")
+    assert check_command._written_input(args(named_like_a_log, str(logs))) is None
+    assert len(walked) == 2
+    os.link(logs / "s.jsonl", tmp_path / "s-report.json")
+    assert "one of the inputs" in check_command._written_input(args(tmp_path / "s-report.json", str(logs)))
