@@ -12,6 +12,10 @@ the bar starts without one and gains it when the walk is done.  The rate and
 the time left are measured from the first item done, not from the start: a
 folder planned for seconds before its first session made the first estimate
 hundreds of hours.
+
+A display draws from a thread of its own, under :data:`DRAWING`, which a fork
+waits for: a ``--jobs`` or index worker forked while that thread held stderr's
+lock would have waited for ever on its first line to stderr.
 """
 
 from __future__ import annotations
@@ -26,6 +30,12 @@ from invariants.gate.pipeline import RunObserver
 
 EVERY = 5.0  # seconds between plain progress lines
 SETTLE = 1.0  # seconds of items done before a rate is measured from them
+
+DRAWING = threading.Lock()
+"""Held while a display writes to its stream; a fork of this process waits for it (and the copy in
+the new process is let go), so no worker starts with stderr's lock taken."""
+if hasattr(os, "register_at_fork"):  # (POSIX)
+    os.register_at_fork(before=DRAWING.acquire, after_in_parent=DRAWING.release, after_in_child=DRAWING.release)
 
 
 def _mb(n: float) -> str:
@@ -150,7 +160,8 @@ class PlainProgress(Progress):
     def show(self) -> None:
         if time.monotonic() - self.started < self.every or self._stop.is_set():
             return
-        print(self.line(), file=self.stream, flush=True)
+        with DRAWING:
+            print(self.line(), file=self.stream, flush=True)
 
     def close(self) -> None:
         """No line after this one returns."""
@@ -160,7 +171,9 @@ class PlainProgress(Progress):
 
 
 class BarProgress(Progress):
-    """A ``rich.progress`` bar on the terminal ``stream`` (stderr), gone when the command ends."""
+    """A ``rich.progress`` bar on the terminal ``stream`` (stderr), gone when the command ends.  It is
+    drawn :data:`REFRESH` times a second by a thread of this display's (rich's own would draw
+    without :data:`DRAWING`)."""
 
     def __init__(
         self, what: str, unit: str = "sessions", stream: TextIO | None = None, every: float | None = 0.1
@@ -180,9 +193,19 @@ class BarProgress(Progress):
             TimeRemainingColumn(),
             console=console,
             transient=True,
+            auto_refresh=False,
         )
         self.task = self.bar.add_task(what, total=None, total_text="?", bytes_text="", rate_text="")
-        self.bar.start()
+        with DRAWING:
+            self.bar.start()
+        self._stop = threading.Event()
+        self._drawer = threading.Thread(target=self._draw, name="inspector-progress", daemon=True)
+        self._drawer.start()
+
+    def _draw(self) -> None:
+        while not self._stop.wait(1 / REFRESH):
+            with DRAWING:
+                self.bar.refresh()
 
     def show(self) -> None:
         self.bar.update(
@@ -195,8 +218,14 @@ class BarProgress(Progress):
         )
 
     def close(self) -> None:
+        self._stop.set()
+        self._drawer.join()
         self.show()
-        self.bar.stop()
+        with DRAWING:
+            self.bar.stop()
+
+
+REFRESH = 10  # bar drawings a second
 
 
 def progress_for(what: str, quiet: bool, unit: str = "sessions", stream: TextIO | None = None) -> Progress | None:

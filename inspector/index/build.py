@@ -92,6 +92,7 @@ def build_index(
             if isinstance(exc, sqlite3.OperationalError):
                 raise IndexBuildError(_cannot_write(db_path, exc)) from None
             raise
+        db._index_lock_fd = lock.fd  # type: ignore[attr-defined]  # closed in worker processes
         try:
             run_id = _start_run(db, paths)
             stats = _build(

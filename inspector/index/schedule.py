@@ -21,9 +21,6 @@ from . import spill
 from .plan import _attach_state
 from .work import GroupResult, GroupTask, process_group, use_policy
 
-WORKER_MODULES = ["inspector.index.work"]
-"""What the fork server imports once for every index worker, when an index starts it."""
-
 
 def _run_tasks(
     db: sqlite_utils.Database, tasks: Iterable[GroupTask], count: int, jobs: int | None, policy: FindingPolicy
@@ -59,10 +56,12 @@ def _run_local(
         for task in tasks:
             yield process_group(ready(task), policy)
         return
+    import multiprocessing
+
     window = jobs * 4  # results are written in order; a deeper queue keeps workers busy past a slow folder
-    # Workers come from the fork server, so they hold neither the index's lock nor its database,
-    # and exit when this process does, however it ends (:func:`~invariants.gate.process_pool.worker_start`).
-    with process_pool(jobs, use_policy, (policy,), WORKER_MODULES) as pool:
+    forked = multiprocessing.get_start_method() == "fork"
+    lock_fd = getattr(db, "_index_lock_fd", None) if forked else None
+    with process_pool(jobs, _worker_init, (lock_fd, policy)) as pool:
         pending: deque[Future] = deque()
         it = iter(tasks)
         for task in it:
@@ -110,6 +109,17 @@ def lost_group(fn: Callable[[Any], Any], job: tuple[GroupTask, FindingPolicy], r
     """What a folder gives when its task could not finish anywhere (the executor's ``lost`` hook)."""
     task, _ = job
     return LostGroup([f"{lt.path}: not indexed ({reason})" for lt in task.logs])
+
+
+def _worker_init(lock_fd: int | None, policy: FindingPolicy) -> None:
+    """A worker never holds the index's lock (a forked one closes its copy of the lock's file) or its
+    database; it exits with the indexer, however that ends (:func:`~invariants.gate.process_pool.worker_start`)."""
+    use_policy(policy)
+    if lock_fd is not None:
+        try:
+            os.close(lock_fd)  # our copy only: the parent's lock stays
+        except OSError:
+            pass
 
 
 def default_jobs() -> int:

@@ -1,8 +1,8 @@
-"""Worker processes that start clean: forked from a fork server, gone with the process that made them.
+"""Worker processes on this machine: a pool's, gone with the process that made them, and the fork
+server a local Dask cluster's workers start from.
 
-A ``--jobs`` pool (:class:`~invariants.gate.executor.ProcessExecutor`), the index's
-pool and a local Dask cluster's workers all start here.  Imported only when a run
-needs processes.
+A ``--jobs`` pool (:class:`~invariants.gate.executor.ProcessExecutor`) and the
+index's pool start here.  Imported only when a run needs processes.
 """
 
 from __future__ import annotations
@@ -11,28 +11,22 @@ import multiprocessing
 import os
 import signal
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager
+from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import forkserver, parent_process
 from multiprocessing.connection import wait
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Callable
 
-R = TypeVar("R")
-
-WORKER_MODULES = ["invariants.gate.unit"]
-"""What a fork server imports once for every pool worker: the checker."""
 FORK_SERVER = "forkserver"
 
 
 def start_fork_server(modules: list[str]) -> bool:
     """Start the process this one's workers are forked from, importing ``modules``; False where there
     is no fork server.  It starts once per process (its modules are the first caller's), on another
-    core while this one goes on: a ``--jobs`` pool and a local Dask cluster share it.
+    core while this one goes on.
 
     A worker forked from this process would inherit every lock another of its threads held at that
-    moment and wait forever on the first it needs: a test run hung so, its Dask worker stuck in its
-    first log line; a check's progress line is written, and its logs counted (inside SQLite, whose
-    allocator takes a global mutex), by threads of their own.  The fork server is a fresh process
+    moment (the event loop writing a log line, a progress bar drawing) and wait forever on the first
+    it needs: a test run hung so, its worker stuck in its first log line.  The fork server is a fresh process
     with one thread that has imported the checker; a worker forked from it starts as fast and holds
     nothing.  It starts with Ctrl-C ignored, which it keeps and gives its workers: a Ctrl-C while it
     imports (the run's first second) printed its traceback, and Ctrl-C is the client's to handle."""
@@ -49,39 +43,26 @@ def start_fork_server(modules: list[str]) -> bool:
     return True
 
 
-class _Pool(ProcessPoolExecutor):
-    """A pool whose submits, which may start a worker, are not cut by Ctrl-C (:func:`_interrupt_after`)."""
-
-    def submit(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> Future[R]:
-        with _interrupt_after():
-            return super().submit(fn, *args, **kwargs)
-
-
 def process_pool(
-    workers: int,
-    initializer: Callable[..., None] | None = None,
-    initargs: tuple = (),
-    modules: list[str] = WORKER_MODULES,
+    workers: int, initializer: Callable[..., None] | None = None, initargs: tuple = ()
 ) -> ProcessPoolExecutor:
-    """A ``ProcessPoolExecutor`` of ``workers`` processes from the fork server (:func:`start_fork_server`,
-    with ``modules`` when this starts it), spawned where there is none (Windows); each runs
-    :func:`worker_start`, then ``initializer(*initargs)``."""
-    method = FORK_SERVER if start_fork_server(modules) else "spawn"
-    return _Pool(
-        max_workers=workers,
-        mp_context=multiprocessing.get_context(method),
-        initializer=worker_start,
-        initargs=(initializer, initargs),
-    )
+    """A ``ProcessPoolExecutor`` of ``workers`` processes, each running :func:`worker_start`, then
+    ``initializer(*initargs)``.
+
+    Its workers start the platform's default way (a fork of this process on Linux up to Python
+    3.13), not from the fork server: a worker from the fork server imports the caller's main script
+    first, as a spawned one does, and a script calling ``check(paths, jobs=2)`` at its top level
+    (the API's own example) then started a check in every worker and broke the pool.  A fork
+    copies the locks this process's other threads hold: the progress display's are let go around
+    every fork (:mod:`inspector.progress`), and no other thread of ours runs meanwhile."""
+    return ProcessPoolExecutor(max_workers=workers, initializer=worker_start, initargs=(initializer, initargs))
 
 
 def worker_start(initializer: Callable[..., None] | None = None, initargs: tuple = ()) -> None:
-    """A pool worker's start.  It takes Ctrl-C as the client does (the fork server's workers start with
-    it ignored): the task it runs stops at once.  And it exits when the client does: a worker waits
-    for its next task on a queue it holds both ends of, so a client killed (``kill -9``, the OOM
-    killer) left its workers waiting for ever; a thread waits on the client's end of the pipe the
-    worker was started through instead."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    """A pool worker's start: it exits when the client does.  A worker waits for its next task on a
+    queue it holds both ends of, so a client killed (``kill -9``, the OOM killer) left its workers
+    waiting for ever; a thread waits on the client's end of the pipe the worker was started through
+    instead."""
     client = parent_process()
     if client is not None:
         threading.Thread(target=_exit_with, args=(client.sentinel,), name="inspector-client", daemon=True).start()
@@ -92,25 +73,3 @@ def worker_start(initializer: Callable[..., None] | None = None, initargs: tuple
 def _exit_with(sentinel: int) -> None:
     wait([sentinel])
     os._exit(1)
-
-
-@contextmanager
-def _interrupt_after() -> Iterator[None]:
-    """Ctrl-C in the block is raised when it ends.  A worker is started by sending the fork server
-    its request and this process's queues; interrupted between the two, this process exited without
-    waiting for a worker it did not know it had, whose queues were gone when it read them: a
-    traceback after the run ended.  Only over Python's own handler, in the main thread."""
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-    ):
-        yield
-        return
-    seen: list[int] = []
-    signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    if seen:
-        raise KeyboardInterrupt

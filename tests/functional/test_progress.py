@@ -108,3 +108,29 @@ def test_the_time_left_is_measured_from_the_first_session_done() -> None:
     assert 4 <= shown.rate() <= 5
     assert "about 20s left" in shown.line() or "about 19s left" in shown.line()
     shown.close()
+
+
+def test_a_fork_waits_for_a_display_to_finish_drawing() -> None:
+    """A worker forked while a display thread held stderr's lock would wait for ever on its first
+    line to stderr: the fork waits for the drawing, and the new process can draw."""
+    import threading
+
+    held = threading.Event()
+
+    def draw() -> None:
+        with progress_module.DRAWING:
+            held.set()
+            time.sleep(0.5)
+
+    drawer = threading.Thread(target=draw)
+    drawer.start()
+    held.wait()
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:  # the new process: it can draw at once
+        os._exit(0 if progress_module.DRAWING.acquire(timeout=1) else 1)
+    waited = time.monotonic() - started
+    drawer.join()
+    _, status = os.waitpid(pid, 0)
+    assert waited >= 0.3
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -73,33 +72,35 @@ def test_a_pool_a_worker_died_in_is_not_used_again() -> None:
     assert not multiprocessing.active_children()
 
 
-_HELD = threading.Lock()
+def _can_draw(_: int) -> bool:
+    from inspector.progress import DRAWING
 
-
-def _lock_free(_: int) -> bool:
-    if _HELD.acquire(timeout=1):
-        _HELD.release()
+    if DRAWING.acquire(timeout=1):
+        DRAWING.release()
         return True
     return False
 
 
-def test_a_worker_holds_no_lock_another_thread_of_the_client_held() -> None:
-    """Workers start from the fork server, not from this process: a lock one of its threads holds
-    (a progress line being written, a count inside SQLite) is not held in the worker."""
-    release = threading.Event()
+def test_workers_started_while_a_display_draws_can_draw() -> None:
+    """A worker is a fork of this process: one forked while the progress display's thread held
+    stderr's lock would wait for ever on its first line to stderr.  The fork waits for the drawing."""
+    from inspector.progress import DRAWING
 
-    def hold() -> None:
-        with _HELD:
-            release.wait()
+    drawing = threading.Event()
 
-    holder = threading.Thread(target=hold)
-    holder.start()
+    def draw() -> None:
+        with DRAWING:
+            drawing.set()
+            time.sleep(0.3)
+
+    drawer = threading.Thread(target=draw)
+    drawer.start()
+    drawing.wait()
     try:
         with ProcessExecutor(2) as pool:
-            assert [free for _, free in pool.imap(_lock_free, iter(range(4)))] == [True] * 4
+            assert [free for _, free in pool.imap(_can_draw, iter(range(4)))] == [True] * 4
     finally:
-        release.set()
-        holder.join()
+        drawer.join()
 
 
 _KILLED_CLIENT = """
@@ -116,7 +117,7 @@ time.sleep(60)
 
 def test_workers_end_with_a_client_killed_mid_run() -> None:
     """A worker waits for its next task on a queue it holds both ends of: a client killed (kill -9,
-    the OOM killer) left its workers, and the fork server they came from, running for ever."""
+    the OOM killer) left its workers running for ever."""
     client = subprocess.Popen(
         [sys.executable, "-c", _KILLED_CLIENT],
         cwd=ROOT,
@@ -128,7 +129,7 @@ def test_workers_end_with_a_client_killed_mid_run() -> None:
     try:
         assert client.stdout is not None and client.stdout.readline() == "running\n"
         tree = descendants(client.pid)
-        assert len([w for c in children(client.pid) for w in children(c)]) == 2  # the fork server's workers
+        assert len(children(client.pid)) == 2
         client.kill()
         client.wait(timeout=10)
         assert gone_within(tree, 10) == []
@@ -136,18 +137,3 @@ def test_workers_end_with_a_client_killed_mid_run() -> None:
         if client.poll() is None:
             client.kill()
         gone_within(tree, 0)
-
-
-def test_ctrl_c_while_a_submit_starts_a_worker_is_raised_after_it() -> None:
-    """Cut between the fork server's request and the queues it sends, a worker read queues its
-    client had already removed, and printed a traceback after the run ended."""
-    from invariants.gate.process_pool import _interrupt_after
-
-    reached = False
-    with pytest.raises(KeyboardInterrupt):
-        with _interrupt_after():
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.05)  # the handler runs here, between two instructions
-            reached = True
-    assert reached
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
