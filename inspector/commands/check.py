@@ -344,9 +344,9 @@ def run(args: argparse.Namespace) -> int:
         progress = progress_for("check", args.quiet)
         observer = None
         if progress is not None:
-            count_in_background(progress, args.paths)
-            observer = CheckObserver(progress)
             stack.callback(progress.close)
+            stack.callback(count_in_background(progress, args.paths))
+            observer = CheckObserver(progress)
         try:
             result = check_report(
                 args.paths,
