@@ -137,3 +137,26 @@ def test_workers_end_with_a_client_killed_mid_run() -> None:
         if client.poll() is None:
             client.kill()
         gone_within(tree, 0)
+
+
+@pytest.mark.skipif(
+    multiprocessing.get_start_method() != "fork",
+    reason="workers here are started by importing the main script: a script needs the __main__ guard",
+)
+def test_a_script_checking_on_workers_at_its_top_level_runs(tmp_path: Path) -> None:
+    """The API's example as a script, with no ``if __name__ == "__main__"``: a worker that imported
+    the script first (from a fork server) started a check of its own and broke the pool."""
+    from tests.conftest import SAMPLES
+
+    script = tmp_path / "gate.py"
+    script.write_text(f"from invariants import check\n\nprint(len(check({str(SAMPLES)!r}, jobs=2).findings))\n")
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout) > 0
