@@ -28,7 +28,9 @@ runs ``inspector check ROOT --format json --no-cache -q`` in a fresh process
 (``--cache``: with the result cache on, as ``inspector check`` runs by default,
 each mode twice, ``MODE/cold`` in a fresh cache folder, then ``MODE/warm``
 from it: the cache is memory of its own, and measuring only ``--no-cache``
-once missed a folder's plan key that grew 4x) and prints: wall time, the *parse floor* (a fresh process that walks the
+once missed a folder's plan key that grew 4x; ``--progress``: without ``-q``,
+as a CI job runs it, progress lines on stderr and the total counted meanwhile,
+which cost a check 20-30 % while it was counted by a thread of the check) and prints: wall time, the *parse floor* (a fresh process that walks the
 root and parses every line of every ``.jsonl``, and of every ``.jsonl.zstd`` decompressed, with orjson), their ratio,
 peak RSS of the client process and summed over the whole process tree
 (client + pool or Dask workers, sampled every 50 ms), and whether the JSON
@@ -408,6 +410,9 @@ def main() -> int:
     ap.add_argument("--from-corpus", metavar="DIR", help="copies of real logs (see above) instead of generated ones")
     ap.add_argument("--cache", action="store_true", help="with the result cache on: each mode cold, then warm")
     ap.add_argument("--zstd", type=int, metavar="LINES", help="late storage: zstd frames of LINES lines (see above)")
+    ap.add_argument(
+        "--progress", action="store_true", help="without -q: a CI log's progress lines, the total counted meanwhile"
+    )
     args = ap.parse_args()
 
     per_folder = args.per_folder or args.templates or 1000
@@ -444,7 +449,7 @@ def main() -> int:
                 late_storage(root, args.zstd)
             print(f"generated {args.sessions} sessions in {time.perf_counter() - t:.1f}s under {root}")
         env = child_env(Path(cache.name))
-        base = [sys.executable, "-m", "inspector.cli", "check", "--format", "json", "-q"]
+        base = [sys.executable, "-m", "inspector.cli", "check", "--format", "json"] + ([] if args.progress else ["-q"])
         modes = args.modes.split(",")
         one = first_log(root)
         assert one is not None
