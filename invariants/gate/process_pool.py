@@ -20,14 +20,13 @@ FORK_SERVER = "forkserver"
 
 
 def start_fork_server(modules: list[str]) -> bool:
-    """Start the process this one's workers are forked from, importing ``modules``; False where there
-    is no fork server.  It starts once per process (its modules are the first caller's), on another
-    core while this one goes on.
+    """Start the process a local Dask cluster's workers are forked from, importing ``modules``; False
+    where there is no fork server.  It starts once per process, on another core while this one goes on.
 
     A worker forked from this process would inherit every lock another of its threads held at that
-    moment (the event loop writing a log line, a progress bar drawing) and wait forever on the first
-    it needs: a test run hung so, its worker stuck in its first log line.  The fork server is a fresh process
-    with one thread that has imported the checker; a worker forked from it starts as fast and holds
+    moment (Dask's event loop writing a log line) and wait forever on the first it needs: a test run
+    hung so, its worker stuck in its first log line.  The fork server is a fresh process with one
+    thread that has imported Dask and the checker; a worker forked from it starts as fast and holds
     nothing.  It starts with Ctrl-C ignored, which it keeps and gives its workers: a Ctrl-C while it
     imports (the run's first second) printed its traceback, and Ctrl-C is the client's to handle."""
     if FORK_SERVER not in multiprocessing.get_all_start_methods():
@@ -54,7 +53,7 @@ def process_pool(
     first, as a spawned one does, and a script calling ``check(paths, jobs=2)`` at its top level
     (the API's own example) then started a check in every worker and broke the pool.  A fork
     copies the locks this process's other threads hold: the progress display's are let go around
-    every fork (:mod:`inspector.progress`), and no other thread of ours runs meanwhile."""
+    every fork (:mod:`inspector.progress`), and its other threads hold none a worker takes."""
     return ProcessPoolExecutor(max_workers=workers, initializer=worker_start, initargs=(initializer, initargs))
 
 
