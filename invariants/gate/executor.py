@@ -157,8 +157,11 @@ class ProcessExecutor:
             self._pool = None  # a worker died: the next map starts a pool of its own
             raise
         finally:
-            for future in running:  # the caller stopped early: what has not started never will
-                future.cancel()
+            if running:  # the caller stopped early, or Ctrl-C: what has not started never will
+                # (the pool's own thread cancels them: on Python 3.11 a future cancelled here, in a
+                # pool a worker then left (Ctrl-C reaches the workers too), ended that thread in an
+                # error, and the process waited for ever at exit for workers no one stopped)
+                self.close()
 
 
 def _head(items: Iterable[T], n: int) -> tuple[list[T], Iterator[T] | None]:
@@ -244,12 +247,26 @@ def run_batch(fn: Callable[[T], R], items: list[T]) -> list[R]:
     try:
         out = []
         for x in items:
+            if _stopping:
+                raise KeyboardInterrupt  # (sent back as this batch's result)
             out.append(fn(x))
             collect_young()
         return out
     finally:
         if was:
             gc.enable()
+
+
+_stopping = False  # Ctrl-C reached this pool worker (:func:`stop_batches`)
+
+
+def stop_batches(signum: int, frame: object) -> None:
+    """A pool worker's Ctrl-C: the batch it runs ends after the item it is on, and so does every
+    later one, each with ``KeyboardInterrupt`` as its result.  Not at once: a worker ended in the
+    middle of sending a result left the pool's thread in the client waiting for the rest of it,
+    and the client for that thread, for ever."""
+    global _stopping
+    _stopping = True
 
 
 AUTO_BYTES = 32 << 20  # a run smaller than this is checked in this process: workers cost more than they save

@@ -61,7 +61,13 @@ def worker_start(initializer: Callable[..., None] | None = None, initargs: tuple
     """A pool worker's start: it exits when the client does.  A worker waits for its next task on a
     queue it holds both ends of, so a client killed (``kill -9``, the OOM killer) left its workers
     waiting for ever; a thread waits on the client's end of the pipe the worker was started through
-    instead."""
+    instead.  Ctrl-C, which reaches the client too, ends the worker's batches
+    (:func:`~invariants.gate.executor.stop_batches`): one waiting for a task printed its
+    ``KeyboardInterrupt`` traceback."""
+    from invariants.gate.executor import stop_batches
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, stop_batches)
     client = parent_process()
     if client is not None:
         threading.Thread(target=_exit_with, args=(client.sentinel,), name="inspector-client", daemon=True).start()

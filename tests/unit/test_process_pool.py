@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -160,3 +161,55 @@ def test_a_script_checking_on_workers_at_its_top_level_runs(tmp_path: Path) -> N
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert int(done.stdout) > 0
+
+
+def _slow(i: int) -> int:
+    time.sleep(0.02)
+    return i
+
+
+def test_ctrl_c_on_the_workers_ends_their_batches_after_the_item_they_are_on(capfd) -> None:
+    """A worker Ctrl-C reaches stops after the item it is on, its batch answering ``KeyboardInterrupt``;
+    it does not die: one ended while it sent a result left the client waiting for the rest for ever."""
+    with pytest.raises(KeyboardInterrupt):
+        with ProcessExecutor(2) as pool:
+            started = time.monotonic()
+            for n, _ in enumerate(pool.imap(_slow, iter(range(20_000)))):  # 200 s of work on two workers
+                if n == 0:
+                    for worker in multiprocessing.active_children():
+                        os.kill(worker.pid, signal.SIGINT)
+    assert time.monotonic() - started < 30
+    assert not multiprocessing.active_children()
+    assert "Traceback" not in capfd.readouterr().err
+
+
+_INTERRUPTED_CLIENT = """
+import os, signal, sys
+from invariants.gate.executor import ProcessExecutor
+from tests.unit.test_process_pool import _slow
+try:
+    with ProcessExecutor(2) as pool:
+        for n, _ in enumerate(pool.imap(_slow, iter(range(20_000)))):
+            if n == int(sys.argv[1]):
+                os.killpg(0, signal.SIGINT)  # Ctrl-C in a terminal: the client and its workers
+except KeyboardInterrupt:
+    print("stopped", flush=True)
+"""
+
+
+@pytest.mark.parametrize("after", [0, 1, 63, 64, 200])
+def test_ctrl_c_on_the_client_and_its_workers_ends_the_run_quietly(after: int) -> None:
+    """On Python 3.11 a future the client cancelled in a pool a worker then left made the pool's
+    thread fail, and the client waited at exit for ever; a worker waiting for a task printed its
+    ``KeyboardInterrupt`` traceback."""
+    done = subprocess.run(
+        [sys.executable, "-c", _INTERRUPTED_CLIENT, str(after)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        start_new_session=True,
+    )
+    assert done.stdout == "stopped\n", done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and done.returncode == 0, done.stderr[-2000:]
