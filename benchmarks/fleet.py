@@ -30,8 +30,9 @@ each mode twice, ``MODE/cold`` in a fresh cache folder, then ``MODE/warm``
 from it: the cache is memory of its own, and measuring only ``--no-cache``
 once missed a folder's plan key that grew 4x; ``--progress``: without ``-q``,
 as a CI job runs it, progress lines on stderr and the total counted meanwhile,
-which cost a check 20-30 % while it was counted by a thread of the check) and prints: wall time, the *parse floor* (a fresh process that walks the
-root and parses every line of every ``.jsonl``, and of every ``.jsonl.zstd`` decompressed, with orjson), their ratio,
+which cost a check 20-30 % while it was counted by a thread of the check) and prints: wall time,
+the *parse floor* (a fresh process that walks the root and parses every line of every ``.jsonl``,
+and of every ``.jsonl.zstd`` decompressed, with orjson), their ratio,
 peak RSS of the client process and summed over the whole process tree
 (client + pool or Dask workers, sampled every 50 ms), and whether the JSON
 report is byte-identical to the serial one.  The floor and the checks take
