@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable
 
 import sqlite_utils
 
-from invariants.gate.executor import Executor
+from invariants.gate.executor import Executor, unless_stopped
 from invariants.gate.policy import FindingPolicy
 from invariants.gate.process_pool import process_pool
 
@@ -65,14 +65,14 @@ def _run_local(
         pending: deque[Future] = deque()
         it = iter(tasks)
         for task in it:
-            pending.append(pool.submit(process_group, ready(task)))
+            pending.append(pool.submit(unless_stopped, process_group, ready(task)))
             if len(pending) >= window:
                 break
         while pending:
             result = pending.popleft().result()
             nxt = next(it, None)
             if nxt is not None:
-                pending.append(pool.submit(process_group, ready(nxt)))
+                pending.append(pool.submit(unless_stopped, process_group, ready(nxt)))
             yield result
 
 

@@ -361,6 +361,40 @@ def test_killed_indexer_leaves_a_usable_database(root, indexed, tmp_path, jobs):
     assert_same(db, indexed[1])
 
 
+def test_ctrl_c_stops_an_indexer_on_workers_quietly(root, tmp_path):
+    """Ctrl-C reaches the indexer and its workers: a worker ends its folder and answers the next with
+    ``KeyboardInterrupt`` (ended in the middle of a result, it left the indexer waiting for ever; a
+    worker waiting for a task printed its traceback); the run stops with 130 and leaves no process."""
+    base, written = root
+    db = tmp_path / "interrupted.db"
+    env = {**os.environ, "INSPECTOR_INDEX_PAUSE_AT": "3", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "inspector.cli", "index", str(base), "--db", str(db), "--jobs", "2"],
+        cwd=tmp_path,
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    tree: list[int] = []
+    try:
+        line = proc.stderr.readline()
+        assert "paused" in line, line
+        tree = descendants(proc.pid)
+        assert len(tree) == 2
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal: the indexer and its workers
+        err = proc.stderr.read()
+        assert proc.wait(timeout=30) == 130
+        assert "Traceback" not in err, err
+        assert gone_within(tree, 10) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        gone_within(tree, 0)
+    assert q(db, "PRAGMA integrity_check") == [("ok",)]
+
+
 # -- readers ----------------------------------------------------------------------------------
 
 
