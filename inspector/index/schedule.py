@@ -13,9 +13,9 @@ from typing import Any, Callable, Iterable
 
 import sqlite_utils
 
-from invariants.gate.executor import Executor, unless_stopped
+from invariants.gate.executor import Executor
 from invariants.gate.policy import FindingPolicy
-from invariants.gate.process_pool import process_pool
+from invariants.gate.process_pool import process_pool, unless_stopped
 
 from . import spill
 from .plan import _attach_state

@@ -241,40 +241,21 @@ def run_batch(fn: Callable[[T], R], items: list[T]) -> list[R]:
     only what the item allocated and still holds, so a worker's memory does not grow
     with the items it has done.  Nothing is frozen: a worker's own heap (Dask's) is never rescanned."""
     from invariants.gate.collector import collect_young
+    from invariants.gate.process_pool import stopping
 
     was = gc.isenabled()
     gc.disable()
     try:
         out = []
         for x in items:
-            if _stopping:
-                raise KeyboardInterrupt  # (sent back as this batch's result)
+            if stopping():
+                raise KeyboardInterrupt  # Ctrl-C reached this pool worker (sent back as this batch's result)
             out.append(fn(x))
             collect_young()
         return out
     finally:
         if was:
             gc.enable()
-
-
-_stopping = False  # Ctrl-C reached this pool worker (:func:`stop_batches`)
-
-
-def stop_batches(signum: int, frame: object) -> None:
-    """A pool worker's Ctrl-C: the batch it runs ends after the item it is on, and so does every
-    later one, each with ``KeyboardInterrupt`` as its result (a task of :func:`unless_stopped` too).
-    Not at once: a worker ended in the middle of sending a result left the pool's thread in the
-    client waiting for the rest of it, and the client for that thread, for ever."""
-    global _stopping
-    _stopping = True
-
-
-def unless_stopped(fn: Callable[[T], R], item: T) -> R:
-    """A pool worker's task of one item: ``fn(item)``, or ``KeyboardInterrupt`` once Ctrl-C reached the
-    worker (:func:`stop_batches`)."""
-    if _stopping:
-        raise KeyboardInterrupt
-    return fn(item)
 
 
 AUTO_BYTES = 32 << 20  # a run smaller than this is checked in this process: workers cost more than they save

@@ -14,7 +14,10 @@ import threading
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import forkserver, parent_process
 from multiprocessing.connection import wait
-from typing import Callable
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 FORK_SERVER = "forkserver"
 
@@ -61,11 +64,8 @@ def worker_start(initializer: Callable[..., None] | None = None, initargs: tuple
     """A pool worker's start: it exits when the client does.  A worker waits for its next task on a
     queue it holds both ends of, so a client killed (``kill -9``, the OOM killer) left its workers
     waiting for ever; a thread waits on the client's end of the pipe the worker was started through
-    instead.  Ctrl-C, which reaches the client too, ends the worker's batches
-    (:func:`~invariants.gate.executor.stop_batches`): one waiting for a task printed its
-    ``KeyboardInterrupt`` traceback."""
-    from invariants.gate.executor import stop_batches
-
+    instead.  Ctrl-C, which reaches the client too, ends the worker's batches (:func:`stop_batches`):
+    one waiting for a task printed its ``KeyboardInterrupt`` traceback."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, stop_batches)
     client = parent_process()
@@ -78,3 +78,29 @@ def worker_start(initializer: Callable[..., None] | None = None, initargs: tuple
 def _exit_with(sentinel: int) -> None:
     wait([sentinel])
     os._exit(1)
+
+
+_stopping = False  # Ctrl-C reached this pool worker (:func:`stop_batches`)
+
+
+def stop_batches(signum: int, frame: object) -> None:
+    """A pool worker's Ctrl-C: the batch it runs (:func:`~invariants.gate.executor.run_batch`) ends
+    after the item it is on, and so does every later one, each with ``KeyboardInterrupt`` as its
+    result (a task of :func:`unless_stopped` too).  Not at once: a worker ended in the middle of
+    sending a result left the pool's thread in the client waiting for the rest of it, and the
+    client for that thread, for ever."""
+    global _stopping
+    _stopping = True
+
+
+def stopping() -> bool:
+    """Ctrl-C reached this pool worker (:func:`stop_batches`)."""
+    return _stopping
+
+
+def unless_stopped(fn: Callable[[T], R], item: T) -> R:
+    """A pool worker's task of one item: ``fn(item)``, or ``KeyboardInterrupt`` once Ctrl-C reached the
+    worker (:func:`stop_batches`)."""
+    if _stopping:
+        raise KeyboardInterrupt
+    return fn(item)
