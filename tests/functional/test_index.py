@@ -11,7 +11,9 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -324,32 +326,42 @@ def test_after_folder_runs_inside_each_folders_own_transaction(root, tmp_path):
     assert stats.new + stats.unchanged == len(written) and stats.unchanged > 0
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
-def test_killed_indexer_leaves_a_usable_database(root, indexed, tmp_path, jobs):
-    base, written = root
-    db = tmp_path / "killed.db"
+@contextmanager
+def _paused_indexer(base: Path, db: Path, cwd: Path, jobs: int) -> Iterator[tuple[subprocess.Popen, list[int]]]:
+    """``inspector index`` in a process group of its own, stopped inside the third folder's transaction,
+    and the processes under it; whatever is left of them is killed after the block."""
     env = {**os.environ, "INSPECTOR_INDEX_PAUSE_AT": "3", "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "inspector.cli", "index", str(base), "--db", str(db), "--jobs", str(jobs)],
-        cwd=tmp_path,
+        cwd=cwd,
         env=env,
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
+        start_new_session=True,
     )
     tree: list[int] = []
     try:
+        assert proc.stderr is not None
         line = proc.stderr.readline()
         assert "paused" in line, line
         tree = descendants(proc.pid)
-        assert len(tree) == (jobs if jobs > 1 else 0)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
-        assert gone_within(tree, 10) == [], "worker processes outlived the killed indexer"
+        yield proc, tree
     finally:
         if proc.poll() is None:
             proc.kill()
         gone_within(tree, 0)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_killed_indexer_leaves_a_usable_database(root, indexed, tmp_path, jobs):
+    base, written = root
+    db = tmp_path / "killed.db"
+    with _paused_indexer(base, db, tmp_path, jobs) as (proc, tree):
+        assert len(tree) == (jobs if jobs > 1 else 0)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        assert gone_within(tree, 10) == [], "worker processes outlived the killed indexer"
     assert q(db, "PRAGMA integrity_check") == [("ok",)]
     assert q(db, "SELECT count(*) FROM sessions")[0][0] == 2  # folders 1 and 2 committed, 3 rolled back
     assert q(db, "SELECT status, groups_done FROM runs") == [("running", 2)]
@@ -365,33 +377,15 @@ def test_ctrl_c_stops_an_indexer_on_workers_quietly(root, tmp_path):
     """Ctrl-C reaches the indexer and its workers: a worker ends its folder and answers the next with
     ``KeyboardInterrupt`` (ended in the middle of a result, it left the indexer waiting for ever; a
     worker waiting for a task printed its traceback); the run stops with 130 and leaves no process."""
-    base, written = root
+    base, _ = root
     db = tmp_path / "interrupted.db"
-    env = {**os.environ, "INSPECTOR_INDEX_PAUSE_AT": "3", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "inspector.cli", "index", str(base), "--db", str(db), "--jobs", "2"],
-        cwd=tmp_path,
-        env=env,
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        start_new_session=True,
-    )
-    tree: list[int] = []
-    try:
-        line = proc.stderr.readline()
-        assert "paused" in line, line
-        tree = descendants(proc.pid)
+    with _paused_indexer(base, db, tmp_path, 2) as (proc, tree):
         assert len(tree) == 2
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal: the indexer and its workers
         err = proc.stderr.read()
         assert proc.wait(timeout=30) == 130
         assert "Traceback" not in err, err
         assert gone_within(tree, 10) == []
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        gone_within(tree, 0)
     assert q(db, "PRAGMA integrity_check") == [("ok",)]
 
 
