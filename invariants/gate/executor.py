@@ -157,10 +157,10 @@ class ProcessExecutor:
             self._pool = None  # a worker died: the next map starts a pool of its own
             raise
         finally:
-            if running:  # the caller stopped early, or Ctrl-C: what has not started never will
-                # (the pool's own thread cancels them: on Python 3.11 a future cancelled here, in a
-                # pool a worker then left (Ctrl-C reaches the workers too), ended that thread in an
-                # error, and the process waited for ever at exit for workers no one stopped)
+            if running:  # the caller stopped early, or Ctrl-C: what has not started never will.
+                # Closing lets the pool's own thread cancel them.  Cancelled here instead, on Python
+                # 3.11, they made that thread fail once a worker left (Ctrl-C reaches workers too),
+                # and the process waited for ever at exit for workers no one stopped.
                 self.close()
 
 
@@ -241,16 +241,14 @@ def run_batch(fn: Callable[[T], R], items: list[T]) -> list[R]:
     only what the item allocated and still holds, so a worker's memory does not grow
     with the items it has done.  Nothing is frozen: a worker's own heap (Dask's) is never rescanned."""
     from invariants.gate.collector import collect_young
-    from invariants.gate.process_pool import stopping
+    from invariants.gate.process_pool import unless_stopped
 
     was = gc.isenabled()
     gc.disable()
     try:
         out = []
         for x in items:
-            if stopping():
-                raise KeyboardInterrupt  # Ctrl-C reached this pool worker (sent back as this batch's result)
-            out.append(fn(x))
+            out.append(unless_stopped(fn, x))  # (Ctrl-C in a pool worker: KeyboardInterrupt, sent back as the result)
             collect_young()
         return out
     finally:

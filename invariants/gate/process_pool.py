@@ -93,11 +93,6 @@ def stop_batches(signum: int, frame: object) -> None:
     _stopping = True
 
 
-def stopping() -> bool:
-    """Ctrl-C reached this pool worker (:func:`stop_batches`)."""
-    return _stopping
-
-
 def unless_stopped(fn: Callable[[T], R], item: T) -> R:
     """A pool worker's task of one item: ``fn(item)``, or ``KeyboardInterrupt`` once Ctrl-C reached the
     worker (:func:`stop_batches`)."""
