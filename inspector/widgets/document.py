@@ -74,6 +74,7 @@ class DocumentView(Recolored, ScrollView, can_focus=True):
         self._first_line: list[int] = []
         self._layout_width = -1
         self._cache: LRUCache[int, Strip] = LRUCache(512)
+        self._revealing = False  # a jump is to be shown after the next refresh: a resize before it keeps out
 
     # -- content ---------------------------------------------------------------
     def set_blocks(
@@ -95,11 +96,13 @@ class DocumentView(Recolored, ScrollView, can_focus=True):
             self.scroll_to(0, 0, animate=False, immediate=True)
         if cursor_key is not None and target >= 0:
             anchor = self.index_of(anchor_key) if anchor_key is not None else None
+            self._revealing = True
             self.call_after_refresh(self._reveal, target, anchor if anchor is not None and anchor < target else None)
         self.refresh()
 
     def _reveal(self, index: int, anchor: int | None = None) -> None:
         """After a jump: the block (from its anchor on) near the top unless it is fully visible already."""
+        self._revealing = False
         start, count = self.block_lines(index)
         top = self.block_lines(anchor)[0] if anchor is not None else start
         height = max(1, self.scrollable_content_region.height)
@@ -172,7 +175,7 @@ class DocumentView(Recolored, ScrollView, can_focus=True):
 
     def on_resize(self, event: events.Resize) -> None:
         self._relayout()
-        if self.cursor >= 0:
+        if self.cursor >= 0 and not self._revealing:
             self.scroll_to_block(self.cursor)
 
     def block_lines(self, index: int) -> tuple[int, int]:
@@ -184,7 +187,8 @@ class DocumentView(Recolored, ScrollView, can_focus=True):
         return start, end - start
 
     def scroll_to_block(self, index: int, top: bool = False) -> None:
-        """Bring block ``index`` into view; ``top``: put it near the top (a jump), else scroll as little as needed."""
+        """Bring block ``index`` into view; ``top``: put it near the top (a jump), else scroll as little as needed.
+        ``force``: as the timeline's (a scroll is ignored until the blocks just set show a scrollbar)."""
         self._relayout()
         start, count = self.block_lines(index)
         height = max(1, self.scrollable_content_region.height)
@@ -197,7 +201,7 @@ class DocumentView(Recolored, ScrollView, can_focus=True):
             target = max(0, start - 1)
         else:
             target = start + count - height
-        self.scroll_to(y=target, animate=False, immediate=True)
+        self.scroll_to(y=target, animate=False, immediate=True, force=True)
 
     def theme_changed(self) -> None:
         """The lines cached were drawn with the old theme's styles."""

@@ -213,11 +213,12 @@ class SessionTable(Recolored, ScrollView, can_focus=True):
         self.refresh()
 
     def _keep_in_view(self) -> None:
+        """``force``: as the timeline's (a scroll is ignored until the rows just set show a scrollbar)."""
         height = max(1, self.scrollable_content_region.height)
         if self.cursor < self.scroll_offset.y:
-            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+            self.scroll_to(y=self.cursor, animate=False, immediate=True, force=True)
         elif self.cursor >= self.scroll_offset.y + height:
-            self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
+            self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True, force=True)
 
     @staticmethod
     def _key(s: SessionRow) -> tuple:

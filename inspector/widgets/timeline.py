@@ -99,6 +99,8 @@ class Timeline(Recolored, ScrollView, can_focus=True):
             self._scroll_to_row(row)
 
     def _scroll_to_row(self, row: int) -> None:
+        """``force``: Textual ignores a scroll while no scrollbar is shown, and rows just set show theirs
+        only at the next layout; without it a step selected as the rows grew stayed out of view."""
         height = max(1, self.scrollable_content_region.height)
         y = self.scroll_offset.y
         top = row
@@ -106,11 +108,11 @@ class Timeline(Recolored, ScrollView, can_focus=True):
         while top > 0 and self.rows[top - 1].kind != "step" and row - top < 3:
             top -= 1
         if top < y - 1 or row > y + height:  # a jump: put the row a third of the way down
-            self.scroll_to(y=max(0, top - height // 3), animate=False, immediate=True)
+            self.scroll_to(y=max(0, top - height // 3), animate=False, immediate=True, force=True)
         elif top < y:
-            self.scroll_to(y=top, animate=False, immediate=True)
+            self.scroll_to(y=top, animate=False, immediate=True, force=True)
         elif row >= y + height:
-            self.scroll_to(y=row - height + 1, animate=False, immediate=True)
+            self.scroll_to(y=row - height + 1, animate=False, immediate=True, force=True)
 
     def refresh_step(self, step: int) -> None:
         row = self._row_of_step.get(step)

@@ -223,7 +223,7 @@ class SessionLoading(SessionNavigation):
         self.timeline.placeholder = "no steps in this log" if not state.steps else ""
         self.timeline.set_rows(state, rows, step if step >= 0 else None)
         if tailing and step >= 0:
-            self.call_after_refresh(self.timeline.scroll_end, animate=False, immediate=True)
+            self.call_after_refresh(self.timeline.scroll_end, animate=False, immediate=True, force=True)
         self.step_index = step  # the watcher says where the selection is; what follows may say more
         if step < 0:
             self._draw_active()  # no step to select: the tab says so (and shows any one-shot request)
