@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
+import random
 import shutil
 import sqlite3
 import struct
@@ -45,7 +45,11 @@ def test_zstd_skippable_frames_are_read_past_as_the_reference_zstd_does(tmp_path
     assert info.value.kind == "torn"
 
 
-@pytest.mark.parametrize("content", [b"", os.urandom(4000), b"\n\n\n", b'{"type":"session","version":0,"id":"x"}\n'])
+@pytest.mark.parametrize(
+    "content",
+    [b"", random.Random(48).randbytes(4000), b"\n\n\n", b'{"type":"session","version":0,"id":"x"}\n'],
+    ids=["empty", "random-bytes", "blank-lines", "header-only"],  # the same ids in every process (pytest -n)
+)
 def test_replay_of_what_is_no_log_with_steps_says_so_and_fails(tmp_path, capsys, content):
     path = tmp_path / "x.jsonl"
     path.write_bytes(content)
