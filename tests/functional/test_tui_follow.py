@@ -12,17 +12,7 @@ import orjson
 
 from invariants import CheckOptions, check
 from invariants.gate.follow import Follow
-from tests.support.logs import Log, story_header, story_session, write_capture
-
-
-def _builder(steps: int) -> Log:
-    b = story_session("follow-unit")
-    b.user_turn("q")
-    b.streamed_step("a", header_reason="initial", header=story_header())
-    for i in range(steps - 1):
-        b.streamed_step(f"reply {i}")
-    b.end_turn()
-    return b
+from tests.support.logs import Log, story_steps, write_capture
 
 
 def _grow(b: Log, log: Path) -> None:
@@ -47,7 +37,7 @@ def _same(result, path: Path) -> None:
 
 
 def test_growth_resumes_and_replacement_or_shrinking_does_not(tmp_path):
-    b = _builder(60)
+    b = story_steps("follow-unit", 60)
     log = b.write(tmp_path / "f.jsonl")
     write_capture(
         log, tmp_path / "f.requests.jsonl", {2: lambda r: r["messages"].append({"role": "user", "content": "x"})}
@@ -63,7 +53,7 @@ def test_growth_resumes_and_replacement_or_shrinking_does_not(tmp_path):
     assert fc.last_mode == "resume"  # a resumed model carries a checkpoint too
     # replaced by a new file (another inode): full
     tmp = tmp_path / "f.new"
-    tmp.write_bytes(log.read_bytes() + b"\n".join(_builder(3).lines()[1:4]) + b"\n")
+    tmp.write_bytes(log.read_bytes() + b"\n".join(story_steps("follow-unit", 3).lines()[1:4]) + b"\n")
     os.replace(tmp, log)
     _same(fc.check(), log)
     assert fc.last_mode == "full"
@@ -75,7 +65,7 @@ def test_growth_resumes_and_replacement_or_shrinking_does_not(tmp_path):
 
 
 def test_bytes_changed_before_the_old_end_mean_a_full_check(tmp_path):
-    b = _builder(60)
+    b = story_steps("follow-unit", 60)
     log = b.write(tmp_path / "g.jsonl")
     fc = Follow(log, CheckOptions())
     fc.check()
@@ -92,7 +82,7 @@ def test_bytes_changed_before_the_old_end_mean_a_full_check(tmp_path):
 def test_a_short_log_resumes_too_and_equals_a_full_check(tmp_path):
     # resume() re-judges the era over the appended lines and refuses a checkpoint whose verdict changed,
     # so a log still inside the era sniff's window resumes like any other.
-    b = _builder(2)
+    b = story_steps("follow-unit", 2)
     log = b.write(tmp_path / "s.jsonl")
     fc = Follow(log, CheckOptions())
     fc.check()
@@ -104,7 +94,7 @@ def test_a_short_log_resumes_too_and_equals_a_full_check(tmp_path):
 def test_a_database_session_goes_through_a_full_check(tmp_path):
     from invariants.read.sqlite_backend import write_database
 
-    b = _builder(2)
+    b = story_steps("follow-unit", 2)
     lines = [orjson.loads(x) for x in b.lines()]
     db = tmp_path / "s.db"
     write_database(db, [(lines[0], lines[1:])])
@@ -116,7 +106,7 @@ def test_a_database_session_goes_through_a_full_check(tmp_path):
 def test_a_round_parses_only_the_capture_lines_its_log_does_not_explain(tmp_path, monkeypatch):
     import invariants.read.capture as capture
 
-    b = _builder(60)
+    b = story_steps("follow-unit", 60)
     log = b.write(tmp_path / "c.jsonl")
     write_capture(
         log, tmp_path / "c.requests.jsonl", {4: lambda r: r["messages"].append({"role": "user", "content": "x"})}

@@ -8,7 +8,7 @@ from pathlib import Path
 from inspector.screens.session import SessionScreen
 from inspector.widgets.status import StatusLine
 from inspector.widgets.timeline import Timeline
-from tests.support.logs import story_header, story_session, write_capture
+from tests.support.logs import story_steps, write_capture
 from tests.support.tui_helpers import create_app, settle, wait_for
 
 
@@ -17,12 +17,7 @@ class Growing:
 
     def __init__(self, folder: Path, steps: int) -> None:
         self.folder = folder
-        self.b = story_session("growing")
-        self.b.user_turn("first question")
-        self.b.streamed_step("first answer", header_reason="initial", header=story_header())
-        for i in range(steps - 1):
-            self.b.streamed_step(f"answer {i}")
-        self.b.end_turn()
+        self.b = story_steps("growing", steps)
         self.log = self.b.write(folder / "growing.jsonl")
         self.capture = folder / "growing.requests.jsonl"
         self.wrong: set[int] = set()

@@ -20,7 +20,7 @@ from inspector.widgets.timeline import Timeline
 from invariants.gate.result import CheckResult
 from invariants.read.source import LogSource
 from invariants.replay.session import replay
-from tests.support.logs import story_header, story_session
+from tests.support.logs import story_steps
 
 
 class Host(App):
@@ -38,13 +38,8 @@ class Host(App):
 
 def session(folder: Path, steps: int) -> SessionState:
     """A checked session of one turn of ``steps`` steps."""
-    b = story_session(f"s{steps}")
-    b.user_turn("question")
-    b.streamed_step("answer", header_reason="initial", header=story_header())
-    for i in range(steps - 1):
-        b.streamed_step(f"answer {i}")
-    b.end_turn()
-    model = replay(LogSource(b.write(folder / f"s{steps}.jsonl"), folder))
+    log = story_steps(f"s{steps}", steps).write(folder / f"s{steps}.jsonl")
+    model = replay(LogSource(log, folder))
     return SessionState(CheckResult([], [], [], [], [model]), model)
 
 

@@ -429,6 +429,18 @@ def story_session(session_id: str, cwd: str = "/home/dev/project", created: int 
     return Log(session_id, created=created, cwd=cwd)
 
 
+def story_steps(session_id: str, steps: int) -> Log:
+    """A story log of one turn of ``steps`` streamed steps (the first with the initial header), ended:
+    the log a followed session grows from, and a timeline longer than a screen."""
+    b = story_session(session_id)
+    b.user_turn("q")
+    b.streamed_step("a", header_reason="initial", header=story_header())
+    for i in range(steps - 1):
+        b.streamed_step(f"reply {i}")
+    b.end_turn()
+    return b
+
+
 def skills_prefix(names: list[str]) -> list[dict]:
     catalog = "\n".join(f"- `{n}`: a skill" for n in names)
     return [
