@@ -109,11 +109,13 @@ def run(args: argparse.Namespace) -> int:
     with ExitStack() as stack:
         executor = None
         if args.scheduler is not None:
-            from inspector.index.schedule import lost_group
+            from inspector.index.schedule import CLUSTER_BATCH, lost_group
             from invariants.gate.executor_dask import SchedulerError, dask_executor
 
             try:
-                executor = stack.enter_context(dask_executor(args.scheduler, None, lost=lost_group))
+                executor = stack.enter_context(
+                    dask_executor(args.scheduler, None, lost=lost_group, batch=CLUSTER_BATCH)
+                )
             except SchedulerError as exc:
                 return fail(str(exc))
         shown = progress_for("index", args.quiet or args.json, unit="folders")

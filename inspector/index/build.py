@@ -2,7 +2,7 @@
 
 The writer is this process; replays run in worker processes (``jobs``), or
 on the workers of an executor (``--scheduler``: a Dask cluster), which
-compute a window of folders at a time while this process writes.  Each
+compute the folders streamed to them while this process writes.  Each
 folder (its logs and captures) is written in one transaction, in discovery
 order, so a killed run leaves every folder either fully indexed at its new
 revision or untouched at its old one.  The next run finds the rest changed

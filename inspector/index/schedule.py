@@ -8,12 +8,11 @@ from collections import deque
 from concurrent.futures import Future
 from contextlib import ExitStack
 from dataclasses import dataclass
-from itertools import islice
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import sqlite_utils
 
-from invariants.gate.executor import Executor
+from invariants.gate.executor import Executor, completed, in_order
 from invariants.gate.policy import FindingPolicy
 from invariants.gate.process_pool import process_pool, unless_stopped
 
@@ -87,16 +86,19 @@ class LostGroup:
 def _run_on(
     executor: Executor, db: sqlite_utils.Database, tasks: Iterable[GroupTask], policy: FindingPolicy
 ) -> Iterable[GroupResult | LostGroup]:
-    """The folders computed by ``executor`` a window at a time, yielded in order for the one writer.
+    """The folders computed by ``executor``, yielded in folder order for the one writer, as they arrive.
 
-    A window is a few tasks per worker thread: enough to keep the workers busy, small enough that
-    results are written (and memory freed) as the run goes."""
-    window = max(1, executor.jobs * 16)
-    it = iter(tasks)
-    while chunk := list(islice(it, window)):
-        for task in chunk:
+    Streamed: a folder's stored state is loaded when the executor asks for its task, and the writer
+    writes what has arrived while the workers compute what the executor keeps in flight (a bounded
+    number of tasks, so the reorder holds at most their results).  A window at a time, the workers
+    waited while this process wrote each window, and each window waited for its slowest task."""
+
+    def jobs() -> Iterator[tuple[GroupTask, FindingPolicy]]:
+        for task in tasks:
             _attach_state(db, task)
-        yield from executor.map(indexed_group, [(task, policy) for task in chunk])
+            yield task, policy
+
+    return in_order(completed(executor, indexed_group, jobs()))
 
 
 def indexed_group(job: tuple[GroupTask, FindingPolicy]) -> GroupResult:
@@ -120,6 +122,11 @@ def _worker_init(lock_fd: int | None, policy: FindingPolicy) -> None:
             os.close(lock_fd)  # our copy only: the parent's lock stays
         except OSError:
             pass
+
+
+CLUSTER_BATCH = 64
+"""Folders a task on a cluster at most: a task's rows come back whole (~8 KB a small session's folder,
+at most 0.3 MB a folder of the corpus), so the tasks in flight hold a few megabytes on the client."""
 
 
 def default_jobs() -> int:

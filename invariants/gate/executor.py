@@ -42,6 +42,18 @@ def completed(
         yield from enumerate(executor.map(fn, items if isinstance(items, Sequence) else list(items), costs))
 
 
+def in_order(results: Iterable[tuple[int, R]]) -> Iterator[R]:
+    """The results of :func:`completed` in item order, each as soon as every item before it has come:
+    holds only the results that arrived ahead of an unfinished item (an executor bounds how many)."""
+    held: dict[int, R] = {}
+    due = 0
+    for i, result in results:
+        held[i] = result
+        while due in held:
+            yield held.pop(due)
+            due += 1
+
+
 class SerialExecutor:
     """Every item in this process, one after the other."""
 

@@ -67,7 +67,7 @@ class DaskExecutor:
     ) -> None:
         self.client = client
         self.lost = lost
-        self.batch = batch  # items per task; None: a few tasks per worker thread, at most BATCH items each
+        self.batch = batch  # items per task at most (None: BATCH); a short run known whole: a few tasks a worker
         self.retries = retries
         self.progress = progress
         self.progress_every = progress_every
@@ -98,10 +98,11 @@ class DaskExecutor:
         # A short run is known whole before its first task; a long one starts as soon as its first
         # short tasks are walked (512 units, ~25 ms; waiting for a whole first round of full tasks
         # kept the workers idle for a quarter second).
-        head, rest = _head(items, self.jobs * AHEAD * (BATCH // 16))
+        most = self.batch or BATCH
+        head, rest = _head(items, self.jobs * AHEAD * max(1, most // 16))
         if not head:
             return
-        size = self.batch or (BATCH if rest is not None else max(1, min(BATCH, len(head) // (self.jobs * AHEAD))))
+        size = most if rest is not None else max(1, min(most, len(head) // (self.jobs * AHEAD)))
         batches = tapered(enumerate(chain(head, rest or ())), size, self.jobs, ramp=rest is not None)
         ahead = self.jobs * AHEAD
         pending = as_completed([], with_results=False)
@@ -261,10 +262,12 @@ def dask_executor(
     scheduler: str,
     progress: TextIO | None = sys.stderr,
     lost: Callable[[Callable, Any, str], Any] = lost_result,
+    batch: int | None = None,
 ) -> Iterator[DaskExecutor]:
     """An executor on the cluster ``scheduler`` names; a ``local`` cluster lives as long as the block.
 
-    ``lost`` makes the result of a task that could not finish anywhere (the index passes its own).
+    ``lost`` makes the result of a task that could not finish anywhere (the index passes its own);
+    ``batch``: items a task at most (:class:`DaskExecutor`).
     Ctrl-C stops the block with ``KeyboardInterrupt`` (:class:`_Interrupts`)."""
     address, n = parse_scheduler(scheduler)
     with _Interrupts.caught() as interrupts:
@@ -293,14 +296,14 @@ def dask_executor(
                 ) as cluster,
                 Client(cluster) as client,
             ):
-                yield interrupts.watching(DaskExecutor(client, progress=progress, lost=lost))
+                yield interrupts.watching(DaskExecutor(client, progress=progress, lost=lost, batch=batch))
             return
         try:
             client = Client(address, timeout="10s")
         except (OSError, TimeoutError, ValueError) as exc:
             raise SchedulerError(f"--scheduler {scheduler}: cannot connect ({exc})") from exc
         with client:
-            yield interrupts.watching(DaskExecutor(client, progress=progress, lost=lost))
+            yield interrupts.watching(DaskExecutor(client, progress=progress, lost=lost, batch=batch))
 
 
 class _Interrupts:

@@ -256,6 +256,27 @@ def test_one_unit_a_task_when_asked():
     assert list(tapered(iter(range(5)), 1, 2)) == [[0], [1], [2], [3], [4]]
 
 
+def test_a_batch_asked_caps_a_tasks_items_and_a_short_run_still_spreads(client, monkeypatch):
+    """``DaskExecutor(batch=N)`` (the index sends at most 64 folders a task, whose rows come back whole):
+    no task holds more than N items, and a short run known whole still goes in a few tasks a worker."""
+    import pickle
+
+    sizes: list[int] = []
+    submit = client.submit
+
+    def counted(fn, *args, **kwargs):
+        sizes.append(len(pickle.loads(args[1])))
+        return submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(client, "submit", counted)
+    executor = DaskExecutor(client, batch=8)
+    assert sorted(executor.imap(str, iter(range(100)))) == [(i, str(i)) for i in range(100)]
+    assert sum(sizes) == 100 and max(sizes) == 8
+    sizes.clear()
+    assert sorted(executor.imap(str, list(range(40)))) == [(i, str(i)) for i in range(40)]
+    assert sum(sizes) == 40 and max(sizes) == 40 // (2 * 4)  # two workers, four tasks each in flight
+
+
 def test_unreachable_scheduler_is_a_one_line_error(capsys):
     code = main(["check", str(SAMPLES), "-q", "--no-cache", "--scheduler", "tcp://127.0.0.1:9"])
     _, err = capsys.readouterr()
@@ -406,6 +427,18 @@ def test_the_index_built_on_the_cluster_equals_the_serial_one_also_incrementally
     grown = _tables(serial_db)
     assert grown["findings"] != serial_tables["findings"]
     assert _tables(fleet_db) == grown
+
+
+def test_an_index_of_many_folders_built_on_the_cluster_is_the_serial_one_in_its_order(client, capsys, tmp_path):
+    """Many folders go out in several tasks that finish in any order; the one writer still writes them
+    in the serial run's order (its rowids), each as soon as the folders before it are in."""
+    from tests.support.logs import make_root
+
+    make_root(tmp_path / "root", n=24)
+    serial = _index(capsys, tmp_path / "root", tmp_path / "serial.db", "--jobs", "1")
+    fleet = _index(capsys, tmp_path / "root", tmp_path / "fleet.db", "--scheduler", client.scheduler.address)
+    assert fleet["new"] == serial["new"] > 20
+    assert _tables(tmp_path / "fleet.db") == _tables(tmp_path / "serial.db")
 
 
 def test_a_lost_index_task_names_every_log_of_its_folder():

@@ -140,6 +140,45 @@ def test_folder_tasks_are_made_as_the_run_reaches_them(tmp_path: Path, monkeypat
     assert max(held) <= 2
 
 
+def test_an_executor_whose_results_arrive_out_of_order_writes_each_folder_as_it_can(tmp_path: Path) -> None:
+    """On an executor (``--scheduler``), a folder's task is made when the executor asks for it and its
+    rows are written once every folder before it has come, while later folders are still out: the index
+    is the serial one, in the same order."""
+    from itertools import islice
+
+    class Reversed:
+        """Takes its items four at a time, and gives each four's results last first."""
+
+        jobs = 2
+        taken = 0
+
+        def map(self, fn, items, costs=None):
+            return [result for _, result in sorted(self.imap(fn, items), key=lambda pair: pair[0])]
+
+        def imap(self, fn, items, costs=None):
+            numbered = enumerate(items)
+            while four := list(islice(numbered, 4)):
+                self.taken += len(four)
+                for i, item in reversed(four):
+                    yield i, fn(item)
+
+    make_root(tmp_path / "root", n=12)
+    executor = Reversed()
+    taken_at_write: list[int] = []
+    stats = build_index(
+        [tmp_path / "root"],
+        tmp_path / "fleet.db",
+        executor=executor,
+        after_folder=lambda written: taken_at_write.append(executor.taken),
+    )
+    build_index([tmp_path / "root"], tmp_path / "serial.db", jobs=1)
+    assert stats.groups == len(taken_at_write) > 10 and not stats.problems
+    assert taken_at_write[0] == 4 and taken_at_write[-1] == stats.groups  # the first written before the rest was made
+    assert_same(tmp_path / "fleet.db", tmp_path / "serial.db")
+    in_rowid_order = "SELECT path FROM sessions ORDER BY rowid"
+    assert q(tmp_path / "fleet.db", in_rowid_order) == q(tmp_path / "serial.db", in_rowid_order)
+
+
 def test_a_folder_of_more_logs_than_one_query_names_is_unchanged_on_the_next_run(tmp_path: Path) -> None:
     """The stored rows of a folder are read a few hundred paths at a time: all of them are found again."""
     from inspector.index import plan
