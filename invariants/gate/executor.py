@@ -85,8 +85,12 @@ class ProcessExecutor:
     cost a round trip of its own.
     """
 
-    def __init__(self, jobs: int) -> None:
+    def __init__(
+        self, jobs: int, initializer: Callable[..., None] | None = None, initargs: tuple = (), batch: int = 0
+    ) -> None:
         self.jobs = max(1, jobs)
+        self._init = initializer, initargs  # what each worker runs as it starts
+        self.batch = batch or BATCH_MAX  # a stream's items a batch at most (jobs * AHEAD batches are read ahead)
         self._pool: Any = None  # a concurrent.futures.ProcessPoolExecutor, once one was needed
         self._workers = 0  # its processes
 
@@ -125,7 +129,7 @@ class ProcessExecutor:
         At most ``jobs * AHEAD`` batches are out at a time, and none starts more than that many
         batches past the oldest unfinished one, so the caller's reorder window holds a few batches,
         never the run."""
-        head, rest = _head(items, self.jobs * AHEAD * BATCH_MAX)
+        head, rest = _head(items, self.jobs * AHEAD * self.batch)
         if self.jobs == 1 or (rest is None and len(head) <= 1):
             for i, x in enumerate(chain(head, rest or ())):
                 yield i, fn(x)
@@ -137,9 +141,9 @@ class ProcessExecutor:
 
         if self._pool is None:  # (a later map uses these workers, however many it would have started)
             self._workers = self.jobs if rest is not None else min(self.jobs, len(head))
-            self._pool = process_pool(self._workers)
+            self._pool = process_pool(self._workers, *self._init)
         pool, workers = self._pool, self._workers
-        batches = _batches(head, rest, costs, workers)
+        batches = _batches(head, rest, costs, workers, self.batch)
         ahead = workers * AHEAD
         running: dict = {}
         try:
@@ -188,16 +192,16 @@ def _head(items: Iterable[T], n: int) -> tuple[list[T], Iterator[T] | None]:
 
 
 def _batches(
-    head: list[T], rest: Iterator[T] | None, costs: Sequence[int] | None, workers: int
+    head: list[T], rest: Iterator[T] | None, costs: Sequence[int] | None, workers: int, size: int
 ) -> Iterator[list[tuple[int, T]]]:
     """Batches of ``(index, item)``: a known run split by :func:`batches_in_order`; a stream in
-    :data:`BATCH_MAX` consecutive items."""
+    ``size`` consecutive items."""
     if rest is None:
         for indexes in batches_in_order(list(costs) if costs is not None else [1] * len(head), workers):
             yield [(i, head[i]) for i in indexes]
         return
     numbered: Iterator[tuple[int, T]] = enumerate(chain(head, rest))
-    while batch := list(islice(numbered, BATCH_MAX)):
+    while batch := list(islice(numbered, size)):
         yield batch
 
 

@@ -297,6 +297,8 @@ def test_parallel_workers_build_the_same_index(root, indexed, tmp_path):
     stats = build_index([base], db, jobs=2)
     assert stats.problems == []
     assert_same(db, indexed[1])
+    in_rowid_order = "SELECT path FROM sessions ORDER BY rowid"  # written in folder order, however batches finish
+    assert q(db, in_rowid_order) == q(indexed[1], in_rowid_order)
 
 
 # -- kill safety -----------------------------------------------------------------------------
