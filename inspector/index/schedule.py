@@ -20,7 +20,7 @@ from .work import GroupResult, GroupTask, process_group, use_policy
 
 def _run_tasks(
     db: sqlite_utils.Database, tasks: Iterable[GroupTask], count: int, jobs: int | None, policy: FindingPolicy
-) -> Iterable[GroupResult]:
+) -> Iterable[GroupResult | LostGroup]:
     """The ``count`` folder tasks (made as they are reached) run here or on ``jobs`` local processes,
     results in order; a folder of more than ``SPILL_LOGS`` logs gives its rows through a file, in a
     temporary folder made when the first such folder is reached (:mod:`.spill`)."""
@@ -46,9 +46,10 @@ def _run_local(
     jobs: int,
     policy: FindingPolicy,
     ready: Callable[[GroupTask], GroupTask],
-) -> Iterable[GroupResult]:
+) -> Iterable[GroupResult | LostGroup]:
     """The tasks, each made ``ready`` as it is sent, run here or on ``jobs`` worker processes
-    (in batches of consecutive folders, results written in folder order as they arrive)."""
+    (in batches of consecutive folders, results written in folder order as they arrive; a folder
+    a worker died on, alone, is a :class:`LostGroup`)."""
     if jobs <= 1 or count <= 1:
         for task in tasks:
             yield process_group(ready(task), policy)
@@ -57,7 +58,11 @@ def _run_local(
 
     forked = multiprocessing.get_start_method() == "fork"
     lock_fd = getattr(db, "_index_lock_fd", None) if forked else None
-    with ProcessExecutor(jobs, _worker_init, (lock_fd, policy), batch=LOCAL_BATCH) as executor:
+
+    def lost(fn: Callable, task: GroupTask, reason: str) -> LostGroup:
+        return lost_group(fn, (task, policy), reason)
+
+    with ProcessExecutor(jobs, _worker_init, (lock_fd, policy), batch=LOCAL_BATCH, lost=lost) as executor:
         yield from in_order(executor.imap(process_group, map(ready, tasks)))
 
 

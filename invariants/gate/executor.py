@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from itertools import chain, islice
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, TypeVar
 
+from invariants.gate.unit import lost_result
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -86,9 +88,15 @@ class ProcessExecutor:
     """
 
     def __init__(
-        self, jobs: int, initializer: Callable[..., None] | None = None, initargs: tuple = (), batch: int = 0
+        self,
+        jobs: int,
+        initializer: Callable[..., None] | None = None,
+        initargs: tuple = (),
+        batch: int = 0,
+        lost: Callable[[Callable, Any, str], Any] | None = None,
     ) -> None:
         self.jobs = max(1, jobs)
+        self.lost = lost or lost_result  # the result of an item whose worker died on its own
         self._init = initializer, initargs  # what each worker runs as it starts
         self.batch = batch or BATCH_MAX  # a stream's items a batch at most (jobs * AHEAD batches are read ahead)
         self._pool: Any = None  # a concurrent.futures.ProcessPoolExecutor, once one was needed
@@ -134,7 +142,7 @@ class ProcessExecutor:
             for i, x in enumerate(chain(head, rest or ())):
                 yield i, fn(x)
             return
-        from concurrent.futures import FIRST_COMPLETED, wait  # not on a serial run's path
+        from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, wait  # not on a serial run's path
         from concurrent.futures.process import BrokenProcessPool
 
         from invariants.gate.process_pool import process_pool
@@ -142,10 +150,10 @@ class ProcessExecutor:
         if self._pool is None:  # (a later map uses these workers, however many it would have started)
             self._workers = self.jobs if rest is not None else min(self.jobs, len(head))
             self._pool = process_pool(self._workers, *self._init)
-        pool, workers = self._pool, self._workers
+        workers = self._workers
         batches = _batches(head, rest, costs, workers, self.batch)
         ahead = workers * AHEAD
-        running: dict = {}
+        running: dict = {}  # future -> (batch number, its items' indexes, its items)
         try:
             done: set[int] = set()
             oldest = 0  # the first batch not yet given back
@@ -157,27 +165,75 @@ class ProcessExecutor:
                     if batch is None:
                         more = False
                         break
-                    running[pool.submit(run_batch, fn, [x for _, x in batch])] = (k, [i for i, _ in batch])
+                    sent = [x for _, x in batch]
+                    try:
+                        future = self._pool.submit(run_batch, fn, sent)
+                    except BrokenProcessPool as exc:  # a worker died since the last result: this batch is lost too
+                        future = Future()
+                        future.set_exception(exc)
+                    running[future] = (k, [i for i, _ in batch], sent)
                     k += 1
                 if not running:
                     break
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                lost: list[tuple[int, list[int], list]] = []
                 for future in finished:
-                    b, indexes = running.pop(future)
-                    yield from zip(indexes, future.result())
+                    b, indexes, sent = running.pop(future)
+                    try:
+                        got = future.result()
+                    except BrokenProcessPool:
+                        lost.append((b, indexes, sent))
+                        continue
+                    yield from zip(indexes, got)
                     done.add(b)
+                if lost:
+                    # The pool is broken: every batch still out fails with it, unless it finished first.
+                    wait(running, return_when=ALL_COMPLETED)
+                    for future, (b, indexes, sent) in list(running.items()):
+                        del running[future]
+                        if future.exception() is None:
+                            yield from zip(indexes, future.result())
+                            done.add(b)
+                        else:
+                            lost.append((b, indexes, sent))
+                    self._pool.shutdown(wait=False, cancel_futures=True)
+                    self._pool = None
+                    for b, indexes, sent in sorted(lost, key=lambda one: one[0]):
+                        yield from zip(indexes, self._alone(fn, sent))
+                        done.add(b)
+                    self._pool = process_pool(workers, *self._init)
                 while oldest in done:
                     done.discard(oldest)
                     oldest += 1
-        except BrokenProcessPool:
-            self._pool = None  # a worker died: the next map starts a pool of its own
-            raise
         finally:
             if running:  # the caller stopped early, or Ctrl-C: what has not started never will.
                 # Closing lets the pool's own thread cancel them.  Cancelled here instead, on Python
                 # 3.11, they made that thread fail once a worker left (Ctrl-C reaches workers too),
                 # and the process waited for ever at exit for workers no one stopped.
                 self.close()
+
+    def _alone(self, fn: Callable[[T], R], items: list[T]) -> Iterator[R]:
+        """The results of ``items`` a worker died among (killed, or out of memory), each on a worker of
+        its own: an item whose worker dies again is ``lost`` (its problem lines: exit 2), the others
+        are checked as usual, and no item is ever run in this process, which it could take down too."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        from invariants.gate.process_pool import process_pool
+
+        pool = None
+        try:
+            for x in items:
+                if pool is None:
+                    pool = process_pool(1, *self._init)
+                try:
+                    yield pool.submit(run_batch, fn, [x]).result()[0]
+                except BrokenProcessPool:
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    pool = None
+                    yield self.lost(fn, x, "its worker process ended abruptly")
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
 
 
 def _head(items: Iterable[T], n: int) -> tuple[list[T], Iterator[T] | None]:

@@ -58,18 +58,24 @@ def test_a_check_on_processes_leaves_no_worker_behind(tmp_path: Path) -> None:
 
 
 def _die(i: int) -> int:
-    if i == 0:
-        os._exit(3)  # a worker killed mid-task
-    return i
+    if i == 3:
+        os._exit(3)  # a worker killed mid-task (kill -9, the OOM killer)
+    return i * 10
 
 
-def test_a_pool_a_worker_died_in_is_not_used_again() -> None:
-    from concurrent.futures.process import BrokenProcessPool
+def _lost(fn, item, reason):
+    return ("lost", item, reason)
 
-    with ProcessExecutor(2) as pool:
-        with pytest.raises(BrokenProcessPool):
-            list(pool.imap(_die, iter(range(200))))
-        assert sorted(i for _, i in pool.imap(abs, iter(range(200)))) == list(range(200))
+
+def test_a_worker_that_dies_costs_the_run_only_the_item_it_died_on() -> None:
+    """A dead worker breaks the pool and fails every batch out; the run ended in a traceback.  Now those
+    batches run again an item at a time, each on a worker of its own: the item whose worker dies again
+    is ``lost`` (for a unit: its logs' problem lines), every other item gets its result, the rest of
+    the run goes on to new workers, and a later map too."""
+    with ProcessExecutor(2, batch=4, lost=_lost) as pool:
+        got = dict(pool.imap(_die, iter(range(200))))
+        assert got == {i: ("lost", 3, "its worker process ended abruptly") if i == 3 else i * 10 for i in range(200)}
+        assert dict(pool.imap(_die, list(range(3)))) == {0: 0, 1: 10, 2: 20}
     assert not multiprocessing.active_children()
 
 
