@@ -308,9 +308,11 @@ class Assembler:
             sessions = (b.session.to_json() for b in self.blocks if b.session is not None)
         table = SessionTable(sessions)
         try:
-            forks, hits = fork_findings(table.forks(), self.cache, executor)
+            lost: list[str] = []
+            forks, hits = fork_findings(table.forks(), self.cache, executor, lost)
         finally:
             table.close()
+        self.source_problems.extend((END + 1, 0, n, msg) for n, msg in enumerate(lost))  # after the captures'
         if self.stats is not None:
             self.stats.fork_hits += hits
         for pos, f in enumerate(forks):

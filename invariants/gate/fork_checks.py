@@ -14,7 +14,6 @@ from typing import Any, Generic, Iterable, Iterator, Protocol, Sequence, TypeVar
 
 from invariants.analysis.forks import (
     ForkSide,
-    check_fork_sides,
     could_be_parent,
     find_parent_log,
     parent_candidates,
@@ -23,8 +22,8 @@ from invariants.analysis.forks import (
 from invariants.gate.executor import Executor, SerialExecutor, completed
 from invariants.gate.result import SessionSummary
 from invariants.gate.result_cache import ResultCache, revision
+from invariants.gate.unit import fork_job
 from invariants.model.findings import Finding
-from invariants.model.registry import make_finding
 from invariants.read.source import LogSource
 
 
@@ -122,10 +121,12 @@ def fork_findings(
     forks: Iterable[tuple[SessionSummary, Summarized]],
     cache: ResultCache | None = None,
     executor: Executor | None = None,
+    problems: list[str] | None = None,
 ) -> tuple[list[Finding], int]:
     """The seed findings of every forked child of ``forks`` (each child with the checked sessions of its
     parent's id: :meth:`~invariants.gate.session_table.SessionTable.forks`), in the children's order,
-    and how many children the cache answered.
+    and how many children the cache answered.  A comparison whose worker died on it every time is a
+    sentence appended to ``problems`` (without a list to take it, it raises ``RuntimeError``).
 
     ``forks`` is read as the executor asks for work and the seed comparisons, which read both logs'
     heads, go to its workers and come back as they finish, so what is held is the comparisons in
@@ -157,25 +158,21 @@ def fork_findings(
             done += 1
 
     with root_index_scope():  # each root scanned once for all the fork checks
-        for k, found_json in completed(executor or SerialExecutor(), fork_job, jobs()):
+        for k, result in completed(executor or SerialExecutor(), fork_job, jobs()):
             n, identity, key = asked.pop(k)
-            answers[n] = [Finding(**f) for f in found_json]
-            if cache is not None and key[0] is not None:
-                cache.put("fork", identity, key, found_json)
+            found_json: list[dict[str, Any]] | str = result  # a str: an executor's ``lost_result``
+            if isinstance(found_json, str):  # its worker died on it every time: not cached
+                if problems is None:
+                    raise RuntimeError(found_json)
+                problems.append(found_json)
+                answers[n] = []
+            else:
+                answers[n] = [Finding(**f) for f in found_json]
+                if cache is not None and key[0] is not None:
+                    cache.put("fork", identity, key, found_json)
             flush()
     flush()  # children the cache answered after the last comparison
     return out, hits
-
-
-def fork_job(sides: tuple[ForkSide, ForkSide | None]) -> list[dict[str, Any]]:
-    """A worker's task: the seed checks of one child against its chosen parent, as finding JSON."""
-    out: list[Finding] = []
-
-    def emit(code: str, message: str, **w: Any) -> None:
-        out.append(make_finding(code, message, **w))
-
-    check_fork_sides(*sides, emit)
-    return [f.to_json() for f in out]
 
 
 def _side(m: SessionSummary) -> ForkSide:

@@ -24,13 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from invariants.gate.capture_groups import FolderLogs, GroupsOf, listed, route_groups
 from invariants.gate.requests import RequestRouter
 from invariants.gate.result import CheckOptions, RequestCheck, SessionSummary
 from invariants.gate.result_cache import revision
 from invariants.model.findings import Finding
+from invariants.model.registry import make_finding
 from invariants.read.capture import (
     FolderNames,
     Prover,
@@ -44,6 +45,9 @@ from invariants.read.source import LogPath, LogSource, absolute_name, log_path
 from invariants.replay.fold import Progress
 from invariants.replay.model import SessionModel
 from invariants.replay.session import replay
+
+if TYPE_CHECKING:
+    from invariants.analysis.forks import ForkSide
 
 SourceProgress = Callable[[LogSource, list[Finding], int], None]
 """A replay's progress (:data:`~invariants.replay.fold.Progress`), told whose log it is."""
@@ -302,9 +306,22 @@ def replay_job(job: tuple[LogSource, CheckOptions]) -> SessionModel | str:
     return replay_source(src, options)
 
 
+def fork_job(sides: tuple[ForkSide, ForkSide | None]) -> list[dict[str, Any]]:
+    """A worker's task: the seed checks of one child against its chosen parent, as finding JSON."""
+    from invariants.analysis.forks import check_fork_sides  # only a run with forks needs it
+
+    out: list[Finding] = []
+
+    def emit(code: str, message: str, **w: Any) -> None:
+        out.append(make_finding(code, message, **w))
+
+    check_fork_sides(*sides, emit)
+    return [f.to_json() for f in out]
+
+
 def lost_result(fn: Callable[[Any], Any], job: Any, reason: str) -> Any:
-    """What a task gives when it could not finish anywhere (a remote executor gave up on it):
-    for a unit, every log of it as a problem; for a replay, its problem sentence."""
+    """What a task gives when it could not finish anywhere (its worker died on it every time): for a
+    unit, every log of it as a problem; for a replay or a fork's seed comparison, its problem sentence."""
     if fn is run_unit:
         unit, _ = job
         return {
@@ -315,4 +332,7 @@ def lost_result(fn: Callable[[Any], Any], job: Any, reason: str) -> Any:
     if fn is replay_job:
         src, _ = job
         return f"{src.display}: not checked ({reason})"
+    if fn is fork_job:
+        child, _ = job
+        return f"{child.source.display}: fork seed not checked ({reason})"
     raise TypeError(f"no lost result for {fn!r}")

@@ -65,3 +65,29 @@ def test_index_on_workers_leaves_the_folder_a_worker_died_on_to_the_next_run(tmp
     assert str(poisoned.log) not in paths and len(paths) == len(written) - 1
     again = build_index([tmp_path / "root"], tmp_path / "index.db", jobs=2)
     assert again.new == 1 and not again.problems
+
+
+def test_a_fork_comparison_a_worker_died_on_is_a_problem_line(tmp_path, monkeypatch, capsys) -> None:
+    """The seed comparisons of large forks go to the workers too; one whose worker dies every time is a
+    problem line for the child (exit 2), the other children are compared as usual."""
+    from invariants.analysis import forks
+    from invariants.gate import assemble
+    from tests.unit.test_fork_pass import _families
+
+    _families(tmp_path, 6, tampered={2, 4})
+    monkeypatch.setattr(assemble, "AUTO_BYTES", 0)  # every comparison goes to the workers
+    monkeypatch.setattr(assemble, "FORK_BYTES", 0)
+    real = forks.check_fork_sides
+
+    def dies_on_child_2(child, parent, emit):
+        if child.session == "child-2":
+            os._exit(9)
+        return real(child, parent, emit)
+
+    monkeypatch.setattr(forks, "check_fork_sides", dies_on_child_2)
+    code = main(["check", str(tmp_path), "--jobs", "2", "--no-cache", "--format", "json", "-q"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "Traceback" not in err
+    assert f"{tmp_path / 'f2' / 'a-child.jsonl'}: fork seed not checked ({DIED})" in err
+    frk = [(f["rule"], f["session"]) for f in json.loads(out)["findings"] if f["rule"].startswith("FRK")]
+    assert frk == [("FRK001", "child-4")]
