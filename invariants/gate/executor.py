@@ -84,7 +84,8 @@ class ProcessExecutor:
     Items go to the workers in batches: the costliest alone and first, the
     small ones grouped (about a quarter of a worker's share per batch), so no
     worker is left with a big folder at the end and a small folder does not
-    cost a round trip of its own.
+    cost a round trip of its own.  A worker that dies (``kill -9``, the OOM
+    killer) costs the run only the item it dies on again, alone (:meth:`_alone`).
     """
 
     def __init__(
@@ -176,17 +177,17 @@ class ProcessExecutor:
                 if not running:
                     break
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                lost: list[tuple[int, list[int], list]] = []
+                broken: list[tuple[int, list[int], list]] = []  # batches a dead worker's pool failed
                 for future in finished:
                     b, indexes, sent = running.pop(future)
                     try:
                         got = future.result()
                     except BrokenProcessPool:
-                        lost.append((b, indexes, sent))
+                        broken.append((b, indexes, sent))
                         continue
                     yield from zip(indexes, got)
                     done.add(b)
-                if lost:
+                if broken:
                     # The pool is broken: every batch still out fails with it, unless it finished first.
                     wait(running, return_when=ALL_COMPLETED)
                     for future, (b, indexes, sent) in list(running.items()):
@@ -195,10 +196,10 @@ class ProcessExecutor:
                             yield from zip(indexes, future.result())
                             done.add(b)
                         else:
-                            lost.append((b, indexes, sent))
+                            broken.append((b, indexes, sent))
                     self._pool.shutdown(wait=False, cancel_futures=True)
                     self._pool = None
-                    for b, indexes, sent in sorted(lost, key=lambda one: one[0]):
+                    for b, indexes, sent in sorted(broken, key=lambda one: one[0]):
                         yield from zip(indexes, self._alone(fn, sent))
                         done.add(b)
                     self._pool = process_pool(workers, *self._init)
