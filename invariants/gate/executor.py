@@ -94,10 +94,10 @@ class ProcessExecutor:
         initializer: Callable[..., None] | None = None,
         initargs: tuple = (),
         batch: int = 0,
-        lost: Callable[[Callable, Any, str], Any] | None = None,
+        lost: Callable[[Callable, Any, str], Any] = lost_result,
     ) -> None:
         self.jobs = max(1, jobs)
-        self.lost = lost or lost_result  # the result of an item whose worker died on its own
+        self.lost = lost  # the result of an item whose worker died on its own, as DaskExecutor's
         self._init = initializer, initargs  # what each worker runs as it starts
         self.batch = batch or BATCH_MAX  # a stream's items a batch at most (jobs * AHEAD batches are read ahead)
         self._pool: Any = None  # a concurrent.futures.ProcessPoolExecutor, once one was needed
