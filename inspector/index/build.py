@@ -168,7 +168,7 @@ def _build(
         results = (
             _run_on(executor, db, tasks, policy)
             if executor is not None
-            else _run_tasks(db, tasks, stats.groups, jobs, policy)
+            else _run_tasks(db, tasks, stats.groups, jobs, policy, stats.notes)
         )
         for result in results:
             if isinstance(result, LostGroup):

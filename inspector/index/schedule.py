@@ -15,15 +15,21 @@ from invariants.gate.policy import FindingPolicy
 
 from . import spill
 from .plan import _attach_state
-from .work import GroupResult, GroupTask, process_group, use_policy
+from .work import GroupResult, GroupTask, process_group
 
 
 def _run_tasks(
-    db: sqlite_utils.Database, tasks: Iterable[GroupTask], count: int, jobs: int | None, policy: FindingPolicy
+    db: sqlite_utils.Database,
+    tasks: Iterable[GroupTask],
+    count: int,
+    jobs: int | None,
+    policy: FindingPolicy,
+    notes: list[str],
 ) -> Iterable[GroupResult | LostGroup]:
     """The ``count`` folder tasks (made as they are reached) run here or on ``jobs`` local processes,
     results in order; a folder of more than ``SPILL_LOGS`` logs gives its rows through a file, in a
-    temporary folder made when the first such folder is reached (:mod:`.spill`)."""
+    temporary folder made when the first such folder is reached (:mod:`.spill`).  ``notes`` hears
+    that no worker process could start (the folders were then indexed here)."""
     jobs = jobs if jobs is not None else default_jobs()
     with ExitStack() as stack:
         made: list[str] = []
@@ -36,7 +42,7 @@ def _run_tasks(
                 task.spill = made[0]
             return task
 
-        yield from _run_local(db, tasks, count, jobs, policy, ready)
+        yield from _run_local(db, tasks, count, jobs, policy, ready, notes)
 
 
 def _run_local(
@@ -46,6 +52,7 @@ def _run_local(
     jobs: int,
     policy: FindingPolicy,
     ready: Callable[[GroupTask], GroupTask],
+    notes: list[str],
 ) -> Iterable[GroupResult | LostGroup]:
     """The tasks, each made ``ready`` as it is sent, run here or on ``jobs`` worker processes
     (in batches of consecutive folders, results written in folder order as they arrive; a folder
@@ -59,11 +66,9 @@ def _run_local(
     forked = multiprocessing.get_start_method() == "fork"
     lock_fd = getattr(db, "_index_lock_fd", None) if forked else None
 
-    def lost(fn: Callable, task: GroupTask, reason: str) -> LostGroup:
-        return lost_group(fn, (task, policy), reason)
-
-    with ProcessExecutor(jobs, _worker_init, (lock_fd, policy), batch=LOCAL_BATCH, lost=lost) as executor:
-        yield from in_order(executor.imap(process_group, map(ready, tasks)))
+    with ProcessExecutor(jobs, _worker_init, (lock_fd,), batch=LOCAL_BATCH, lost=lost_group) as executor:
+        yield from in_order(executor.imap(indexed_group, ((ready(task), policy) for task in tasks)))
+        notes.extend(executor.notes)
 
 
 @dataclass
@@ -93,7 +98,7 @@ def _run_on(
 
 
 def indexed_group(job: tuple[GroupTask, FindingPolicy]) -> GroupResult:
-    """One folder's rows, on a worker (any process: the policy travels with the task)."""
+    """One folder's rows, on a worker (any process: the policy travels with the task, pickled once a batch)."""
     task, policy = job
     return process_group(task, policy)
 
@@ -104,10 +109,10 @@ def lost_group(fn: Callable[[Any], Any], job: tuple[GroupTask, FindingPolicy], r
     return LostGroup([f"{lt.path}: not indexed ({reason})" for lt in task.logs])
 
 
-def _worker_init(lock_fd: int | None, policy: FindingPolicy) -> None:
+def _worker_init(lock_fd: int | None) -> None:
     """A worker never holds the index's lock (a forked one closes its copy of the lock's file) or its
-    database; it exits with the indexer, however that ends (:func:`~invariants.gate.process_pool.worker_start`)."""
-    use_policy(policy)
+    database; it exits with the indexer, however that ends (:func:`~invariants.gate.process_pool.worker_start`).
+    Only in a worker: when none could start, the folders are indexed in this process, which keeps its lock."""
     if lock_fd is not None:
         try:
             os.close(lock_fd)  # our copy only: the parent's lock stays

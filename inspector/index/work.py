@@ -49,13 +49,6 @@ from .spill import Rows, RowSink
 
 HASH_WINDOW = 4096
 _IN_FILE_ORDER = report_order(())  # within one file: by seq, line and rule, as the report sorts them
-_WORKER_POLICY = FindingPolicy()  # the run's policy in a worker process (set by the pool's initializer)
-
-
-def use_policy(policy: FindingPolicy) -> None:
-    """Make ``policy`` the one :func:`process_group` applies in this (worker) process."""
-    global _WORKER_POLICY
-    _WORKER_POLICY = policy
 
 
 def judged(policy: FindingPolicy, findings: list[Finding]) -> list[Finding]:
@@ -237,16 +230,15 @@ def grew_in_place(path: str, stat: Stat, prev: Previous | None, end: int | None)
         return False
 
 
-def process_group(task: GroupTask, policy: FindingPolicy | None = None) -> GroupResult:
+def process_group(task: GroupTask, policy: FindingPolicy) -> GroupResult:
     """Replay or resume the folder's changed logs, then check its captures where needed.
 
     The folder is cut as a check cuts it (:func:`_capture_groups`): a log no capture routes to is
     read, made into rows and let go at once, and a group's models are held only while its captures
     are checked, so a seed-era folder of thousands of logs never holds them all; with a spill folder
-    (``task.spill``) its rows are not held either (:mod:`.spill`).  ``policy`` (default:
-    the one :func:`use_policy` set) decides which findings are kept.
+    (``task.spill``) its rows are not held either (:mod:`.spill`).  ``policy`` decides which
+    findings are kept.
     """
-    policy = policy if policy is not None else _WORKER_POLICY
     logs = task.logs
     sink: RowSink[SessionResult] = RowSink(task.spill)
     actions: dict[int, str] = {}  # place in the folder -> action, for every log read

@@ -85,7 +85,9 @@ class ProcessExecutor:
     small ones grouped (about a quarter of a worker's share per batch), so no
     worker is left with a big folder at the end and a small folder does not
     cost a round trip of its own.  A worker that dies (``kill -9``, the OOM
-    killer) costs the run only the item it dies on again, alone (:meth:`_alone`).
+    killer) costs the run only the item it dies on again, alone (:meth:`_alone`).  When no worker
+    process can be started (the machine is out of processes or memory), the run goes on in this
+    process, and ``notes`` says so once (:meth:`_unstarted`): the results are the same, only slower.
     """
 
     def __init__(
@@ -102,6 +104,8 @@ class ProcessExecutor:
         self.batch = batch or BATCH_MAX  # a stream's items a batch at most (jobs * AHEAD batches are read ahead)
         self._pool: Any = None  # a concurrent.futures.ProcessPoolExecutor, once one was needed
         self._workers = 0  # its processes
+        self.notes: list[str] = []  # what the caller should say about the run (no worker could start)
+        self._no_workers = False  # since then, every item runs here
 
     @property
     def here(self) -> bool:
@@ -143,6 +147,9 @@ class ProcessExecutor:
             for i, x in enumerate(chain(head, rest or ())):
                 yield i, fn(x)
             return
+        if self._no_workers:
+            yield from enumerate(_here(fn, chain(head, rest or ())))
+            return
         from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, wait  # not on a serial run's path
         from concurrent.futures.process import BrokenProcessPool
 
@@ -167,12 +174,16 @@ class ProcessExecutor:
                         more = False
                         break
                     sent = [x for _, x in batch]
+                    indexes = [i for i, _ in batch]
                     try:
                         future = self._pool.submit(run_batch, fn, sent)
                     except BrokenProcessPool as exc:  # a worker died since the last result: this batch is lost too
                         future = Future()
                         future.set_exception(exc)
-                    running[future] = (k, [i for i, _ in batch], sent)
+                    except OSError as exc:  # a worker could not be started: the rest of the run, here
+                        yield from self._unstarted(fn, exc, running, (indexes, sent), batches)
+                        return
+                    running[future] = (k, indexes, sent)
                     k += 1
                 if not running:
                     break
@@ -213,13 +224,41 @@ class ProcessExecutor:
                 # and the process waited for ever at exit for workers no one stopped.
                 self.close()
 
+    def _unstarted(
+        self,
+        fn: Callable[[T], R],
+        exc: OSError,
+        running: dict,
+        failed: tuple[list[int], list],
+        batches: Iterator[list[tuple[int, T]]],
+    ) -> Iterator[tuple[int, R]]:
+        """A worker could not be started: the pool is let go, and every batch it had not finished, the
+        one it failed to take and every later one run here, in order.  None is a suspect (no worker
+        died on it), and a report checked here is the one the workers would have given."""
+        from invariants.gate.process_pool import abandon
+
+        abandon(self._pool)
+        self._pool = None
+        self._no_workers = True
+        self.notes.append(
+            f"no worker process could be started ({type(exc).__name__}: {exc}); the run went on in this process"
+        )
+        for future, (_, indexes, sent) in sorted(running.items(), key=lambda one: one[1][0]):
+            if future.done() and not future.cancelled() and future.exception() is None:
+                yield from zip(indexes, future.result())
+            else:
+                yield from zip(indexes, _here(fn, sent))
+        running.clear()
+        for indexes, sent in chain([failed], (([i for i, _ in b], [x for _, x in b]) for b in batches)):
+            yield from zip(indexes, _here(fn, sent))
+
     def _alone(self, fn: Callable[[T], R], items: list[T]) -> Iterator[R]:
         """The results of ``items`` a worker died among (killed, or out of memory), each on a worker of
         its own: an item whose worker dies again is ``lost`` (its problem lines: exit 2), the others
         are checked as usual, and no item is ever run in this process, which it could take down too."""
         from concurrent.futures.process import BrokenProcessPool
 
-        from invariants.gate.process_pool import process_pool
+        from invariants.gate.process_pool import abandon, process_pool
 
         pool = None
         try:
@@ -232,9 +271,19 @@ class ProcessExecutor:
                     pool.shutdown(wait=False, cancel_futures=True)
                     pool = None
                     yield self.lost(fn, x, "its worker process ended abruptly")
+                except OSError as exc:  # not run here: it may be what killed the worker
+                    abandon(pool)
+                    pool = None
+                    yield self.lost(fn, x, f"its worker process ended abruptly, and no other could start: {exc}")
         finally:
             if pool is not None:
                 pool.shutdown(wait=True)
+
+
+def _here(fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
+    """``fn`` over ``items`` in this process, each as a worker runs it (:func:`run_batch`)."""
+    for x in items:
+        yield run_batch(fn, [x])[0]
 
 
 def _head(items: Iterable[T], n: int) -> tuple[list[T], Iterator[T] | None]:
@@ -351,6 +400,10 @@ class AutoExecutor:
     def here(self) -> bool:
         """Items run in this process: the choice was this process (before the choice, none has run)."""
         return self.chosen == 1
+
+    @property
+    def notes(self) -> list[str]:
+        return self.pool.notes
 
     def map(self, fn: Callable[[T], R], items: Sequence[T], costs: Sequence[int] | None = None) -> list[R]:
         out: list = [None] * len(items)

@@ -34,7 +34,7 @@ import sys
 import threading
 import time
 from collections import deque
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from itertools import chain, islice
 from typing import Any, Callable, Iterable, Iterator, Sequence, TextIO, TypeVar
 
@@ -271,8 +271,11 @@ def dask_executor(
     Ctrl-C stops the block with ``KeyboardInterrupt`` (:class:`_Interrupts`)."""
     address, n = parse_scheduler(scheduler)
     with _Interrupts.caught() as interrupts:
-        # started before this process imports Dask, so the two imports run side by side
-        fork_server = address == LOCAL and start_fork_server(WORKER_MODULES)
+        try:
+            # started before this process imports Dask, so the two imports run side by side
+            fork_server = address == LOCAL and start_fork_server(WORKER_MODULES)
+        except OSError as exc:  # the machine is out of processes or memory
+            raise SchedulerError(f"--scheduler {scheduler}: cannot start the cluster's processes ({exc})") from exc
         try:
             from distributed import Client, LocalCluster
         except ImportError as exc:
@@ -282,20 +285,25 @@ def dask_executor(
         if address == LOCAL:
             import dask
 
-            with (
-                dask.config.set(_local_config(fork_server)),
-                LocalCluster(
-                    n_workers=n,
-                    processes=True,
-                    threads_per_worker=1,
-                    host="127.0.0.1",
-                    dashboard_address=None,
-                    # The scheduler's HTTP endpoints (health, metrics) still listen, by default on port 8787: when
-                    # that port is taken (a user's own Dask dashboard) Dask warns on stderr. Any free port will do.
-                    scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
-                ) as cluster,
-                Client(cluster) as client,
-            ):
+            with ExitStack() as stack:
+                stack.enter_context(dask.config.set(_local_config(fork_server)))
+                try:
+                    with _nanny_errors_held():
+                        cluster = LocalCluster(
+                            n_workers=n,
+                            processes=True,
+                            threads_per_worker=1,
+                            host="127.0.0.1",
+                            dashboard_address=None,
+                            # The scheduler's HTTP endpoints (health, metrics) still listen, by default on port
+                            # 8787: when that port is taken (a user's own Dask dashboard) Dask warns on stderr.
+                            # Any free port will do.
+                            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                        )
+                except Exception as exc:  # a worker that could not start: Nanny failed to start, from its cause
+                    raise SchedulerError(f"--scheduler {scheduler}: cannot start the cluster ({_causes(exc)})") from exc
+                stack.enter_context(cluster)
+                client = stack.enter_context(Client(cluster))
                 yield interrupts.watching(DaskExecutor(client, progress=progress, lost=lost, batch=batch))
             return
         try:
@@ -304,6 +312,31 @@ def dask_executor(
             raise SchedulerError(f"--scheduler {scheduler}: cannot connect ({exc})") from exc
         with client:
             yield interrupts.watching(DaskExecutor(client, progress=progress, lost=lost, batch=batch))
+
+
+@contextmanager
+def _nanny_errors_held() -> Iterator[None]:
+    """While a local cluster starts, a worker process that cannot start is the one line its failure
+    becomes (:class:`SchedulerError`), not Dask's log record and traceback of it for each worker."""
+
+    def held(record: logging.LogRecord) -> bool:
+        return record.getMessage() != "Failed to start process"
+
+    nanny = logging.getLogger("distributed.nanny")
+    nanny.addFilter(held)
+    try:
+        yield
+    finally:
+        nanny.removeFilter(held)
+
+
+def _causes(exc: BaseException) -> str:
+    """``exc``, and the first error of the chain it ends, where Dask's own are between:
+    "Nanny failed to start. (EOFError: unexpected EOF)"."""
+    root = exc
+    while (below := root.__cause__ or root.__context__) is not None:
+        root = below
+    return f"{type(exc).__name__}: {exc}" if root is exc else f"{exc} ({type(root).__name__}: {root})"
 
 
 class _Interrupts:

@@ -108,6 +108,7 @@ def check(
     policy = FindingPolicy.of(config)
     with cyclic_gc_paused(), owned(executor, jobs) as executor:
         notes: list[str] = []
+        said = len(getattr(executor, "notes", ()))  # an executor's notes of earlier runs were said then
         sources, problems = _discovered(named, options, cache, allow_empty, notes)
         result = check_sources(
             sources,
@@ -121,6 +122,7 @@ def check(
             keep_models=keep_models,
             progress=progress,
         )
+        notes.extend(getattr(executor, "notes", [])[said:])
         if cache is not None:
             cache.flush()
     result.notes.extend(notes)
@@ -152,6 +154,7 @@ def check_report(
     policy = FindingPolicy.of(config)
     with cyclic_gc_paused(collect_last=not process_ends), owned(executor, jobs) as executor:
         notes: list[str] = []
+        said = len(getattr(executor, "notes", ()))  # an executor's notes of earlier runs were said then
         walked = len(named) == 1 or _disjoint_folders(named)
         found = [False] * len(named)
         if walked:  # walked as they are checked, never listed: one root, or folders none of which holds another
@@ -177,6 +180,7 @@ def check_report(
             problems.extend(empty_inputs([p for p, any_found in zip(named, found) if not any_found], []))
         view = assembler.finish(problems)
         view.notes.extend(notes)
+        view.notes.extend(getattr(executor, "notes", [])[said:])
         if cache is not None:
             cache.flush()
     return view

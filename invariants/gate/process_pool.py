@@ -60,6 +60,18 @@ def process_pool(
     return ProcessPoolExecutor(max_workers=workers, initializer=worker_start, initargs=(initializer, initargs))
 
 
+def abandon(pool: ProcessPoolExecutor) -> None:
+    """Let go of a pool that could not start a worker (the machine is out of processes or memory): the
+    workers it did start are killed, not waited for, since a pool that failed while starting them has
+    no thread to stop them.  (``_processes`` is the only handle on them before Python 3.14.)"""
+    started = list((getattr(pool, "_processes", None) or {}).values())
+    for process in started:
+        process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in started:
+        process.join(5)
+
+
 def worker_start(initializer: Callable[..., None] | None = None, initargs: tuple = ()) -> None:
     """A pool worker's start: it exits when the client does.  A worker waits for its next task on a
     queue it holds both ends of, so a client killed (``kill -9``, the OOM killer) left its workers
