@@ -157,7 +157,6 @@ class ProcessExecutor:
 
         if self._pool is None:  # (a later map uses these workers, however many it would have started)
             self._workers = self.jobs if rest is not None else min(self.jobs, len(head))
-            self._pool = process_pool(self._workers, *self._init)
         workers = self._workers
         batches = _batches(head, rest, costs, workers, self.batch)
         ahead = workers * AHEAD
@@ -176,6 +175,8 @@ class ProcessExecutor:
                     sent = [x for _, x in batch]
                     indexes = [i for i, _ in batch]
                     try:
+                        if self._pool is None:  # made here: where processes cannot be had, this fails too
+                            self._pool = process_pool(workers, *self._init)
                         future = self._pool.submit(run_batch, fn, sent)
                     except BrokenProcessPool as exc:  # a worker died since the last result: this batch is lost too
                         future = Future()
@@ -213,7 +214,6 @@ class ProcessExecutor:
                     for b, indexes, sent in sorted(broken, key=lambda one: one[0]):
                         yield from zip(indexes, self._alone(fn, sent))
                         done.add(b)
-                    self._pool = process_pool(workers, *self._init)
                 while oldest in done:
                     done.discard(oldest)
                     oldest += 1
@@ -237,7 +237,8 @@ class ProcessExecutor:
         died on it), and a report checked here is the one the workers would have given."""
         from invariants.gate.process_pool import abandon
 
-        abandon(self._pool)
+        if self._pool is not None:
+            abandon(self._pool)
         self._pool = None
         self._no_workers = True
         self.notes.append(
@@ -263,18 +264,21 @@ class ProcessExecutor:
         pool = None
         try:
             for x in items:
-                if pool is None:
-                    pool = process_pool(1, *self._init)
                 try:
-                    yield pool.submit(run_batch, fn, [x]).result()[0]
+                    if pool is None:
+                        pool = process_pool(1, *self._init)
+                    got = pool.submit(run_batch, fn, [x]).result()[0]
                 except BrokenProcessPool:
-                    pool.shutdown(wait=False, cancel_futures=True)
+                    if pool is not None:
+                        pool.shutdown(wait=False, cancel_futures=True)
                     pool = None
-                    yield self.lost(fn, x, "its worker process ended abruptly")
+                    got = self.lost(fn, x, "its worker process ended abruptly")
                 except OSError as exc:  # not run here: it may be what killed the worker
-                    abandon(pool)
+                    if pool is not None:
+                        abandon(pool)
                     pool = None
-                    yield self.lost(fn, x, f"its worker process ended abruptly, and no other could start: {exc}")
+                    got = self.lost(fn, x, f"its worker process ended abruptly, and no other could start: {exc}")
+                yield got
         finally:
             if pool is not None:
                 pool.shutdown(wait=True)

@@ -62,6 +62,23 @@ def test_check_goes_on_here_when_no_worker_can_start(tmp_path, monkeypatch, caps
     assert not [p for p in made if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
 
 
+def test_check_goes_on_here_where_a_pool_cannot_be_made(tmp_path, monkeypatch, capsys) -> None:
+    """Without POSIX semaphores (no ``/dev/shm``: AWS Lambda, some sandboxes) the pool's queues
+    cannot be made: the same note, the same report."""
+    from invariants.gate import process_pool
+
+    def no_semaphores(*args, **kwargs):
+        raise OSError(errno.ENOSYS, "Function not implemented")
+
+    make_root(tmp_path / "root", n=4)
+    code, serial = _serial(tmp_path / "root", capsys)
+    monkeypatch.setattr(process_pool, "ProcessPoolExecutor", no_semaphores)
+    got = main(["check", str(tmp_path / "root"), "--jobs", "2", "--no-cache", "--format", "json"])
+    out, err = capsys.readouterr()
+    assert (got, out) == (code, serial) and "Traceback" not in err
+    assert "no worker process could be started (OSError: [Errno 38] Function not implemented)" in err
+
+
 def test_the_note_is_not_said_with_q(tmp_path, monkeypatch, capsys) -> None:
     make_root(tmp_path / "root", n=4)
     _forks_fail(monkeypatch)
