@@ -56,6 +56,13 @@ def main(argv: list[str] | None = None, *, exits: bool = False) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a full disk is one line, wherever the command was writing
+        from inspector.commands.common import fail, no_room
+
+        said = no_room(exc)
+        if said is None:
+            raise
+        return fail(said)
 
 
 def run() -> NoReturn:

@@ -368,6 +368,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         for note in result.notes:
             print(f"inspector: note: {inert(note)}", file=sys.stderr)
+        if cache is not None and cache.failed:
+            said = f"the result cache stopped being written ({cache.failed}); the verdict is whole, the next run slower"
+            print(f"inspector: note: {inert(said)}", file=sys.stderr)
 
     if args.write_baseline:
         from invariants.gate.baseline import write_baseline

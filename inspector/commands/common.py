@@ -65,6 +65,25 @@ def split_codes(values: list[str] | None) -> list[str] | None:
     return out
 
 
+def no_room(exc: BaseException) -> str | None:
+    """What to say when ``exc`` is a disk this run writes to being full (a file's write, or SQLite's
+    ``SQLITE_FULL``), else None.  A file the command writes says so where it is written; what reaches
+    here is mostly a run's temporary files (the report's spool: about 1 KB a session), so where those go
+    is said too."""
+    import errno
+    import tempfile
+
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        what = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    elif type(exc).__module__ == "sqlite3" and getattr(exc, "sqlite_errorcode", None) == 13:  # SQLITE_FULL
+        what = str(exc)
+    else:
+        return None
+    return (
+        f"no room left to write ({what}); temporary files go to {tempfile.gettempdir()} (TMPDIR names another folder)"
+    )
+
+
 def fail(message: str) -> int:
     from invariants.model.inert import inert
 

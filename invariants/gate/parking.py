@@ -16,7 +16,7 @@ from __future__ import annotations
 import tempfile
 from typing import IO, Any, Callable, Generic, Iterator, TypeVar
 
-from invariants.gate.spool import dump_item, load_item
+from invariants.gate.spool import discard, dump_item, load_item
 
 T = TypeVar("T")
 
@@ -82,5 +82,5 @@ class Parking(Generic[T]):
     def close(self) -> None:
         self._runs = {}
         if self._file is not None:
-            self._file.close()
+            discard(self._file)
             self._file = None

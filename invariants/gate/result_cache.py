@@ -154,6 +154,7 @@ class ResultCache:
         self._opened = False  # this scope's pack was opened (or found unusable)
         self._dirty = False  # an entry was put since the last flush
         self._pending = 0  # statements since the last commit
+        self.failed: str | None = None  # why the pack stopped being used mid-run (a full disk), for a note
 
     def open_scope(self, scope: Any) -> None:
         """Select the pack for ``scope`` (any JSON value, e.g. the resolved input paths)."""
@@ -214,8 +215,8 @@ class ResultCache:
             if self._pending >= _COMMIT_EVERY:
                 con.commit()
                 self._pending = 0
-        except sqlite3.Error:
-            self._drop()
+        except sqlite3.Error as exc:
+            self._drop(exc)
         return None
 
     def flush(self) -> None:
@@ -234,8 +235,8 @@ class ResultCache:
             con.commit()
             self._pending, self._dirty = 0, False
             self.writes += changed
-        except sqlite3.Error:
-            self._drop()
+        except sqlite3.Error as exc:
+            self._drop(exc)
 
     def close(self) -> None:
         """Flush and close this scope's pack (a new scope, or the end of the process)."""
@@ -244,7 +245,8 @@ class ResultCache:
             self._con.close()
         self._con, self._opened = None, False
 
-    def _drop(self) -> None:
+    def _drop(self, exc: sqlite3.Error) -> None:
+        self.failed = self.failed or f"{self._pack()}: {exc}"
         if self._con is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._con.close()

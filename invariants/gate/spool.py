@@ -83,13 +83,22 @@ class Spool(Generic[T]):
     def close(self) -> None:
         self._items = []
         if self._file is not None:
-            self._file.close()
+            discard(self._file)
             self._file = None
 
     def __del__(self) -> None:
         f = getattr(self, "_file", None)
         if f is not None:
-            f.close()
+            discard(f)
+
+
+def discard(fh: IO[bytes]) -> None:
+    """Close a temporary file no one reads again.  Closing flushes its buffer, which on a full disk
+    fails as the write before it did: that write's error is the one to say, not this one."""
+    try:
+        fh.close()
+    except OSError:
+        pass
 
 
 def dump_item(value: Any) -> bytes:
