@@ -27,7 +27,7 @@ from invariants.model.jsonvalue import dumps
 from invariants.read.chunk_rows import CHUNK_ROW_TYPES, ChunkRowError, expand_row
 from invariants.read.envelope import parse_json
 from invariants.read.line_records import FrameProblem, RawLine
-from invariants.read.lines import iter_lines
+from invariants.read.lines import iter_lines, open_readonly
 from invariants.read.source import LogSource, UrlPath, log_path
 
 _STRIDE = 64  # one checkpoint every this many physical lines
@@ -92,7 +92,7 @@ class LineIndex:
         if not self.usable:
             return
         # Blocks, not lines: a 50 MB line costs no more memory than a short one.
-        with self.path.open("rb") as fh:
+        with open_readonly(self.path, -1) as fh:
             fh.seek(self.end)
             offset, lines, pos = self.end, self.lines, self.end
             while block := fh.read(1 << 20):

@@ -31,6 +31,7 @@ from invariants.model.jsonvalue import first_difference, shorten
 from invariants.model.scratch import key, scratch_db, text
 from invariants.read.envelope import header_problem, parse_json, plain_envelope
 from invariants.read.line_records import DEFAULT_MAX_LINE
+from invariants.read.lines import open_readonly
 from invariants.read.load import LogReader
 from invariants.read.source import LogPath, LogSource, UrlPath
 
@@ -329,7 +330,7 @@ def _head_lines(source: LogSource, n: int) -> list[bytes] | None:
         return None
     lines = []
     try:
-        with open(path, "rb") as fh:
+        with open_readonly(path, -1) as fh:
             for line in islice(fh, n + 1):
                 if not line.endswith(b"\n") or len(line) > DEFAULT_MAX_LINE:
                     return None

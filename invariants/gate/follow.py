@@ -40,6 +40,7 @@ from invariants.model.findings import Finding
 from invariants.model.registry import make_finding, rules_where
 from invariants.read.capture import find_capture
 from invariants.read.discover import discover
+from invariants.read.lines import open_readonly
 from invariants.read.source import LogPath, LogSource, absolute_name
 from invariants.replay.model import SessionModel
 
@@ -75,7 +76,7 @@ class _Mark:
 def _tail_hash(path: LogPath, end: int) -> str:
     import hashlib  # deferred: only a followed log hashes its tail
 
-    with path.open("rb") as fh:
+    with open_readonly(path, -1) as fh:
         start = max(0, end - TAIL_WINDOW)
         fh.seek(start)
         return hashlib.sha256(fh.read(end - start)).hexdigest()
@@ -91,7 +92,7 @@ def _stamp(src: LogSource) -> tuple | None:
 
 def _ends_mid_line(path: LogPath) -> bool:
     try:
-        with path.open("rb") as fh:
+        with open_readonly(path, -1) as fh:
             fh.seek(-1, os.SEEK_END)
             return fh.read(1) != b"\n"
     except OSError:

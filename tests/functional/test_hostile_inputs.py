@@ -191,3 +191,41 @@ def test_a_root_nested_deeper_than_the_recursion_limit_is_walked(tmp_path, neste
     if not as_url:
         done = _run("index", root, "--db", "i.db", cwd=tmp_path)
         assert done.returncode == 0 and "1 sessions" in done.stdout + done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("swapped", ["pipe", "link to a pipe"])
+def test_a_log_swapped_for_a_pipe_after_the_walk_is_one_line_not_a_hang(tmp_path, monkeypatch, capsys, swapped):
+    """The walk sees a regular file; a pipe put in its place before the log is read (a live fleet, a hostile
+    writer) blocked the read for ever.  The read asks the open file what it is: a "cannot read" line, exit 2."""
+    import signal
+
+    from inspector.cli import main
+    from invariants.gate import pipeline, unit
+
+    folder = tmp_path / "d"
+    folder.mkdir()
+    for name in ("a.jsonl", "b.jsonl"):
+        shutil.copy(LOG, folder / name)
+    real = unit.iter_units
+
+    def swapping(sources, groups=unit.route_groups):
+        for u in real(sources, groups):
+            for s in u.sources:
+                if s.path.name == "b.jsonl":
+                    s.path.unlink()
+                    if swapped == "pipe":
+                        os.mkfifo(s.path)
+                    else:
+                        os.mkfifo(tmp_path / "fifo")
+                        s.path.symlink_to(tmp_path / "fifo")
+            yield u
+
+    monkeypatch.setattr(pipeline, "iter_units", swapping)
+    signal.signal(signal.SIGALRM, signal.default_int_handler)
+    signal.alarm(20)  # a hang fails the test (KeyboardInterrupt) instead of the suite
+    try:
+        code = main(["check", str(folder), "--jobs", "1", "--no-cache", "-q"])
+    finally:
+        signal.alarm(0)
+    err = capsys.readouterr().err
+    assert code == 2 and err == f"inspector: error: {folder / 'b.jsonl'}: cannot read (not a regular file)\n"
