@@ -87,6 +87,7 @@ def iter_discover(
             elif p.name.endswith(SQLITE_SUFFIXES):
                 yield from _database(seen, problems, p, p.parent, explicit=True)
             else:
+                _skipped_beside(notes, p)
                 yield from _new(seen, LogSource(p, p.parent))
             continue
         if not p.is_dir():
@@ -179,6 +180,21 @@ def _skipped(notes: list[str] | None, path: LogPath, kind: str) -> None:
     name = path.name
     if notes is not None and (is_log_name(name) or is_capture_name(name) or name.endswith(SQLITE_SUFFIXES)):
         notes.append(f"{path}: {kind}; skipped")
+
+
+def _skipped_beside(notes: list[str] | None, log: Path) -> None:
+    """Say which of the capture names beside a log named on the command line are there but not read (a
+    link, a pipe), as a walk of its folder says (the capture is looked up when the log is checked,
+    which passes over them without a word)."""
+    if notes is None:
+        return
+    for name in capture_candidates(log.name):
+        try:
+            mode = os.lstat(log.parent / name).st_mode
+        except OSError:
+            continue
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            _skipped(notes, log.parent / name, LINK if stat.S_ISLNK(mode) else SPECIAL)
 
 
 def _walk_url(top: UrlPath) -> Iterator[tuple[UrlPath, str]]:

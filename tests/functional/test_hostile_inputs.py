@@ -229,3 +229,23 @@ def test_a_log_swapped_for_a_pipe_after_the_walk_is_one_line_not_a_hang(tmp_path
         signal.alarm(0)
     err = capsys.readouterr().err
     assert code == 2 and err == f"inspector: error: {folder / 'b.jsonl'}: cannot read (not a regular file)\n"
+
+
+@pytest.mark.parametrize("command", [["check", "--no-cache"], ["index", "--db", "i.db"]])
+def test_a_pipe_and_a_link_named_like_a_named_logs_captures_are_each_a_note(tmp_path, command):
+    """A log named on the command line has its capture looked up beside it, which passes over a link or
+    a pipe; each is said, as a walk of the folder says it."""
+    folder = tmp_path / "d"
+    folder.mkdir()
+    shutil.copy(LOG, folder / "real.jsonl")
+    shutil.copy(LOG, tmp_path / "elsewhere.jsonl")
+    os.mkfifo(folder / "real.requests.jsonl")
+    (folder / "requests.jsonl").symlink_to(tmp_path / "elsewhere.jsonl")
+    (folder / "requests.jsonl.zstd").mkdir()  # a folder of that name is no capture, and nothing to say
+    done = _run(command[0], str(folder / "real.jsonl"), *command[1:], cwd=tmp_path)
+    assert "Traceback" not in done.stderr and done.returncode in (0, 1), done.stderr
+    notes = sorted(ln for ln in done.stderr.splitlines() if ln.startswith("inspector: note:"))
+    assert notes == [
+        f"inspector: note: {folder}/real.requests.jsonl: not a regular file; skipped",
+        f"inspector: note: {folder}/requests.jsonl: a symbolic link, not followed; skipped",
+    ], done.stderr
