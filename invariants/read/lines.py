@@ -9,12 +9,10 @@ lines that could still be recovered, so the caller reports them in order.
 
 from __future__ import annotations
 
-import errno
-import os
-import stat
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
+from invariants.model.userfile import open_regular
 from invariants.read.line_records import CHUNK_PREFIX, CHUNK_START, DEFAULT_MAX_LINE, FrameProblem, LineRun, RawLine
 from invariants.read.source import LogPath, LogSource
 
@@ -23,22 +21,12 @@ _FRAMES = 1 << 16  # decompressed bytes of consecutive zstd frames split into li
 
 
 def open_readonly(path: LogPath, buffering: int = 0) -> BinaryIO:
-    """Open for reading only; the tool never writes to a log.  A URL streams through fsspec.
-
-    A local file is opened without blocking and read only if it is still a regular file: the walk
-    saw one, but a pipe put in its place since (or under a link) would block the read for ever, and
-    a device such as ``/dev/zero`` would never end.  That is an ``OSError`` ("not a regular file"),
-    which the caller's "cannot read" line gives."""
+    """Open for reading only; the tool never writes to a log.  A URL streams through fsspec; a local
+    file is read only if it is still a regular file (:func:`~invariants.model.userfile.open_regular`:
+    the walk saw one, but a pipe may have been put in its place since)."""
     if not isinstance(path, Path):
         return path.open("rb", buffering=buffering)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        return open(fd, "rb", buffering=buffering)
-    except BaseException:
-        os.close(fd)
-        raise
+    return open_regular(path, buffering)
 
 
 def _chunks(path: LogPath) -> Iterator[bytes | FrameProblem]:
