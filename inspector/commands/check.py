@@ -134,8 +134,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int,
         metavar="N",
         default=None,
-        help="check folders in N processes (0 = one per CPU; default: one per CPU, or this process alone "
-        "for a run under 32 MB, where processes cost more than they save; -v says which)",
+        help="check folders in N processes (0 = one per usable CPU; default: one per usable CPU, or this "
+        "process alone for a run under 32 MB, where processes cost more than they save; -v says which). "
+        "Usable: an affinity mask (taskset) or a container's CPU quota counts, not only the machine's CPUs",
     )
     run_.add_argument(
         "--scheduler",

@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int,
         metavar="N",
         default=None,
-        help="worker processes that replay logs (default: CPUs, at most 4; 1 = in this process)",
+        help="worker processes that replay logs (default: usable CPUs, at most 4; 1 = in this process)",
     )
     p.add_argument(
         "--scheduler",

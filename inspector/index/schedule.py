@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import sqlite_utils
 
-from invariants.gate.executor import Executor, ProcessExecutor, completed, in_order
+from invariants.gate.executor import Executor, ProcessExecutor, completed, in_order, usable_cpus
 from invariants.gate.policy import FindingPolicy
 
 from . import spill
@@ -130,4 +130,5 @@ CLUSTER_BATCH = 64
 
 
 def default_jobs() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
+    """``index`` without ``--jobs``: a process per usable CPU (:func:`usable_cpus`), at most 4."""
+    return min(4, usable_cpus())

@@ -13,7 +13,7 @@ Keys (kebab-case; snake_case is accepted too)::
     fail-on = "warning"                        # error | warning | info
     profile = "seed"                           # force a format profile
     format = "text"                            # default output format
-    jobs = 4                                   # worker processes (0 = one per CPU)
+    jobs = 4                                   # worker processes (0 = one per usable CPU)
     cache = true                               # per-file result cache
     cache-dir = ".inspector_cache"
     baseline = "inspector-baseline.json"       # default for --baseline

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import os
 from contextlib import contextmanager
+from functools import cache
 from itertools import chain, islice
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, TypeVar
 
@@ -27,7 +28,10 @@ class Executor(Protocol):
     (``here``, true when it does not say): what a unit replayed here leaves cyclic the pipeline frees
     before the next one, a young-generation pass a client of workers need not pay for."""
 
-    jobs: int  # how many items it works on at once
+    @property
+    def jobs(self) -> int:
+        """How many items it works on at once."""
+        ...
 
     def map(self, fn: Callable[[T], R], items: Sequence[T], costs: Sequence[int] | None = None) -> list[R]: ...
 
@@ -385,20 +389,44 @@ def run_batch(fn: Callable[[T], R], items: list[T]) -> list[R]:
 AUTO_BYTES = 32 << 20  # a run smaller than this is checked in this process: workers cost more than they save
 
 
-class AutoExecutor:
-    """``--jobs`` not given: one process per CPU, or this process alone when the run is small.
+@cache
+def usable_cpus() -> int:
+    """The CPUs this process may run on: the machine's, or fewer under an affinity mask (``taskset``, a
+    cpuset) or a container's CPU quota (cgroups v1 and v2: ``docker --cpus``, a Kubernetes limit).
+    ``os.cpu_count()`` says the host's in both cases, and a worker per host CPU on a quota of two
+    costs a worker's memory each and runs no faster.  loky (joblib's process pool) reads all three."""
+    from loky import cpu_count  # ~25 ms to import beside a pool: only a run that goes parallel asks
 
-    The stream's first ``jobs * AHEAD * BATCH_MAX`` items are read before deciding: when the run ends
-    within them and costs less than :data:`AUTO_BYTES` (``cost(item)``: bytes to read), starting
-    worker processes and sending results back would cost more than it saves (~0.3 s a worker to
-    start, against ~50 MB/s of checking on one core), so it runs here.  ``said`` hears the choice."""
+    return int(cpu_count())
+
+
+class AutoExecutor:
+    """``--jobs`` not given: one process per usable CPU (:func:`usable_cpus`), or this process alone when
+    the run is small or may use one CPU.
+
+    The stream's first ``jobs * AHEAD * BATCH_MAX`` items are read before deciding (``jobs`` bounded by
+    ``os.cpu_count()`` until then): when the run ends within them and costs less than :data:`AUTO_BYTES`
+    (``cost(item)``: bytes to read), starting worker processes and sending results back would cost more
+    than it saves (~0.3 s a worker to start, against ~50 MB/s of checking on one core), so it runs here.
+    ``jobs``: the processes of a large run (default: the usable CPUs, counted only once a run is
+    large).  ``said`` hears the choice."""
 
     def __init__(self, jobs: int | None = None, cost: Callable[[object], int] | None = None) -> None:
-        self.pool = ProcessExecutor(jobs or os.cpu_count() or 1)
-        self.jobs = self.pool.jobs
+        self._asked = jobs
+        self._pool: ProcessExecutor | None = None
         self.cost = cost
         self.said: Callable[[str], None] | None = None
         self.chosen: int | None = None
+
+    @property
+    def pool(self) -> ProcessExecutor:
+        if self._pool is None:
+            self._pool = ProcessExecutor(self._asked or usable_cpus())
+        return self._pool
+
+    @property
+    def jobs(self) -> int:
+        return self.pool.jobs
 
     @property
     def here(self) -> bool:
@@ -407,7 +435,7 @@ class AutoExecutor:
 
     @property
     def notes(self) -> list[str]:
-        return self.pool.notes
+        return self._pool.notes if self._pool is not None else []
 
     def map(self, fn: Callable[[T], R], items: Sequence[T], costs: Sequence[int] | None = None) -> list[R]:
         out: list = [None] * len(items)
@@ -418,7 +446,8 @@ class AutoExecutor:
     def imap(
         self, fn: Callable[[T], R], items: Iterable[T], costs: Sequence[int] | None = None
     ) -> Iterator[tuple[int, R]]:
-        head, rest = _head(items, self.jobs * AHEAD * BATCH_MAX)
+        most = self._pool.jobs if self._pool is not None else self._asked or os.cpu_count() or 1
+        head, rest = _head(items, most * AHEAD * BATCH_MAX)
         if self.chosen is None:
             size = None
             if rest is None:
@@ -426,13 +455,18 @@ class AutoExecutor:
                     size = sum(costs)
                 elif self.cost is not None:
                     size = sum(self.cost(x) for x in head)
-            small = self.jobs == 1 or (rest is None and (len(head) <= 1 or (size is not None and size < AUTO_BYTES)))
+            small = rest is None and (len(head) <= 1 or (size is not None and size < AUTO_BYTES))
             self.chosen = 1 if small else self.jobs
             if self.said is not None:
                 what = f"{len(head)}{'+' if rest is not None else ''} unit(s)"
                 if size is not None:
                     what += f", {size / 1e6:.1f} MB"
-                why = f"below {AUTO_BYTES >> 20} MB processes cost more than they save" if small else "a large run"
+                if small:
+                    why = f"below {AUTO_BYTES >> 20} MB processes cost more than they save"
+                elif self.chosen == 1:
+                    why = "a large run, but this process may use only one CPU"
+                else:
+                    why = "a large run"
                 self.said(f"--jobs chosen: {self.chosen} ({what}: {why})")
         if self.chosen == 1:
             for i, x in enumerate(chain(head, rest or ())):
@@ -441,10 +475,12 @@ class AutoExecutor:
         yield from self.pool.imap(fn, head if rest is None else chain(head, rest), costs if rest is None else None)
 
     def idle(self) -> None:
-        self.pool.idle()
+        if self._pool is not None:
+            self._pool.idle()
 
     def close(self) -> None:
-        self.pool.close()
+        if self._pool is not None:
+            self._pool.close()
 
 
 @contextmanager
@@ -461,9 +497,9 @@ def owned(executor: Executor | None, jobs: int | None) -> Iterator[Executor]:
 
 
 def executor_for(jobs: int | None) -> SerialExecutor | ProcessExecutor | AutoExecutor:
-    """``jobs`` 1: serial; 0 or less: one process per CPU; N: N processes; None: chosen from the run
-    (:class:`AutoExecutor`).  Close it when the run is done."""
+    """``jobs`` 1: serial; 0 or less: one process per usable CPU (:func:`usable_cpus`); N: N processes;
+    None: chosen from the run (:class:`AutoExecutor`).  Close it when the run is done."""
     if jobs is None:
         return AutoExecutor()
-    n = jobs if jobs > 0 else (os.cpu_count() or 1)
+    n = jobs if jobs > 0 else usable_cpus()
     return SerialExecutor() if n == 1 else ProcessExecutor(n)

@@ -388,7 +388,7 @@ def _run_units(
             given = [models[i] for i in unit.indexes] if models is not None else None
             deliver(n, unit, stored(n, check_unit(unit, options, given, progress)))
         return
-    if executor.jobs > 1 and options.captures is not None:
+    if options.captures is not None and executor.jobs > 1:
         for n, unit in todo():  # explicit captures route globally: one unit, its replays spread over the workers
             sources = unit.sources
             replayed = executor.map(replay_job, [(s, options) for s in sources], [_size(s.path) for s in sources])

@@ -1,11 +1,18 @@
-"""--jobs not given: serial for a small run (processes cost more than they save), processes for a large one."""
+"""--jobs not given: serial for a small run (processes cost more than they save), a process per usable
+CPU for a large one."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from contextlib import closing
 from pathlib import Path
 
+import pytest
+
 from inspector.cli import main
+from invariants.gate import executor
 from invariants.gate.executor import AUTO_BYTES, AutoExecutor
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
@@ -34,3 +41,59 @@ def test_a_large_run_gets_the_processes() -> None:
 def test_check_says_its_choice_with_v(capsys) -> None:
     main(["check", str(SAMPLES), "--no-cache", "--format", "json", "-v", "-q"])
     assert "--jobs chosen: 1 (" in capsys.readouterr().err
+
+
+def test_a_large_run_gets_a_process_per_usable_cpu(monkeypatch) -> None:
+    monkeypatch.setattr(executor, "usable_cpus", lambda: 3)
+    auto = AutoExecutor(cost=lambda x: AUTO_BYTES)
+    got, said = _run(auto, list(range(6)))
+    assert got == [(i, str(i)) for i in range(6)]
+    assert said == ["--jobs chosen: 3 (6 unit(s), 201.3 MB: a large run)"]
+    assert auto.jobs == 3
+
+
+def test_a_large_run_on_one_usable_cpu_stays_in_this_process(monkeypatch) -> None:
+    """A container's quota of one CPU on a larger host: no worker, and -v says why."""
+    monkeypatch.setattr(executor, "usable_cpus", lambda: 1)
+    auto = AutoExecutor(cost=lambda x: AUTO_BYTES)
+    got, said = _run(auto, list(range(4)))
+    assert got == [(i, str(i)) for i in range(4)]
+    assert said == ["--jobs chosen: 1 (4 unit(s), 134.2 MB: a large run, but this process may use only one CPU)"]
+    assert auto.here
+
+
+def _in_child(code: str, cpus: set[int] | None = None) -> str:
+    """``code``'s output in a fresh interpreter, on ``cpus`` only when given (its affinity mask)."""
+    prefix = f"import os; os.sched_setaffinity(0, {cpus!r}); " if cpus is not None else ""
+    done = subprocess.run([sys.executable, "-c", prefix + code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs an affinity mask of 2+ CPUs"
+)
+def test_the_usable_cpus_follow_the_affinity_mask() -> None:
+    """``taskset -c 0``: os.cpu_count() still says the machine's CPUs; --jobs 0 and index's default do not."""
+    one = {min(os.sched_getaffinity(0))}
+    code = (
+        "from invariants.gate.executor import executor_for, usable_cpus; "
+        "from inspector.index.schedule import default_jobs; "
+        "print(os.cpu_count(), usable_cpus(), executor_for(0).jobs, default_jobs())"
+    )
+    machine, usable, jobs0, index = map(int, _in_child(code, one).split())
+    assert machine >= 2
+    assert (usable, jobs0, index) == (1, 1, 1)
+    two = set(sorted(os.sched_getaffinity(0))[:2])
+    assert _in_child("from invariants.gate.executor import usable_cpus; print(usable_cpus())", two) == "2"
+
+
+def test_a_small_run_does_not_count_the_cpus() -> None:
+    """Counting them imports loky (~60 ms alone): a run that stays in this process never pays for it."""
+    code = (
+        "import sys; from inspector.cli import main; "
+        f"main(['check', {str(SAMPLES)!r}, '--no-cache', '-q', '--format', 'json']); "
+        "print('loky' in sys.modules, file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.stderr.strip().splitlines()[-1] == "False", done.stderr
