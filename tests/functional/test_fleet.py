@@ -138,6 +138,16 @@ def test_corpus_report_is_byte_identical_to_serial(client, capsys):
     assert fleet == serial
 
 
+def test_explicit_captures_on_the_cluster_give_the_serial_report(client, capsys):
+    """With ``--captures`` the run is one unit: its replays are spread over the workers (``replay_job``)
+    and every replayed model comes back to the client, which routes the captured requests."""
+    captures = [arg for c in sorted(SAMPLES.glob("*.requests.jsonl"))[:8] for arg in ("--captures", str(c))]
+    serial = json_report(capsys, SAMPLES, *captures)
+    fleet = json_report(capsys, SAMPLES, *captures, "--scheduler", client.scheduler.address)
+    assert serial != json_report(capsys, SAMPLES)  # the captures named are the ones compared
+    assert fleet == serial
+
+
 def _die_once(marker: str, target: str, job: tuple[Unit, object]) -> dict:
     """run_unit, except that the first worker to reach the ``target`` unit dies on it."""
     unit, _ = job
