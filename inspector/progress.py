@@ -231,15 +231,27 @@ REFRESH = 10  # bar drawings a second
 
 
 def progress_for(what: str, quiet: bool, unit: str = "sessions", stream: TextIO | None = None) -> Progress | None:
-    """The display for a command: none when ``quiet``, a bar when ``stream`` (stderr) is a terminal."""
+    """The display for a command: none when ``quiet``, a bar when ``stream`` (stderr) is a terminal that
+    can draw one, else plain lines."""
     if quiet:
         return None
     stream = stream if stream is not None else sys.stderr
+    return BarProgress(what, unit, stream) if _draws(stream) else PlainProgress(what, unit, stream)
+
+
+def _draws(stream: TextIO) -> bool:
+    """Whether a bar can be drawn on ``stream``: a terminal that moves its cursor, as rich judges it.
+    ``TERM=dumb`` (an Emacs shell, a CI runner's pseudo-terminal) is a terminal where rich draws
+    nothing, so a bar there left the whole run silent: it gets the plain lines."""
     try:
-        tty = stream.isatty()
+        if not stream.isatty():
+            return False
     except (AttributeError, ValueError):
-        tty = False
-    return BarProgress(what, unit, stream) if tty else PlainProgress(what, unit, stream)
+        return False
+    from rich.console import Console
+
+    console = Console(file=stream)
+    return console.is_terminal and not console.is_dumb_terminal
 
 
 def count_in_background(progress: Progress, paths: Iterable[Any]) -> Callable[[], None]:

@@ -43,11 +43,17 @@ def test_quiet_shows_no_progress(capsys, every_line) -> None:
     assert out.startswith("{")
 
 
-def test_a_terminal_gets_a_bar_and_stdout_stays_the_report() -> None:
+def _on_a_terminal(term: str) -> tuple[str, bytes]:
+    """What a check of the samples shows on a terminal of type ``term`` (its stderr), and its stdout;
+    plain lines, if any, at every session."""
     primary, secondary = pty.openpty()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "TERM": "xterm"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "TERM": term}
+    code = (
+        "import sys, inspector.progress as p; p.EVERY = 0.0; from inspector.cli import main; "
+        f"sys.exit(main(['check', {str(SAMPLES)!r}, '--no-cache', '--format', 'json']))"
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "inspector.cli", "check", str(SAMPLES), "--no-cache", "--format", "json"],
+        [sys.executable, "-c", code],
         stdout=subprocess.PIPE,
         stderr=secondary,
         stdin=subprocess.DEVNULL,
@@ -56,7 +62,6 @@ def test_a_terminal_gets_a_bar_and_stdout_stays_the_report() -> None:
     )
     os.close(secondary)
     shown = b""
-    stdout, _ = b"", None
     while True:
         ready, _, _ = select.select([primary], [], [], 0.2)
         if ready:
@@ -72,10 +77,24 @@ def test_a_terminal_gets_a_bar_and_stdout_stays_the_report() -> None:
     stdout = proc.stdout.read() if proc.stdout else b""
     proc.wait(timeout=60)
     os.close(primary)
-    text = shown.decode(errors="replace")
+    return shown.decode(errors="replace"), stdout
+
+
+def test_a_terminal_gets_a_bar_and_stdout_stays_the_report() -> None:
+    text, stdout = _on_a_terminal("xterm")
     assert "inspector check" in text and "sessions" in text, text[-2000:]  # the bar was drawn on the terminal
     assert "\x1b[" in text  # as a terminal display (cursor movement), not plain lines
+    assert "inspector: check " not in text
     assert stdout.startswith(b"{") and b"inspector check" not in stdout
+
+
+def test_a_dumb_terminal_gets_plain_lines() -> None:
+    """TERM=dumb: rich draws no bar there, and the run said nothing at all."""
+    text, stdout = _on_a_terminal("dumb")
+    lines = [x for x in text.splitlines() if x.startswith("inspector: check ")]
+    assert lines and all("sessions/s" in x for x in lines), text[-2000:]
+    assert "\x1b[" not in text
+    assert stdout.startswith(b"{")
 
 
 def test_plain_lines_go_on_while_nothing_is_done_and_stop_when_closed() -> None:
