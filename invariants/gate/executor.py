@@ -420,12 +420,14 @@ class AutoExecutor:
 
     @property
     def pool(self) -> ProcessExecutor:
+        """The workers of a large run, made (not started) when first asked for."""
         if self._pool is None:
             self._pool = ProcessExecutor(self._asked or usable_cpus())
         return self._pool
 
     @property
     def jobs(self) -> int:
+        """The processes of a large run (asking counts the usable CPUs)."""
         return self.pool.jobs
 
     @property
