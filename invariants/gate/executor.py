@@ -11,7 +11,6 @@ stand in.
 from __future__ import annotations
 
 import gc
-import os
 from contextlib import contextmanager
 from functools import cache
 from itertools import chain, islice
@@ -404,12 +403,12 @@ class AutoExecutor:
     """``--jobs`` not given: one process per usable CPU (:func:`usable_cpus`), or this process alone when
     the run is small or may use one CPU.
 
-    The stream's first ``jobs * AHEAD * BATCH_MAX`` items are read before deciding (``jobs`` bounded by
-    ``os.cpu_count()`` until then): when the run ends within them and costs less than :data:`AUTO_BYTES`
-    (``cost(item)``: bytes to read), starting worker processes and sending results back would cost more
-    than it saves (~0.3 s a worker to start, against ~50 MB/s of checking on one core), so it runs here.
-    ``jobs``: the processes of a large run (default: the usable CPUs, counted only once a run is
-    large).  ``said`` hears the choice."""
+    The stream's first ``jobs * AHEAD * BATCH_MAX`` items are read before deciding: when the run ends
+    within them and costs less than :data:`AUTO_BYTES` (``cost(item)``: bytes to read), starting worker
+    processes and sending results back would cost more than it saves (~0.3 s a worker to start, against
+    ~50 MB/s of checking on one core), so it runs here.  ``jobs``: the processes of a large run (default:
+    the usable CPUs, counted only once the run is longer than one worker's share of that head).
+    ``said`` hears the choice."""
 
     def __init__(self, jobs: int | None = None, cost: Callable[[object], int] | None = None) -> None:
         self._asked = jobs
@@ -448,8 +447,13 @@ class AutoExecutor:
     def imap(
         self, fn: Callable[[T], R], items: Iterable[T], costs: Sequence[int] | None = None
     ) -> Iterator[tuple[int, R]]:
-        most = self._pool.jobs if self._pool is not None else self._asked or os.cpu_count() or 1
-        head, rest = _head(items, most * AHEAD * BATCH_MAX)
+        # A run within one worker's reach never counts the CPUs (loky's import); a longer one is read
+        # ahead a reach per usable CPU before the choice.
+        reach = AHEAD * BATCH_MAX
+        head, rest = _head(items, reach if self._pool is None and self._asked is None else self.jobs * reach)
+        if rest is not None and len(head) < self.jobs * reach:
+            more, rest = _head(rest, self.jobs * reach - len(head))
+            head.extend(more)
         if self.chosen is None:
             size = None
             if rest is None:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from contextlib import closing
 from pathlib import Path
+from typing import Iterable
 
 import pytest
 
@@ -18,7 +19,7 @@ from invariants.gate.executor import AUTO_BYTES, AutoExecutor
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
 
 
-def _run(executor: AutoExecutor, items: list[int]) -> tuple[list, list[str]]:
+def _run(executor: AutoExecutor, items: Iterable[int]) -> tuple[list, list[str]]:
     said: list[str] = []
     executor.said = said.append
     with closing(executor):
@@ -60,6 +61,20 @@ def test_a_large_run_on_one_usable_cpu_stays_in_this_process(monkeypatch) -> Non
     assert got == [(i, str(i)) for i in range(4)]
     assert said == ["--jobs chosen: 1 (4 unit(s), 134.2 MB: a large run, but this process may use only one CPU)"]
     assert auto.here
+
+
+def test_the_cpus_are_counted_only_for_a_run_longer_than_one_workers_reach(monkeypatch) -> None:
+    """A stream read ahead a reach per CPU of the host's (64 on a node whose pod may use 2) walked
+    16,384 folders before a worker started; the usable CPUs set the reach, counted only when needed."""
+    asked: list[int] = []
+    monkeypatch.setattr(executor, "usable_cpus", lambda: asked.append(1) or 2)
+    reach = executor.AHEAD * executor.BATCH_MAX
+    _run(AutoExecutor(cost=lambda x: 1), iter(range(reach - 1)))
+    assert asked == []
+    got, said = _run(AutoExecutor(cost=lambda x: 1), iter(range(reach + 10)))
+    assert got == [(i, str(i)) for i in range(reach + 10)]
+    assert asked  # within two usable CPUs' reach, and small: this process
+    assert said == [f"--jobs chosen: 1 ({reach + 10} unit(s), 0.0 MB: below 32 MB processes cost more than they save)"]
 
 
 def _in_child(code: str, cpus: set[int] | None = None) -> str:
