@@ -340,6 +340,10 @@ def run(args: argparse.Namespace) -> int:
             executor = stack.enter_context(closing(AutoExecutor()))
             if args.verbose:
                 executor.said = lambda m: print(inert(f"inspector: {m}"), file=sys.stderr)
+        elif executor is None and jobs == 0 and args.verbose:
+            from invariants.gate.executor import usable_cpus
+
+            print(f"inspector: --jobs 0: {usable_cpus()} process(es), one per usable CPU", file=sys.stderr)
         from inspector.progress import CheckObserver, count_in_background, progress_for
 
         progress = progress_for("check", args.quiet)

@@ -44,6 +44,12 @@ def test_check_says_its_choice_with_v(capsys) -> None:
     assert "--jobs chosen: 1 (" in capsys.readouterr().err
 
 
+def test_check_says_what_jobs_0_is_with_v(capsys, monkeypatch) -> None:
+    monkeypatch.setattr(executor, "usable_cpus", lambda: 3)
+    main(["check", str(SAMPLES), "--no-cache", "--format", "json", "-v", "-q", "--jobs", "0"])
+    assert "inspector: --jobs 0: 3 process(es), one per usable CPU\n" in capsys.readouterr().err
+
+
 def test_a_large_run_gets_a_process_per_usable_cpu(monkeypatch) -> None:
     monkeypatch.setattr(executor, "usable_cpus", lambda: 3)
     auto = AutoExecutor(cost=lambda x: AUTO_BYTES)
