@@ -19,11 +19,11 @@ from invariants.gate.executor import AUTO_BYTES, AutoExecutor
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_logs"
 
 
-def _run(executor: AutoExecutor, items: Iterable[int]) -> tuple[list, list[str]]:
+def _run(auto: AutoExecutor, items: Iterable[int]) -> tuple[list, list[str]]:
     said: list[str] = []
-    executor.said = said.append
-    with closing(executor):
-        got = sorted(executor.imap(str, items))
+    auto.said = said.append
+    with closing(auto):
+        got = sorted(auto.imap(str, items))
     return got, said
 
 
