@@ -39,6 +39,7 @@ def _handler(obj: Any, name: str) -> Any:
 def _load_checkpoint(checkpoint: bytes) -> Any:
     import importlib
     import io
+    import pathlib
     import pickle
     import zlib
 
@@ -46,11 +47,9 @@ def _load_checkpoint(checkpoint: bytes) -> Any:
         def find_class(self, module: str, name: str) -> Any:
             if (module, name) == ("builtins", "getattr"):
                 return _handler
-            if (module, name) in (
-                ("pathlib", "PosixPath"),
-                ("pathlib", "WindowsPath"),
-                ("invariants.read.profiles", "_profile_named"),
-            ):
+            if module in ("pathlib", "pathlib._local") and name in ("PosixPath", "WindowsPath"):
+                return getattr(pathlib, name)  # Python 3.13 pickles them as pathlib._local's: either reads
+            if (module, name) == ("invariants.read.profiles", "_profile_named"):
                 return super().find_class(module, name)
             if module in _CHECKPOINT_MODULES:
                 obj = getattr(importlib.import_module(module), name, None)

@@ -277,6 +277,33 @@ def test_a_checkpoint_of_another_format_is_replayed_not_resumed(tmp_path):
     assert resume(src, zlib.compress(pickle.dumps(state))) is None
 
 
+@pytest.mark.parametrize("module", [b"pathlib", b"pathlib._local"])
+def test_a_checkpoint_resumes_whichever_python_pickled_its_paths(tmp_path, module):
+    """Python 3.13 pickles a PosixPath as ``pathlib._local``'s, 3.11 and 3.12 as ``pathlib``'s, and an
+    index outlives an interpreter upgrade.  The new name was refused: on 3.13 no checkpoint resumed,
+    so every grown log was replayed whole (``index``, ``--watch``, the TUI's follow)."""
+    import pickletools
+    import zlib
+
+    from invariants.replay.checkpoint import resume
+
+    lines = _clean(4).lines()
+    p = tmp_path / "grow.jsonl"
+    p.write_bytes(b"\n".join(lines[:12]) + b"\n")
+    src = LogSource(p, p.parent)
+    first = replay(src, checkpoint=True)
+    assert first.checkpoint is not None
+    # The module's name swapped for the one another Python writes (a string opcode of its length),
+    # then framed again (pickletools.optimize rewrites the frames whose lengths that changed).
+    data = zlib.decompress(first.checkpoint)
+    written = next(m for m in (b"\x8c\x07pathlib\x94", b"\x8c\x0epathlib._local\x94") if m in data)
+    data = pickletools.optimize(data.replace(written, bytes([0x8C, len(module)]) + module + b"\x94"))
+    p.write_bytes(b"\n".join(lines) + b"\n")
+    resumed = resume(src, zlib.compress(data))
+    assert resumed is not None
+    assert (resumed.events, resumed.turns) == (replay(src).events, 4)
+
+
 def test_resumed_header_versions_keep_their_setters(tmp_path):
     resumed, full = _resumed_and_full(tmp_path)
     assert [v.set_by for v in resumed.versions] == [v.set_by for v in full.versions]
