@@ -34,8 +34,8 @@ _STEP_UPDATE = (
     "THEN :status ELSE status END, requests = requests + :n WHERE session_id = :sid AND idx = :idx"
 )
 _STATUS_UPDATE = (
-    f"UPDATE steps SET status = CASE WHEN {STATUS_RANK_SQL.format(col='?1')} > {STATUS_RANK_SQL.format(col='status')} "
-    "THEN ?1 ELSE status END, requests = requests + ?2 WHERE session_id = ?3 AND idx = ?4"
+    f"UPDATE steps SET status = CASE WHEN {STATUS_RANK_SQL.format(col=':status')} > {STATUS_RANK_SQL.format(col='status')} "
+    "THEN :status ELSE status END, requests = requests + :n WHERE session_id = :sid AND idx = :idx"
 )
 _FINDING_INSERT = (
     f"INSERT INTO findings(session_id, capture_id, request_line, source, {', '.join(R.FINDING_COLUMNS)}) "
@@ -256,12 +256,15 @@ class _Writer:
         else:
             conn.execute("DELETE FROM checkpoints WHERE session_id = ?", [sid])
         conn.execute(
-            "UPDATE sessions SET messages = (SELECT count(*) FROM messages WHERE session_id = ?1) WHERE id = ?1", [sid]
+            "UPDATE sessions SET messages = (SELECT count(*) FROM messages WHERE session_id = :sid) WHERE id = :sid",
+            {"sid": sid},
         )
         return sid
 
     def _statuses(self, sid: int, statuses: list[tuple]) -> None:
-        self.conn.executemany(_STATUS_UPDATE, [(status, n, sid, idx) for idx, status, n in statuses])
+        self.conn.executemany(
+            _STATUS_UPDATE, [{"status": status, "n": n, "sid": sid, "idx": idx} for idx, status, n in statuses]
+        )
 
     # -- captures ------------------------------------------------------------------
     def _captures(self, result: GroupResult, keys: dict[str, int], touched: set[int]) -> None:
@@ -333,8 +336,8 @@ class _Writer:
             conn.executemany(_FINDING_INSERT, frows)
         for k in set(keys.values()):
             conn.execute(
-                "UPDATE sessions SET requests = (SELECT count(*) FROM requests WHERE session_id = ?1) WHERE id = ?1",
-                [k],
+                "UPDATE sessions SET requests = (SELECT count(*) FROM requests WHERE session_id = :sid) WHERE id = :sid",
+                {"sid": k},
             )
             touched.add(k)
 
@@ -348,10 +351,10 @@ class _Writer:
 def update_counts(conn: sqlite3.Connection, sids: Iterable[int]) -> None:
     conn.executemany(
         "UPDATE sessions SET "
-        "errors = (SELECT count(*) FROM findings WHERE session_id = ?1 AND severity = 'error'), "
-        "warnings = (SELECT count(*) FROM findings WHERE session_id = ?1 AND severity = 'warning'), "
-        "infos = (SELECT count(*) FROM findings WHERE session_id = ?1 AND severity = 'info') WHERE id = ?1",
-        [(s,) for s in sids],
+        "errors = (SELECT count(*) FROM findings WHERE session_id = :sid AND severity = 'error'), "
+        "warnings = (SELECT count(*) FROM findings WHERE session_id = :sid AND severity = 'warning'), "
+        "infos = (SELECT count(*) FROM findings WHERE session_id = :sid AND severity = 'info') WHERE id = :sid",
+        [{"sid": s} for s in sids],
     )
     conn.executemany(
         "UPDATE sessions SET worst = CASE WHEN errors > 0 THEN 'error' WHEN warnings > 0 THEN 'warning' "

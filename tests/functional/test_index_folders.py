@@ -375,3 +375,16 @@ def test_a_folders_sessions_are_found_by_an_index(tmp_path: Path) -> None:
     assert "idx_sessions_dir" not in str(q(db, plan, "x"))
     build_index([root], db, jobs=1)
     assert "idx_sessions_dir" in str(q(db, plan, "x"))
+
+
+@pytest.mark.filterwarnings("error::DeprecationWarning")
+def test_the_index_binds_its_parameters_as_every_supported_sqlite3_accepts(tmp_path):
+    """Numbered placeholders (``?1``) given a sequence are deprecated from Python 3.12 and an error from
+    3.14: the index's step statuses and session counts bind by name.  (Below 3.12 this passes either way.)"""
+    samples = ROOT / "sample_logs"
+    db = tmp_path / "index.db"
+    first = build_index([samples], db, jobs=1)
+    again = build_index([samples], db, jobs=1, full=True)
+    assert first.problems == again.problems == [] and first.sessions == again.sessions > 0
+    assert q(db, "SELECT count(*) FROM sessions WHERE errors + warnings + infos > 0")[0][0] > 0
+    assert q(db, "SELECT count(*) FROM steps WHERE status IS NOT NULL AND requests > 0")[0][0] > 0
