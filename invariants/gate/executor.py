@@ -450,9 +450,9 @@ class AutoExecutor:
         # A run within one worker's reach never counts the CPUs (loky's import); a longer one is read
         # ahead a reach per usable CPU before the choice.
         reach = AHEAD * BATCH_MAX
-        head, rest = _head(items, reach if self._pool is None and self._asked is None else self.jobs * reach)
-        if rest is not None and len(head) < self.jobs * reach:
-            more, rest = _head(rest, self.jobs * reach - len(head))
+        head, rest = _head(items, reach)
+        if rest is not None and self.jobs > 1:
+            more, rest = _head(rest, (self.jobs - 1) * reach)
             head.extend(more)
         if self.chosen is None:
             size = None
