@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
 import orjson
 import pytest
@@ -232,8 +233,9 @@ def test_garbage_never_raises(tmp_path, garbage):
     assert result.findings and all(f.file == str(p) for f in result.findings)
 
 
-def _resumed_and_full(tmp_path) -> tuple:
-    """A 4-turn log checkpointed after its first 12 lines, then written whole: (resumed, replayed from scratch)."""
+def _resumed_and_full(tmp_path, rewrite: Callable[[bytes], bytes] = lambda checkpoint: checkpoint) -> tuple:
+    """A 4-turn log checkpointed after its first 12 lines, then written whole: (resumed from the checkpoint
+    as ``rewrite`` gives it, replayed from scratch)."""
     from invariants.replay.checkpoint import resume
 
     lines = _clean(4).lines()
@@ -243,7 +245,7 @@ def _resumed_and_full(tmp_path) -> tuple:
     first = replay(src, checkpoint=True)
     assert first.checkpoint is not None
     p.write_bytes(b"\n".join(lines) + b"\n")
-    return resume(src, first.checkpoint), replay(src)
+    return resume(src, rewrite(first.checkpoint)), replay(src)
 
 
 def test_resume_over_appended_bytes_equals_a_full_replay(tmp_path):
@@ -285,23 +287,16 @@ def test_a_checkpoint_resumes_whichever_python_pickled_its_paths(tmp_path, modul
     import pickletools
     import zlib
 
-    from invariants.replay.checkpoint import resume
+    def renamed(checkpoint: bytes) -> bytes:
+        # The module's name swapped for the one another Python writes (a string opcode of its length),
+        # then framed again (pickletools.optimize rewrites the frames whose lengths that changed).
+        data = zlib.decompress(checkpoint)
+        written = next(m for m in (b"\x8c\x07pathlib\x94", b"\x8c\x0epathlib._local\x94") if m in data)
+        return zlib.compress(pickletools.optimize(data.replace(written, bytes([0x8C, len(module)]) + module + b"\x94")))
 
-    lines = _clean(4).lines()
-    p = tmp_path / "grow.jsonl"
-    p.write_bytes(b"\n".join(lines[:12]) + b"\n")
-    src = LogSource(p, p.parent)
-    first = replay(src, checkpoint=True)
-    assert first.checkpoint is not None
-    # The module's name swapped for the one another Python writes (a string opcode of its length),
-    # then framed again (pickletools.optimize rewrites the frames whose lengths that changed).
-    data = zlib.decompress(first.checkpoint)
-    written = next(m for m in (b"\x8c\x07pathlib\x94", b"\x8c\x0epathlib._local\x94") if m in data)
-    data = pickletools.optimize(data.replace(written, bytes([0x8C, len(module)]) + module + b"\x94"))
-    p.write_bytes(b"\n".join(lines) + b"\n")
-    resumed = resume(src, zlib.compress(data))
+    resumed, full = _resumed_and_full(tmp_path, renamed)
     assert resumed is not None
-    assert (resumed.events, resumed.turns) == (replay(src).events, 4)
+    assert (resumed.events, resumed.turns) == (full.events, 4)
 
 
 def test_resumed_header_versions_keep_their_setters(tmp_path):
